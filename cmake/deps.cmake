@@ -1,0 +1,57 @@
+# Dependencies, all from Debian 12 packages (scripts/install-deps.sh) plus the optional
+# CUDA toolkit at /usr/local/cuda. See ../shared/STACK.md for why each is found this way.
+find_package(Threads REQUIRED)
+
+# CAF 0.17.6 ships no CMake config: imported targets by hand.
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY caf_core)
+find_library(CAF_IO_LIBRARY caf_io)
+if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY OR NOT CAF_IO_LIBRARY)
+  message(FATAL_ERROR "CAF 0.17 not found: run scripts/install-deps.sh (apt-get install libcaf-dev)")
+endif()
+add_library(CAF::core UNKNOWN IMPORTED)
+set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}" INTERFACE_LINK_LIBRARIES Threads::Threads)
+add_library(CAF::io UNKNOWN IMPORTED)
+set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
+  INTERFACE_LINK_LIBRARIES CAF::core)
+
+find_package(fmt 9 CONFIG REQUIRED)          # fmt::fmt
+find_package(doctest CONFIG REQUIRED)        # doctest::doctest
+include(doctest)                             # doctest_discover_tests()
+
+# OpenBLAS: the config file only sets variables.
+find_package(OpenBLAS CONFIG REQUIRED)
+add_library(openblas_iface INTERFACE)
+target_include_directories(openblas_iface INTERFACE ${OpenBLAS_INCLUDE_DIRS})
+target_link_libraries(openblas_iface INTERFACE ${OpenBLAS_LIBRARIES})
+
+# Optional CUDA + NCCL: compiled whenever the toolkit is present, cleanly off otherwise
+# (-DWITH_CUDA=OFF, or -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON).
+option(WITH_CUDA "build the CUDA/NCCL parts when the toolkit is available" ON)
+set(HAVE_CUDA OFF)
+set(HAVE_NCCL OFF)
+if(WITH_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    include(CheckLanguage)
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        set(CMAKE_CUDA_ARCHITECTURES 90)     # H100/H200; "native" fails without a GPU
+      endif()
+      enable_language(CUDA)
+      set(CMAKE_CUDA_STANDARD 20)
+      set(HAVE_CUDA ON)
+      find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+      find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+      if(NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
+        add_library(NCCL::nccl UNKNOWN IMPORTED)
+        set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+          INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+        set(HAVE_NCCL ON)
+      endif()
+    endif()
+  endif()
+endif()
+message(STATUS "cohort: HAVE_CUDA=${HAVE_CUDA} ${CUDAToolkit_VERSION} HAVE_NCCL=${HAVE_NCCL}")

@@ -1,0 +1,54 @@
+// The model DSL: free functions over `var` that append nodes to the var's graph. They read
+// like the math; shape errors are recorded in the graph (see graph.hpp), never thrown.
+//
+//   var h = gelu(matmul(x, w) + b);                 // x [B,D], w [D,4D], b [4D]
+//   var p = softmax(causal_mask(scale(matmul(q, k, false, true), 0.125f), -INFINITY));
+//   var l = mean(h * h);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace cohort {
+
+var matmul(var a, var b, bool trans_a = false, bool trans_b = false);
+var add(var a, var b);
+var sub(var a, var b);
+var mul(var a, var b);
+var div(var a, var b);
+inline var operator+(var a, var b) { return add(a, b); }
+inline var operator-(var a, var b) { return sub(a, b); }
+inline var operator*(var a, var b) { return mul(a, b); }
+inline var operator/(var a, var b) { return div(a, b); }
+var bias_add(var x, var bias);
+var scale(var x, float factor);
+inline var operator*(var x, float factor) { return scale(x, factor); }
+inline var operator*(float factor, var x) { return scale(x, factor); }
+
+var relu(var x);
+var gelu(var x);
+var tanh(var x);
+var softmax(var x);
+var log_softmax(var x);
+/// Mean over rows of -log softmax(logits)[label]; logits [*,C], labels i32 [*].
+var softmax_cross_entropy(var logits, var labels);
+/// Mean of (pred - target)^2 over all elements.
+var mse(var pred, var target);
+var layernorm(var x, var gamma, var beta, float eps = 1e-5f);
+var embedding(var table, var ids);
+
+var reshape(var x, shape to);  // one extent may be -1
+var transpose(var x, int axis0, int axis1);
+var permute(var x, std::vector<int> perm);
+var slice(var x, int axis, std::int64_t start, std::int64_t end);
+var concat(const std::vector<var>& xs, int axis);
+var sum(var x, std::vector<int> axes = {}, bool keepdim = false);
+var mean(var x, std::vector<int> axes = {}, bool keepdim = false);
+/// Sets element (i, j) of each trailing [T,T] matrix to `fill` where j > i.
+var causal_mask(var x, float fill);
+var sum_to(var x, shape to);
+var broadcast_to(var x, shape to);
+
+}  // namespace cohort

@@ -1,0 +1,61 @@
+// Layers built from DSL ops.
+#include "graph/layers.hpp"
+
+#include <cmath>
+
+namespace cohort {
+
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias) {
+  if (!x.valid()) return var{};
+  graph& g = *x.g;
+  auto _ = g.scope(name);
+  std::int64_t in_features = x.shape().at(-1);
+  float bound = 1.f / std::sqrt(static_cast<float>(in_features));
+  var w = g.parameter("weight", {in_features, out_features}, init_spec::uniform(bound));
+  var y = matmul(x, w);
+  if (!bias) return y;
+  var b = g.parameter("bias", {out_features}, init_spec::uniform(bound));
+  return bias_add(y, b);
+}
+
+var layer_norm(var x, const std::string& name, float eps) {
+  if (!x.valid()) return var{};
+  graph& g = *x.g;
+  auto _ = g.scope(name);
+  std::int64_t c = x.shape().at(-1);
+  var gamma = g.parameter("weight", {c}, init_spec::ones());
+  var beta = g.parameter("bias", {c}, init_spec::zeros());
+  return layernorm(x, gamma, beta, eps);
+}
+
+var embed(var ids, std::int64_t vocab, std::int64_t dim, const std::string& name) {
+  if (!ids.valid()) return var{};
+  graph& g = *ids.g;
+  auto _ = g.scope(name);
+  var table = g.parameter("weight", {vocab, dim}, init_spec::normal(1.f));
+  return embedding(table, ids);
+}
+
+var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
+  if (!x.valid()) return var{};
+  graph& g = *x.g;
+  const shape& s = x.shape();
+  if (s.rank() != 3 || heads <= 0 || s[2] % heads != 0) {
+    g.fail(make_error(errc::shape_mismatch,
+                      "causal_self_attention '" + g.scoped_name(name) + "': x must be [B,T,D] with D divisible by heads=" +
+                          std::to_string(heads) + ", got " + s.to_string()));
+    return var{};
+  }
+  auto _ = g.scope(name);
+  std::int64_t b = s[0], t = s[1], d = s[2], dh = d / heads;
+  auto split_heads = [&](var v) { return permute(reshape(v, {b, t, heads, dh}), {0, 2, 1, 3}); };
+  var q = split_heads(linear(x, d, "q"));  // [B,H,T,Dh]
+  var k = split_heads(linear(x, d, "k"));
+  var v = split_heads(linear(x, d, "v"));
+  var scores = scale(matmul(q, k, false, true), 1.f / std::sqrt(static_cast<float>(dh)));
+  var att = softmax(causal_mask(scores, -INFINITY));            // [B,H,T,T]
+  var y = reshape(permute(matmul(att, v), {0, 2, 1, 3}), {b, t, d});  // [B,T,D]
+  return linear(y, d, "proj");
+}
+
+}  // namespace cohort

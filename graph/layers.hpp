@@ -1,0 +1,29 @@
+// Layers: DSL helpers that create their own parameters (named inside the graph's current
+// scope) with PyTorch's default initializers, so a model reads like its PyTorch twin.
+//
+//   auto _ = g.scope("block0");
+//   var h = x + causal_self_attention(layer_norm(x, "ln1"), /*heads=*/4, "attn");
+//   h = h + linear(gelu(linear(layer_norm(h, "ln2"), 4 * d, "fc1")), d, "fc2");
+#pragma once
+
+#include <string>
+
+#include "graph/dsl.hpp"
+
+namespace cohort {
+
+/// y = x @ W (+ b). W [in,out] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) as torch.nn.Linear.
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true);
+
+/// LayerNorm over the last axis with gamma = 1, beta = 0 (torch.nn.LayerNorm).
+var layer_norm(var x, const std::string& name, float eps = 1e-5f);
+
+/// Token embedding: a table [vocab, dim] ~ N(0, 1) (torch.nn.Embedding), looked up by ids.
+var embed(var ids, std::int64_t vocab, std::int64_t dim, const std::string& name);
+
+/// Multi-head causal self-attention on x [B,T,D]: separate q, k, v projections [D,D] (the
+/// same function as one fused [D,3D] projection), heads split the projection columns,
+/// softmax(q k^T / sqrt(D/H) + causal mask) v, then an output projection.
+var causal_self_attention(var x, std::int64_t heads, const std::string& name);
+
+}  // namespace cohort

@@ -1,0 +1,108 @@
+// The operations a graph is made of: one enumerator per op and one attribute struct per
+// op family, held in a std::variant. Forward ops are what a model uses; the *_grad ops are
+// what autodiff emits. Adding an op means: an enumerator here, a shape rule in
+// shape_inference.cpp, a gradient rule in autodiff.cpp, a reference kernel, and a row in
+// the dispatch tables of kernels/.
+//
+//   node{op_kind::matmul, matmul_attrs{.trans_b = true}, {a, b}, {c}}   // c = a @ b^T
+#pragma once
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "graph/shape.hpp"
+
+namespace cohort {
+
+enum class op_kind : std::uint8_t {
+  // -- forward ------------------------------------------------------------------------------
+  matmul,                 // (a [*,M,K], b [*,K,N] or [K,N]) -> [*,M,N]; transposes in attrs
+  add, sub, mul, div,     // broadcasting elementwise (NumPy rules)
+  bias_add,               // (x [*,N], b [N]) -> [*,N]
+  scale,                  // x * factor
+  relu, gelu, tanh,       // gelu in the erf form, PyTorch's default
+  softmax, log_softmax,   // over the last axis
+  softmax_cross_entropy,  // (logits [*,C], labels i32 [*]) -> [] mean over rows
+  mse,                    // (pred, target) same shape -> [] mean of squared differences
+  layernorm,              // (x [*,C], gamma [C], beta [C]) -> [*,C], over the last axis
+  embedding,              // (table [V,D], ids i32 [*]) -> [*,D]
+  reshape,                // same elements, new shape
+  permute,                // axes reordered (transpose is a permute)
+  slice,                  // [start, end) along one axis
+  concat,                 // n inputs joined along one axis
+  sum, mean,              // over axes (all axes when none given)
+  causal_mask,            // [*,T,T]: element (i,j) with j > i set to `fill`
+  sum_to,                 // reduce a broadcast result back to a smaller shape
+  broadcast_to,           // stretch to a larger shape
+  // -- gradients (emitted by autodiff) ----------------------------------------------------
+  relu_grad,                   // (dy, x) -> dx
+  gelu_grad,                   // (dy, x) -> dx
+  tanh_grad,                   // (dy, y) -> dx
+  softmax_grad,                // (dy, y) -> dx
+  log_softmax_grad,            // (dy, y) -> dx
+  softmax_cross_entropy_grad,  // (dloss [], logits, labels) -> dlogits
+  mse_grad,                    // (dloss [], pred, target) -> dpred
+  layernorm_grad,              // (dy, x, gamma) -> (dx, dgamma, dbeta)
+  embedding_grad,              // (dy [*,D], ids [*]) -> dtable [V,D]
+  slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
+  count_
+};
+
+constexpr int op_count = static_cast<int>(op_kind::count_);
+
+const char* to_string(op_kind k);
+
+struct no_attrs {
+  friend bool operator==(const no_attrs&, const no_attrs&) = default;
+};
+struct matmul_attrs {
+  bool trans_a = false;
+  bool trans_b = false;
+  friend bool operator==(const matmul_attrs&, const matmul_attrs&) = default;
+};
+struct scale_attrs {
+  float factor = 1.f;
+  friend bool operator==(const scale_attrs&, const scale_attrs&) = default;
+};
+struct layernorm_attrs {
+  float eps = 1e-5f;
+  friend bool operator==(const layernorm_attrs&, const layernorm_attrs&) = default;
+};
+/// reshape, sum_to, broadcast_to: the target shape. embedding_grad: the table shape.
+struct shape_attrs {
+  shape to;
+  friend bool operator==(const shape_attrs&, const shape_attrs&) = default;
+};
+struct permute_attrs {
+  std::vector<int> perm;
+  friend bool operator==(const permute_attrs&, const permute_attrs&) = default;
+};
+/// slice: [start, end) along axis. slice_grad: the same, and `full` is the axis's extent.
+struct slice_attrs {
+  int axis = 0;
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::int64_t full = 0;
+  friend bool operator==(const slice_attrs&, const slice_attrs&) = default;
+};
+struct concat_attrs {
+  int axis = 0;
+  friend bool operator==(const concat_attrs&, const concat_attrs&) = default;
+};
+/// sum, mean: normalized axes in increasing order; empty means every axis.
+struct reduce_attrs {
+  std::vector<int> axes;
+  bool keepdim = false;
+  friend bool operator==(const reduce_attrs&, const reduce_attrs&) = default;
+};
+struct causal_mask_attrs {
+  float fill = 0.f;
+  friend bool operator==(const causal_mask_attrs&, const causal_mask_attrs&) = default;
+};
+
+using op_attrs = std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs,
+                              permute_attrs, slice_attrs, concat_attrs, reduce_attrs,
+                              causal_mask_attrs>;
+
+}  // namespace cohort

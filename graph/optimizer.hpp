@@ -1,0 +1,44 @@
+// Optimizers as graph-level rules: what state each parameter carries and the update's
+// hyper-parameters. The arithmetic lives in kernels/optimizer.hpp; keeping the rule here
+// lets the planner size optimizer state and lets parameter actors own it per shard.
+// Semantics follow torch.optim.SGD and torch.optim.AdamW exactly.
+//
+//   optimizer_config opt = adamw_config{.lr = 1e-3f, .beta2 = 0.95f, .weight_decay = 0.1f};
+//   int slots = state_slots(opt);    // 2: exp_avg and exp_avg_sq per parameter
+#pragma once
+
+#include <variant>
+
+namespace cohort {
+
+/// torch.optim.SGD: g += wd*p; buf = momentum*buf + g (buf = g at the first step);
+/// g = nesterov ? g + momentum*buf : buf; p -= lr*g.
+struct sgd_config {
+  float lr = 0.01f;
+  float momentum = 0.f;
+  float weight_decay = 0.f;
+  bool nesterov = false;
+};
+
+/// torch.optim.AdamW: p *= 1 - lr*wd; m, v moving averages; bias-corrected step.
+struct adamw_config {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+using optimizer_config = std::variant<sgd_config, adamw_config>;
+
+/// Number of state tensors (each shaped like the parameter) the optimizer keeps.
+inline int state_slots(const optimizer_config& c) {
+  if (const auto* s = std::get_if<sgd_config>(&c)) return s->momentum != 0.f ? 1 : 0;
+  return 2;
+}
+
+inline float learning_rate(const optimizer_config& c) {
+  return std::visit([](const auto& x) { return x.lr; }, c);
+}
+
+}  // namespace cohort

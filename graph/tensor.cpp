@@ -1,0 +1,163 @@
+// Tensor storage, views and strided copies.
+#include "graph/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace cohort {
+
+storage::storage(std::size_t bytes) : bytes_(bytes) {
+  std::size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+storage::~storage() { std::free(data_); }
+
+tensor::tensor(std::shared_ptr<storage> st, cohort::shape s, dtype t, std::int64_t offset_elems)
+    : storage_(std::move(st)), shape_(std::move(s)), offset_(offset_elems), dtype_(t) {
+  strides_ = shape_.contiguous_strides();
+}
+
+tensor tensor::empty(cohort::shape s, dtype t) {
+  auto bytes = static_cast<std::size_t>(s.numel()) * size_of(t);
+  return tensor(std::make_shared<storage>(bytes), std::move(s), t);
+}
+
+tensor tensor::zeros(cohort::shape s, dtype t) {
+  tensor out = empty(std::move(s), t);
+  std::memset(out.storage_->data(), 0, out.storage_->bytes());
+  return out;
+}
+
+tensor tensor::full(cohort::shape s, float value) {
+  tensor out = empty(std::move(s), dtype::f32);
+  out.fill(value);
+  return out;
+}
+
+tensor tensor::from(cohort::shape s, std::span<const float> values) {
+  if (static_cast<std::int64_t>(values.size()) != s.numel())
+    throw std::invalid_argument("tensor::from: " + std::to_string(values.size()) +
+                                " values for shape " + s.to_string());
+  tensor out = empty(std::move(s), dtype::f32);
+  std::memcpy(out.data<float>(), values.data(), values.size() * sizeof(float));
+  return out;
+}
+
+tensor tensor::from_ints(cohort::shape s, std::span<const std::int32_t> values) {
+  if (static_cast<std::int64_t>(values.size()) != s.numel())
+    throw std::invalid_argument("tensor::from_ints: " + std::to_string(values.size()) +
+                                " values for shape " + s.to_string());
+  tensor out = empty(std::move(s), dtype::i32);
+  std::memcpy(out.data<std::int32_t>(), values.data(), values.size() * sizeof(std::int32_t));
+  return out;
+}
+
+bool tensor::is_contiguous() const { return strides_ == shape_.contiguous_strides(); }
+
+namespace {
+
+// Offset (in elements) of row-major flat index `flat` under `strides`.
+std::int64_t strided_offset(const shape& s, const std::vector<std::int64_t>& strides,
+                            std::int64_t flat) {
+  std::int64_t off = 0;
+  for (int d = s.rank() - 1; d >= 0; --d) {
+    off += (flat % s[d]) * strides[static_cast<std::size_t>(d)];
+    flat /= s[d];
+  }
+  return off;
+}
+
+}  // namespace
+
+float tensor::at(std::int64_t flat) const {
+  std::int64_t off = strided_offset(shape_, strides_, flat);
+  if (dtype_ == dtype::i32) return static_cast<float>(data<std::int32_t>()[off]);
+  return data<float>()[off];
+}
+
+tensor tensor::reshape(cohort::shape s) const {
+  if (s.numel() != numel() || !is_contiguous())
+    throw std::invalid_argument("tensor::reshape: " + shape_.to_string() + " to " + s.to_string());
+  tensor out = *this;
+  out.shape_ = std::move(s);
+  out.strides_ = out.shape_.contiguous_strides();
+  return out;
+}
+
+tensor tensor::transpose(int d0, int d1) const {
+  std::vector<int> perm(static_cast<std::size_t>(shape_.rank()));
+  for (int i = 0; i < shape_.rank(); ++i) perm[static_cast<std::size_t>(i)] = i;
+  std::swap(perm[static_cast<std::size_t>(d0)], perm[static_cast<std::size_t>(d1)]);
+  return permute(perm);
+}
+
+tensor tensor::permute(const std::vector<int>& perm) const {
+  tensor out = *this;
+  std::vector<std::int64_t> dims(perm.size()), strides(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    dims[i] = shape_[perm[i]];
+    strides[i] = strides_[static_cast<std::size_t>(perm[i])];
+  }
+  out.shape_ = cohort::shape(std::move(dims));
+  out.strides_ = std::move(strides);
+  return out;
+}
+
+tensor tensor::slice(int dim, std::int64_t start, std::int64_t end) const {
+  tensor out = *this;
+  out.shape_[dim] = end - start;
+  out.offset_ += start * strides_[static_cast<std::size_t>(dim)];
+  return out;
+}
+
+tensor tensor::contiguous(bool force) const {
+  if (!force && is_contiguous()) return *this;
+  tensor out = empty(shape_, dtype_);
+  out.copy_from(*this);
+  return out;
+}
+
+void tensor::copy_from(const tensor& src) {
+  if (src.shape_ != shape_ || src.dtype_ != dtype_)
+    throw std::invalid_argument("tensor::copy_from: " + src.shape_.to_string() + " into " +
+                                shape_.to_string());
+  std::size_t elem = size_of(dtype_);
+  if (is_contiguous() && src.is_contiguous()) {
+    std::memmove(storage_->data() + offset_ * static_cast<std::int64_t>(elem),
+                 src.storage_->data() + src.offset_ * static_cast<std::int64_t>(elem),
+                 static_cast<std::size_t>(numel()) * elem);
+    return;
+  }
+  auto* dst_bytes = storage_->data();
+  const auto* src_bytes = src.storage_->data();
+  for (std::int64_t i = 0, n = numel(); i < n; ++i) {
+    auto so = src.offset_ + strided_offset(shape_, src.strides_, i);
+    auto d = offset_ + strided_offset(shape_, strides_, i);
+    std::memcpy(dst_bytes + d * static_cast<std::int64_t>(elem),
+                src_bytes + so * static_cast<std::int64_t>(elem), elem);
+  }
+}
+
+void tensor::fill(float value) {
+  if (!is_contiguous()) throw std::invalid_argument("tensor::fill: needs a contiguous tensor");
+  if (dtype_ == dtype::i32) {
+    auto* p = data<std::int32_t>();
+    for (std::int64_t i = 0, n = numel(); i < n; ++i) p[i] = static_cast<std::int32_t>(value);
+    return;
+  }
+  auto* p = data<float>();
+  for (std::int64_t i = 0, n = numel(); i < n; ++i) p[i] = value;
+}
+
+std::vector<float> tensor::to_vector() const {
+  std::vector<float> out(static_cast<std::size_t>(numel()));
+  for (std::int64_t i = 0, n = numel(); i < n; ++i) out[static_cast<std::size_t>(i)] = at(i);
+  return out;
+}
+
+}  // namespace cohort

@@ -1,0 +1,86 @@
+// Fast data movement: embedding rows by memcpy, permute as an odometer over output rows
+// with a contiguous inner copy when the innermost axis stays innermost, reshape as an
+// alias (executors give its output the input's buffer).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/reference/reference.hpp"
+
+namespace cohort::kernels::cpu {
+
+status embedding(const kernel_call& c) {
+  const tensor& table = c.in[0];
+  std::int64_t vocab = table.shape()[0], dim = table.shape()[1];
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  const float* t = table.data<float>();
+  float* y = c.out[0].data<float>();
+  for (std::int64_t i = 0, n = c.in[1].numel(); i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) return ref::embedding(c);  // reports the bad id
+    std::memcpy(y + i * dim, t + ids[i] * dim, static_cast<std::size_t>(dim) * sizeof(float));
+  }
+  return {};
+}
+
+status embedding_grad(const kernel_call& c) {
+  tensor& dtable = c.out[0];
+  std::int64_t vocab = dtable.shape()[0], dim = dtable.shape()[1];
+  const float* dy = c.in[0].data<float>();
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  float* dt = dtable.data<float>();
+  std::memset(dt, 0, static_cast<std::size_t>(dtable.numel()) * sizeof(float));
+  for (std::int64_t i = 0, n = c.in[1].numel(); i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab) return ref::embedding_grad(c);
+    float* row = dt + ids[i] * dim;
+    const float* src = dy + i * dim;
+    for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j];
+  }
+  return {};
+}
+
+status reshape(const kernel_call& c) { return ref::reshape(c); }
+
+status permute(const kernel_call& c) {
+  const auto& perm = std::get<permute_attrs>(c.op.attrs).perm;
+  const tensor& x = c.in[0];
+  tensor& y = c.out[0];
+  const int rank = y.shape().rank();
+  if (rank == 0 || y.numel() == 0) return ref::permute(c);
+  std::size_t elem = size_of(x.type());
+  if (elem != 4) return ref::permute(c);
+  auto in_strides = x.shape().contiguous_strides();
+  // stride in the input of each output axis
+  std::int64_t stride[16];
+  std::int64_t extent[16];
+  if (rank > 16) return ref::permute(c);
+  for (int d = 0; d < rank; ++d) {
+    stride[d] = in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+    extent[d] = y.shape()[d];
+  }
+  const std::int64_t inner = extent[rank - 1];
+  const std::int64_t inner_stride = stride[rank - 1];
+  const std::int64_t outer = y.numel() / inner;
+  std::int64_t idx[16] = {};
+  const std::uint32_t* src = x.data<std::uint32_t>();
+  std::uint32_t* dst = y.data<std::uint32_t>();
+  std::int64_t base = 0;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    if (inner_stride == 1) {
+      std::memcpy(dst, src + base, static_cast<std::size_t>(inner) * elem);
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) dst[j] = src[base + j * inner_stride];
+    }
+    dst += inner;
+    // advance the odometer over the outer axes
+    for (int d = rank - 2; d >= 0; --d) {
+      base += stride[d];
+      if (++idx[d] < extent[d]) break;
+      base -= stride[d] * extent[d];
+      idx[d] = 0;
+    }
+  }
+  return {};
+}
+
+}  // namespace cohort::kernels::cpu

@@ -1,0 +1,44 @@
+// The signature every kernel has, and the dispatch table that maps each op to one.
+// A kernel reads contiguous input tensors and writes into pre-allocated contiguous
+// output tensors; it never allocates. It returns an error only for bad data that shape
+// inference cannot see (an embedding id or class label out of range).
+//
+//   status relu_ref(const kernel_call& c);         // c.in[0] -> c.out[0]
+//   dispatch_table t = cpu_kernels();              // kernels/dispatch.hpp
+//   status st = t[op_kind::relu](call);
+#pragma once
+
+#include <array>
+#include <span>
+
+#include "graph/error.hpp"
+#include "graph/graph.hpp"
+#include "graph/tensor.hpp"
+
+namespace cohort::kernels {
+
+class thread_pool;
+
+struct kernel_call {
+  const node& op;
+  std::span<const tensor> in;
+  std::span<tensor> out;
+  thread_pool* pool = nullptr;  // null: run on the calling thread only
+};
+
+using kernel_fn = status (*)(const kernel_call&);
+
+/// op_kind -> kernel. Built by one explicit function per backend (dispatch.cpp).
+class dispatch_table {
+ public:
+  kernel_fn operator[](op_kind k) const { return fns_[static_cast<std::size_t>(k)]; }
+  void set(op_kind k, kernel_fn f) { fns_[static_cast<std::size_t>(k)] = f; }
+  const char* name() const { return name_; }
+  explicit dispatch_table(const char* name) : name_(name) {}
+
+ private:
+  std::array<kernel_fn, op_count> fns_{};
+  const char* name_;
+};
+
+}  // namespace cohort::kernels

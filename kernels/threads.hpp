@@ -1,0 +1,18 @@
+// One knob for the threads of a process's math: OpenBLAS's pool and cohort's kernel pool
+// are sized together, so the two never oversubscribe the cores (--train.threads).
+//
+//   set_math_threads(2);              // OpenBLAS uses 2 threads from now on
+//   thread_pool pool(math_threads()); // cohort's own kernels use the same count
+#pragma once
+
+namespace cohort::kernels {
+
+/// Sets OpenBLAS's thread count (and remembers n for math_threads()). n >= 1.
+void set_math_threads(int n);
+int math_threads();
+/// Cores this process may run on (sched_getaffinity), at least 1.
+int available_cores();
+/// OpenBLAS's build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ... Cooperlake".
+const char* blas_config();
+
+}  // namespace cohort::kernels

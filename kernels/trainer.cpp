@@ -1,0 +1,62 @@
+// The serial training loop.
+#include "kernels/trainer.hpp"
+
+#include <stdexcept>
+
+#include "kernels/threads.hpp"
+
+namespace cohort::kernels {
+
+serial_trainer::serial_trainer(graph& g, trainer_options opts)
+    : g_(&g),
+      opts_(std::move(opts)),
+      table_(opts_.reference_kernels ? reference_kernels() : cpu_kernels()) {}
+
+result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var loss,
+                                                               trainer_options opts) {
+  if (opts.threads < 1)
+    return make_error(errc::invalid_argument, "trainer: threads must be >= 1, got " + std::to_string(opts.threads));
+  std::unique_ptr<serial_trainer> tr(new serial_trainer(g, opts));
+  auto grads = autodiff(g, loss);
+  if (!grads) return grads.error();
+  tr->grads_ = *grads;
+  tr->params_ = init_parameters(g, opts.seed);
+  set_math_threads(opts.threads);
+  tr->pool_ = std::make_unique<thread_pool>(opts.threads);
+  std::vector<value_id> keep{tr->grads_.loss};
+  for (auto [p, gr] : tr->grads_.param_grads) keep.push_back(gr);
+  auto ex = executor::create(g, tr->params_, keep, {&tr->table_, tr->pool_.get()});
+  if (!ex) return ex.error();
+  tr->exec_ = std::make_unique<executor>(std::move(*ex));
+  for (auto [p, gr] : tr->grads_.param_grads) {
+    tensor& t = tr->params_.at(g.value(p).name);
+    tr->param_tensors_.push_back(&t);
+    tr->opt_state_.push_back(make_state(t, opts.optimizer));
+  }
+  tr->exec_->input(tr->grads_.seed).fill(1.f);
+  return tr;
+}
+
+tensor& serial_trainer::input(const std::string& name) {
+  value_id id = g_->find(name);
+  if (id == no_value || g_->value(id).kind != value_kind::input)
+    throw std::invalid_argument("trainer: no input called '" + name + "'");
+  return exec_->input(id);
+}
+
+result<float> serial_trainer::step() {
+  if (auto st = exec_->run(); !st) return st.error();
+  float loss = exec_->value(grads_.loss).data<float>()[0];
+  for (std::size_t i = 0; i < param_tensors_.size(); ++i)
+    apply_update(*param_tensors_[i], exec_->value(grads_.param_grads[i].second), opt_state_[i],
+                 opts_.optimizer);
+  ++steps_;
+  return loss;
+}
+
+result<float> serial_trainer::evaluate() {
+  if (auto st = exec_->run(0, grads_.backward_begin); !st) return st.error();
+  return exec_->value(grads_.loss).data<float>()[0];
+}
+
+}  // namespace cohort::kernels
