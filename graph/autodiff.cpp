@@ -46,13 +46,14 @@ status backward_pass::apply_matmul(const node& n, var dc) {
   const auto& at = std::get<matmul_attrs>(n.attrs);
   value_id a = n.inputs[0], b = n.inputs[1];
   bool ta = at.trans_a, tb = at.trans_b;
+  bool b_broadcast = shape_of(b).rank() == 2 && shape_of(a).rank() > 2;
   if (wants(a)) {
-    // C = op(A) op(B): d op(A) = dC op(B)^T.
-    var da = ta ? matmul(v(b), dc, tb, true) : matmul(dc, v(b), false, !tb);
-    accumulate(a, da);
+    // C = op(A) op(B): d op(A) = dC op(B)^T, and dA = (d op(A))^T when A is transposed.
+    if (!ta) accumulate(a, matmul(dc, v(b), false, !tb));
+    else if (b_broadcast) accumulate(a, transpose(matmul(dc, v(b), false, !tb), -1, -2));
+    else accumulate(a, matmul(v(b), dc, tb, true));  // (dC op(B)^T)^T in one GEMM
   }
   if (wants(b)) {
-    bool b_broadcast = shape_of(b).rank() == 2 && shape_of(a).rank() > 2;
     if (!b_broadcast) {
       var db = tb ? matmul(dc, v(a), true, ta) : matmul(v(a), dc, !ta, false);
       accumulate(b, db);
@@ -133,7 +134,7 @@ status backward_pass::apply_rule(const node& n) {
       return {};
     }
     case k::layernorm: {
-      auto outs = g_.apply(k::layernorm_grad, no_attrs{}, {dy, in(0), in(1)});
+      auto outs = g_.apply(k::layernorm_grad, n.attrs, {dy, in(0), in(1)});
       if (outs.size() != 3) return {};  // error recorded in the graph
       if (want(0)) accumulate(n.inputs[0], outs[0]);
       if (want(1)) accumulate(n.inputs[1], outs[1]);

@@ -10,7 +10,7 @@ var invalid() { return var{}; }
 var build(op_kind kind, op_attrs attrs, std::vector<var> operands) {
   graph* g = nullptr;
   for (const auto& v : operands)
-    if (v.g != nullptr) g = v.g;
+    if (g == nullptr) g = v.g;
   if (g == nullptr) return invalid();
   return g->apply1(kind, std::move(attrs), operands);
 }

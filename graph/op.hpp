@@ -43,7 +43,7 @@ enum class op_kind : std::uint8_t {
   log_softmax_grad,            // (dy, y) -> dx
   softmax_cross_entropy_grad,  // (dloss [], logits, labels) -> dlogits
   mse_grad,                    // (dloss [], pred, target) -> dpred
-  layernorm_grad,              // (dy, x, gamma) -> (dx, dgamma, dbeta)
+  layernorm_grad,              // (dy, x, gamma) -> (dx, dgamma, dbeta); layernorm's attrs
   embedding_grad,              // (dy [*,D], ids [*]) -> dtable [V,D]
   slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
   count_

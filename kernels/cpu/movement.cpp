@@ -49,13 +49,14 @@ status permute(const kernel_call& c) {
   if (rank == 0 || y.numel() == 0) return ref::permute(c);
   std::size_t elem = size_of(x.type());
   if (elem != 4) return ref::permute(c);
-  auto in_strides = x.shape().contiguous_strides();
-  // stride in the input of each output axis
-  std::int64_t stride[16];
-  std::int64_t extent[16];
   if (rank > 16) return ref::permute(c);
+  std::int64_t in_strides[16];  // row-major strides of the input (no heap: hot path)
+  in_strides[rank - 1] = 1;
+  for (int d = rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * x.shape()[d + 1];
+  std::int64_t stride[16];  // stride in the input of each output axis
+  std::int64_t extent[16];
   for (int d = 0; d < rank; ++d) {
-    stride[d] = in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+    stride[d] = in_strides[perm[static_cast<std::size_t>(d)]];
     extent[d] = y.shape()[d];
   }
   const std::int64_t inner = extent[rank - 1];
