@@ -16,9 +16,11 @@ struct moments {
 
 moments row_moments(const float* x, std::int64_t n, float eps) {
   float s = 0.f;
+#pragma omp simd reduction(+ : s)
   for (std::int64_t j = 0; j < n; ++j) s += x[j];
   float mean = s / static_cast<float>(n);
   float v = 0.f;
+#pragma omp simd reduction(+ : v)
   for (std::int64_t j = 0; j < n; ++j) v += (x[j] - mean) * (x[j] - mean);
   return {mean, 1.f / std::sqrt(v / static_cast<float>(n) + eps)};
 }
@@ -62,6 +64,7 @@ status layernorm_grad(const kernel_call& c) {
     float* dxr = dx + r * cols;
     auto m = row_moments(xr, cols, eps);
     float sum_d = 0.f, sum_dx = 0.f;
+#pragma omp simd reduction(+ : sum_d, sum_dx)
     for (std::int64_t j = 0; j < cols; ++j) {
       float xhat = (xr[j] - m.mean) * m.rstd;
       float d = dyr[j] * gamma[j];

@@ -22,13 +22,15 @@ void for_rows(const kernel_call& c, std::int64_t rows, std::int64_t cols, F&& bo
 
 float row_max(const float* x, std::int64_t n) {
   float m = -INFINITY;
-  for (std::int64_t j = 0; j < n; ++j) m = std::fmax(m, x[j]);
+#pragma omp simd reduction(max : m)
+  for (std::int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
   return m;
 }
 
 // Writes exp(x - max) into y and returns the sum.
 float exp_shifted(const float* x, float* y, std::int64_t n, float max) {
   float s = 0.f;
+#pragma omp simd reduction(+ : s)
   for (std::int64_t j = 0; j < n; ++j) {
     y[j] = fast_exp(x[j] - max);
     s += y[j];
@@ -41,6 +43,7 @@ float log_sum_exp(const float* x, std::int64_t n) {
   float m = row_max(x, n);
   if (std::isinf(m) && m < 0) return m;
   float s = 0.f;
+#pragma omp simd reduction(+ : s)
   for (std::int64_t j = 0; j < n; ++j) s += fast_exp(x[j] - m);
   return m + std::log(s);
 }
@@ -78,6 +81,7 @@ status softmax_grad(const kernel_call& c) {
       const float* dyr = dy + r * cols;
       const float* yr = y + r * cols;
       float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
       for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
       for (std::int64_t j = 0; j < cols; ++j) dx[r * cols + j] = yr[j] * (dyr[j] - dot);
     }

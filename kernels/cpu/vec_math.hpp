@@ -10,8 +10,14 @@
 
 namespace cohort::kernels::cpu {
 
+// Plain comparisons (not std::fmin/fmax, which are library calls here) vectorize to min/max.
+inline float clamp_to(float x, float lo, float hi) {
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+
 inline float fast_exp(float x) {
-  const float xc = std::fmin(std::fmax(x, -87.0f), 88.5f);
+  const float xc = clamp_to(x, -87.0f, 88.5f);
   const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
   float r = xc - n * 0.693359375f;     // ln2, high part
   r = r - n * -2.12194440e-4f;         // ln2, low part

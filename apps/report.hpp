@@ -1,0 +1,63 @@
+// What a run tells its user: a progress line on stderr (redrawn in place on a terminal, one
+// line every ~5 % otherwise), one JSON object per step in the metrics file, and the JSON
+// summary that is the last line on stdout.
+//
+//   progress_line progress("mlp", steps);
+//   metrics_file metrics;  if (auto st = metrics.open(path); !st) fail(st);
+//   progress.update(step, loss, samples_per_s);
+//   metrics.write({{"step", step}, {"loss", loss}});
+//   print_summary({{"app", "mlp"}, {"final_loss", loss}});
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "graph/error.hpp"
+
+namespace cohort::apps {
+
+using json = nlohmann::json;
+
+class progress_line {
+ public:
+  progress_line(std::string label, std::int64_t total_steps);
+  /// After step `step` (1-based); `rate` in the unit named by `rate_unit`.
+  void update(std::int64_t step, float loss, double rate, const char* rate_unit);
+  void finish();
+
+ private:
+  std::string label_;
+  std::int64_t total_;
+  bool tty_;
+  std::int64_t every_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class metrics_file {
+ public:
+  metrics_file() = default;
+  ~metrics_file();
+  metrics_file(const metrics_file&) = delete;
+  metrics_file& operator=(const metrics_file&) = delete;
+  /// Opens (truncates) `path`; an empty path disables writing.
+  status open(const std::string& path);
+  void write(const json& record);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+/// Prints `summary` as one line of JSON on stdout.
+void print_summary(const json& summary);
+
+/// Prints "APP: error: MESSAGE" on stderr; returns `code` for `return fail(...)`.
+int fail(const std::string& app, const std::string& message, int code);
+
+/// Seconds since `t0`.
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace cohort::apps

