@@ -8,7 +8,7 @@
 
 using namespace cohort;
 
-TEST_CASE("the same seed gives the same stream; different seeds differ") {
+TEST_CASE("the same seed gives the same stream, different seeds differ") {
   rng a(42), b(42), c(43);
   for (int i = 0; i < 10; ++i) {
     auto x = a.next();

@@ -13,7 +13,7 @@ tensor iota(shape s) {
 }
 }  // namespace
 
-TEST_CASE("copies share storage; clone does not") {
+TEST_CASE("copies share storage, clone does not") {
   tensor a = tensor::zeros({2, 3});
   tensor b = a;
   b.data<float>()[4] = 5.f;
@@ -43,7 +43,7 @@ TEST_CASE("transpose, permute and slice are views with strides") {
   CHECK(p.at(1) == 4.f);  // p[0][0][1] = t[0][1][0]
 }
 
-TEST_CASE("reshape needs contiguity and equal size; copy_from writes through views") {
+TEST_CASE("reshape needs contiguity and equal size, copy_from writes through views") {
   tensor t = iota({2, 6});
   CHECK(t.reshape({3, 4}).at(5) == 5.f);
   CHECK_THROWS_AS(t.reshape({5}), std::invalid_argument);

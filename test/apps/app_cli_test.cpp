@@ -1,0 +1,112 @@
+// The apps end to end, as a user runs them: convergence on real data, the JSON summary as
+// the last stdout line, metrics JSONL, and exit code 2 with a one-line error for bad input.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+using json = nlohmann::json;
+
+namespace {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out, err;
+  json summary;
+};
+
+run_result run(const std::string& binary, const std::string& args) {
+  auto err_path = std::filesystem::temp_directory_path() / ("cohort-cli-" + std::to_string(::getpid()) + ".err");
+  std::string cmd = binary + " " + args + " 2>" + err_path.string();
+  run_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  std::filesystem::remove(err_path);
+  auto last = r.out.find_last_of('\n', r.out.size() >= 2 ? r.out.size() - 2 : 0);
+  std::string last_line = r.out.substr(last == std::string::npos ? 0 : last + 1);
+  r.summary = json::parse(last_line, nullptr, false);
+  return r;
+}
+
+std::string data_hint() { return "data files come from scripts/fetch-data.sh"; }
+
+}  // namespace
+
+TEST_CASE("mlp on digits reaches at least 95% accuracy on the held-out split") {
+  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=2");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err << " (" << data_hint() << ")");
+  REQUIRE(r.summary.is_object());
+  CHECK(r.summary["app"] == "mlp");
+  CHECK(r.summary["steps"] == 500);
+  CHECK(r.summary["threads"] == 2);
+  CHECK(r.summary["samples_per_s"].get<double>() > 0);
+  MESSAGE("digits test accuracy " << r.summary["test_accuracy"].get<double>());
+  CHECK(r.summary["test_accuracy"].get<double>() >= 0.95);
+}
+
+TEST_CASE("gpt on GPL-3 ends below loss 2.7 after 33 steps, as the PyTorch reference does") {
+  auto metrics = std::filesystem::temp_directory_path() / ("cohort-gpt-metrics-" + std::to_string(::getpid()) + ".jsonl");
+  auto r = run(GPT_BINARY, "--config-file=" + std::string(COHORT_SOURCE_DIR) + "/configs/gpt_gpl3.ini --train.threads=2 --metrics.file=" + metrics.string());
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.summary["steps"] == 33);
+  MESSAGE("gpt loss " << r.summary["first_loss"].get<double>() << " -> " << r.summary["final_loss"].get<double>());
+  CHECK(r.summary["first_loss"].get<double>() > 5.0);  // ~ln(256) = 5.55 at the start
+  CHECK(r.summary["final_loss"].get<double>() < 2.7);
+  CHECK(r.summary["tokens_per_s"].get<double>() > 0);
+  std::ifstream m(metrics);
+  int lines = 0;
+  for (std::string line; std::getline(m, line); ++lines) {
+    auto rec = json::parse(line);
+    CHECK(rec["step"] == lines + 1);
+    CHECK(rec.contains("loss"));
+  }
+  CHECK(lines == 33);
+  std::filesystem::remove(metrics);
+}
+
+TEST_CASE("bad input: one-line error on stderr and exit code 2") {
+  struct bad_case {
+    const char* binary;
+    std::string args, expected;
+  };
+  std::string missing_dir = "--data.dir=/nonexistent-cohort-data";
+  const bad_case cases[] = {
+      {MLP_BINARY, "--train.stepz=5", "mlp: error: unknown option --train.stepz (see --help)"},
+      {MLP_BINARY, "--train.steps=five", "mlp: error: command line: train.steps must be an integer, got 'five'"},
+      {MLP_BINARY, "--data.name=cifar", "mlp: error: --data.name must be digits, fashion, mnist or synth, got 'cifar'"},
+      {MLP_BINARY, missing_dir, "mlp: error: missing data file /nonexistent-cohort-data/sklearn/digits.csv.gz (run scripts/fetch-data.sh; add --all for MNIST)"},
+      {MLP_BINARY, "--config-file=/nonexistent.ini", "mlp: error: cannot open config file '/nonexistent.ini'"},
+      {MLP_BINARY, "--train.steps=0", "mlp: error: --train.steps, --train.batch, --train.threads and --train.lr must be positive"},
+      {MLP_BINARY, "--model.dims=64,10,3", "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
+      {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},
+      {GPT_BINARY, "--model.heads=3", "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = run(c.binary, c.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == c.expected + "\n");
+  }
+}
+
+TEST_CASE("--help explains the options and exits 0") {
+  auto r = run(MLP_BINARY, "--help");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("--data.name=STR") != std::string::npos);
+  CHECK(r.out.find("--train.threads=INT") != std::string::npos);
+  auto g = run(GPT_BINARY, "--help");
+  CHECK(g.exit_code == 0);
+  CHECK(g.out.find("--model.heads=INT") != std::string::npos);
+}
