@@ -41,6 +41,12 @@ if(WITH_CUDA)
         set(CMAKE_CUDA_ARCHITECTURES 90)     # H100/H200; "native" fails without a GPU
       endif()
       enable_language(CUDA)
+      # CMake 3.25 knows no nvcc flag for C++20 (3.26 adds it for nvcc 12+) and fails at
+      # generate time on CUDA_STANDARD 20, or on CXX_STANDARD 20, which CUDA falls back to.
+      if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+        set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      endif()
       set(CMAKE_CUDA_STANDARD 20)
       set(HAVE_CUDA ON)
       find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
