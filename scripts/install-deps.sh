@@ -20,6 +20,8 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
+  # an npm from outside Debian (e.g. NodeSource's nodejs) serves as well and conflicts with it
+  if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
