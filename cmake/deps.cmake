@@ -32,8 +32,18 @@ option(WITH_CUDA "build the CUDA/NCCL parts when the toolkit is available" ON)
 set(HAVE_CUDA OFF)
 set(HAVE_NCCL OFF)
 if(WITH_CUDA)
+  # Debian's stock FindCUDAToolkit (CMake 3.25.1) sets a property on CUDA::nvToolsExt whenever
+  # the project requires CMake >= 3.25, even where CUDA 12+ ships no such library, and fails.
+  # Hide our minimum version from that one check.
+  set(cohort_min_version ${CMAKE_MINIMUM_REQUIRED_VERSION})
+  set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
   find_package(CUDAToolkit QUIET)
+  set(CMAKE_MINIMUM_REQUIRED_VERSION ${cohort_min_version})
   if(CUDAToolkit_FOUND)
+    # nvcc need not be on PATH: use the toolkit's own.
+    if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
+      set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+    endif()
     include(CheckLanguage)
     check_language(CUDA)
     if(CMAKE_CUDA_COMPILER)
