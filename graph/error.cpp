@@ -11,6 +11,8 @@ const char* to_string(errc code) {
     case errc::not_found: return "not_found";
     case errc::io_error: return "io_error";
     case errc::unsupported: return "unsupported";
+    case errc::timeout: return "timeout";
+    case errc::closed: return "closed";
   }
   return "unknown";
 }

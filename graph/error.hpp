@@ -26,6 +26,10 @@ enum class errc {
   io_error,
   /// The operation is valid but this build or backend does not provide it.
   unsupported,
+  /// A distributed wait ran past its deadline (the message names who waited for whom).
+  timeout,
+  /// The other side is gone: a closed channel, a dead peer, a stopped runtime.
+  closed,
 };
 
 const char* to_string(errc code);

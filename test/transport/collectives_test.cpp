@@ -1,0 +1,205 @@
+// Collectives with N ranks as N threads over the in-process channel: every collective for
+// N in {1, 2, 3, 4, 7}, sizes from 1 element to several MiB, exact rank-derived values
+// (small integers, so every float sum is exact), plus timeouts and closed channels.
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "graph/placement.hpp"
+#include "support/spawn_ranks.hpp"
+#include "transport/collectives.hpp"
+#include "transport/in_process.hpp"
+
+using namespace cohort;
+using namespace cohort::transport;
+using namespace std::chrono_literals;
+using cohort::test::spawn_ranks;
+
+namespace {
+
+const int rank_counts[] = {1, 2, 3, 4, 7};
+const std::int64_t sizes[] = {1, 2, 3, 5, 64, 1001, (1 << 20) + 3};  // last: 4 MiB + 12 bytes
+
+// Rank r's value at index j: exact in float, distinct per rank and index.
+float value(int r, std::int64_t j) { return static_cast<float>((r + 1) * (j % 13 + 1)); }
+float sum_over_ranks(int n, std::int64_t j) { return static_cast<float>(n * (n + 1) / 2 * (j % 13 + 1)); }
+
+tensor filled(int r, std::int64_t n) {
+  tensor t = tensor::empty({n});
+  for (std::int64_t j = 0; j < n; ++j) t.data<float>()[j] = value(r, j);
+  return t;
+}
+
+std::vector<int> all_ranks(int n) {
+  std::vector<int> g;
+  for (int r = 0; r < n; ++r) g.push_back(r);
+  return g;
+}
+
+status expect(bool ok, const std::string& what) {
+  return ok ? status{} : status(make_error(errc::invalid_argument, what));
+}
+
+void require_all_ok(const std::vector<status>& results) {
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    CAPTURE(r);
+    CHECK_MESSAGE(results[r].ok(), (results[r].ok() ? "" : results[r].error().message));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ring allreduce sums exactly for every rank count and size") {
+  for (int n : rank_counts)
+    for (std::int64_t size : sizes) {
+      CAPTURE(n);
+      CAPTURE(size);
+      in_process_fabric fabric(n);
+      require_all_ok(spawn_ranks(n, [&](int r) -> status {
+        tensor buf = filled(r, size);
+        if (auto st = allreduce_ring(fabric.endpoint(r), all_ranks(n), buf, {.tag = 1}); !st) return st;
+        for (std::int64_t j = 0; j < size; ++j)
+          if (buf.data<float>()[j] != sum_over_ranks(n, j)) return expect(false, "mismatch at index " + std::to_string(j));
+        return {};
+      }));
+    }
+}
+
+TEST_CASE("ring reduce-scatter leaves each rank its near-equal piece of the sum") {
+  for (int n : rank_counts)
+    for (std::int64_t size : sizes) {
+      CAPTURE(n);
+      CAPTURE(size);
+      in_process_fabric fabric(n);
+      require_all_ok(spawn_ranks(n, [&](int r) -> status {
+        range mine = shard_range(size, n, r);
+        tensor out = tensor::empty({mine.size()});
+        if (auto st = reduce_scatter_ring(fabric.endpoint(r), all_ranks(n), filled(r, size), out, {.tag = 2}); !st) return st;
+        for (std::int64_t j = 0; j < mine.size(); ++j)
+          if (out.data<float>()[j] != sum_over_ranks(n, mine.begin + j)) return expect(false, "mismatch at " + std::to_string(j));
+        return {};
+      }));
+    }
+}
+
+TEST_CASE("ring all-gather assembles every rank's piece") {
+  for (int n : rank_counts)
+    for (std::int64_t size : sizes) {
+      CAPTURE(n);
+      CAPTURE(size);
+      in_process_fabric fabric(n);
+      require_all_ok(spawn_ranks(n, [&](int r) -> status {
+        range mine = shard_range(size, n, r);
+        tensor piece = tensor::empty({mine.size()});
+        for (std::int64_t j = 0; j < mine.size(); ++j) piece.data<float>()[j] = value(r, mine.begin + j);
+        tensor out = tensor::zeros({size});
+        if (auto st = all_gather_ring(fabric.endpoint(r), all_ranks(n), piece, out, {.tag = 3}); !st) return st;
+        for (int owner = 0; owner < n; ++owner) {
+          range rr = shard_range(size, n, owner);
+          for (std::int64_t j = rr.begin; j < rr.end; ++j)
+            if (out.data<float>()[j] != value(owner, j)) return expect(false, "mismatch at " + std::to_string(j));
+        }
+        return {};
+      }));
+    }
+}
+
+TEST_CASE("all-gather of differently shaped pieces returns them in group order") {
+  for (int n : rank_counts) {
+    CAPTURE(n);
+    in_process_fabric fabric(n);
+    require_all_ok(spawn_ranks(n, [&](int r) -> status {
+      auto pieces = all_gather_pieces(fabric.endpoint(r), all_ranks(n), filled(r, r + 1), {.tag = 4});
+      if (!pieces) return pieces.error();
+      for (int owner = 0; owner < n; ++owner) {
+        const tensor& p = (*pieces)[static_cast<std::size_t>(owner)];
+        if (p.numel() != owner + 1 || p.at(owner) != value(owner, owner)) return expect(false, "bad piece " + std::to_string(owner));
+      }
+      return {};
+    }));
+  }
+}
+
+TEST_CASE("broadcast copies the root's buffer to every rank, from any root") {
+  for (int n : rank_counts)
+    for (int root = 0; root < n; root += 2) {
+      CAPTURE(n);
+      CAPTURE(root);
+      in_process_fabric fabric(n);
+      require_all_ok(spawn_ranks(n, [&](int r) -> status {
+        tensor buf = filled(r, 1001);
+        if (auto st = broadcast(fabric.endpoint(r), all_ranks(n), root, buf, {.tag = 5}); !st) return st;
+        for (std::int64_t j = 0; j < 1001; ++j)
+          if (buf.data<float>()[j] != value(root, j)) return expect(false, "mismatch");
+        return {};
+      }));
+    }
+}
+
+TEST_CASE("collectives on subgroups run side by side with their own tags") {
+  // 4 ranks as a 2x2 mesh: allreduce over rows {0,1},{2,3} and columns {0,2},{1,3}.
+  in_process_fabric fabric(4);
+  require_all_ok(spawn_ranks(4, [&](int r) -> status {
+    std::vector<int> row = r < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+    std::vector<int> col = r % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
+    tensor a = tensor::full({10}, static_cast<float>(r));
+    tensor b = tensor::full({10}, static_cast<float>(10 * r));
+    if (auto st = allreduce_ring(fabric.endpoint(r), row, a, {.tag = 10}); !st) return st;
+    if (auto st = allreduce_ring(fabric.endpoint(r), col, b, {.tag = 11}); !st) return st;
+    float row_sum = static_cast<float>(row[0] + row[1]), col_sum = static_cast<float>(10 * (col[0] + col[1]));
+    return expect(a.at(9) == row_sum && b.at(0) == col_sum, "subgroup sums");
+  }));
+}
+
+TEST_CASE("the reduction is the caller's callback") {
+  in_process_fabric fabric(3);
+  auto max_fn = [](float* acc, const float* in, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) acc[i] = acc[i] > in[i] ? acc[i] : in[i];
+  };
+  require_all_ok(spawn_ranks(3, [&](int r) -> status {
+    tensor buf = filled(r, 100);
+    if (auto st = allreduce_ring(fabric.endpoint(r), all_ranks(3), buf, {.tag = 6, .reduce = max_fn}); !st) return st;
+    return expect(buf.at(5) == value(2, 5), "max");
+  }));
+}
+
+TEST_CASE("barrier returns on every rank once all arrived") {
+  for (int n : rank_counts) {
+    in_process_fabric fabric(n);
+    std::atomic<int> arrived{0};
+    require_all_ok(spawn_ranks(n, [&](int r) -> status {
+      arrived.fetch_add(1);
+      if (auto st = barrier(fabric.endpoint(r), all_ranks(n), {.tag = 7}); !st) return st;
+      return expect(arrived.load() == n, "left the barrier early");
+    }));
+  }
+}
+
+TEST_CASE("a missing rank is a timeout error naming the peer, not a hang") {
+  in_process_fabric fabric(3);
+  auto results = spawn_ranks(3, [&](int r) -> status {
+    if (r == 2) return {};  // never joins
+    tensor buf = filled(r, 10);
+    return allreduce_ring(fabric.endpoint(r), all_ranks(3), buf, {.tag = 8, .timeout = 200ms});
+  });
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == errc::timeout);
+  CHECK(results[0].error().message.find("waited 200 ms for rank 2") != std::string::npos);
+  REQUIRE_FALSE(results[1].ok());
+  CHECK(results[1].error().code == errc::timeout);
+}
+
+TEST_CASE("closing the fabric wakes a waiting receiver with errc::closed") {
+  in_process_fabric fabric(2);
+  auto results = spawn_ranks(2, [&](int r) -> status {
+    if (r == 1) {
+      std::this_thread::sleep_for(50ms);
+      fabric.close();
+      return {};
+    }
+    auto got = fabric.endpoint(0).recv(1, 9, 10s);
+    return got ? status{} : status(got.error());
+  });
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == errc::closed);
+}

@@ -1,0 +1,112 @@
+// Ring reduce-scatter, ring all-gather, and allreduce as the two in sequence.
+// n ranks, n pieces. Reduce-scatter: at step s rank i sends its running piece (i-s-1) mod n
+// to its successor and folds the piece (i-s-2) mod n received from its predecessor into its
+// own; after n-1 steps it holds piece i fully reduced. All-gather: at step s rank i passes
+// on piece (i-s) mod n and stores piece (i-s-1) mod n.
+#include <cstring>
+
+#include "transport/collectives.hpp"
+#include "transport/ring.hpp"
+
+namespace cohort::transport {
+
+using detail::copy_range;
+using detail::in_step;
+
+void sum_floats(float* acc, const float* in, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) acc[i] += in[i];
+}
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// In-place ring reduce-scatter over the flat buffer `work`; piece i ends reduced on rank i.
+status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work,
+                               const collective_options& o, const char* what) {
+  const std::int64_t n = work.numel();
+  for (int s = 0; s < p.size - 1; ++s) {
+    range out = shard_range(n, p.size, mod(p.index - s - 1, p.size));
+    range in = shard_range(n, p.size, mod(p.index - s - 2, p.size));
+    if (auto st = ch.send(p.next, o.tag, copy_range(work, out), o.timeout); !st)
+      return in_step(st.error(), what, s, ch.rank(), p.next);
+    auto got = ch.recv(p.prev, o.tag, o.timeout);
+    if (!got) return in_step(got.error(), what, s, ch.rank(), p.prev);
+    if (got->numel() != in.size())
+      return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) +
+                                                    " elements from rank " + std::to_string(p.prev) + ", expected " +
+                                                    std::to_string(in.size()));
+    o.reduce(work.data<float>() + in.begin, got->data<float>(), in.size());
+  }
+  return {};
+}
+
+// In-place ring all-gather: piece i of `work` is valid on rank i; afterwards all are.
+status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& work,
+                           const collective_options& o, const char* what) {
+  const std::int64_t n = work.numel();
+  const std::size_t elem = size_of(work.type());
+  for (int s = 0; s < p.size - 1; ++s) {
+    range out = shard_range(n, p.size, mod(p.index - s, p.size));
+    range in = shard_range(n, p.size, mod(p.index - s - 1, p.size));
+    if (auto st = ch.send(p.next, o.tag, copy_range(work, out), o.timeout); !st)
+      return in_step(st.error(), what, s, ch.rank(), p.next);
+    auto got = ch.recv(p.prev, o.tag, o.timeout);
+    if (!got) return in_step(got.error(), what, s, ch.rank(), p.prev);
+    if (got->numel() != in.size())
+      return make_error(errc::invalid_argument, std::string(what) + ": piece size mismatch from rank " + std::to_string(p.prev));
+    if (in.size() > 0)
+      std::memcpy(work.data<std::byte>() + in.begin * static_cast<std::int64_t>(elem), got->data<std::byte>(),
+                  static_cast<std::size_t>(in.size()) * elem);
+  }
+  return {};
+}
+
+status check_flat_f32(const tensor& t, const char* what) {
+  if (!t.is_contiguous() || t.type() != dtype::f32)
+    return make_error(errc::invalid_argument, std::string(what) + ": needs a contiguous f32 tensor");
+  return {};
+}
+
+}  // namespace
+
+status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o) {
+  auto p = detail::locate(ch, group, "allreduce");
+  if (!p) return p.error();
+  if (auto st = check_flat_f32(buf, "allreduce"); !st) return st;
+  if (p->size == 1) return {};
+  tensor flat = buf.reshape({buf.numel()});
+  if (auto st = reduce_scatter_in_place(ch, *p, flat, o, "allreduce (reduce-scatter)"); !st) return st;
+  return all_gather_in_place(ch, *p, flat, o, "allreduce (all-gather)");
+}
+
+status reduce_scatter_ring(channel& ch, const std::vector<int>& group, const tensor& in, tensor& out,
+                           const collective_options& o) {
+  auto p = detail::locate(ch, group, "reduce_scatter");
+  if (!p) return p.error();
+  if (auto st = check_flat_f32(in, "reduce_scatter"); !st) return st;
+  range mine = shard_range(in.numel(), p->size, p->index);
+  if (out.numel() != mine.size())
+    return make_error(errc::invalid_argument, "reduce_scatter: output has " + std::to_string(out.numel()) +
+                                                  " elements, this rank's piece " + std::to_string(mine.size()));
+  tensor work = in.reshape({in.numel()}).clone();
+  if (auto st = reduce_scatter_in_place(ch, *p, work, o, "reduce_scatter"); !st) return st;
+  out.reshape({out.numel()}).copy_from(copy_range(work, mine));
+  return {};
+}
+
+status all_gather_ring(channel& ch, const std::vector<int>& group, const tensor& mine, tensor& out,
+                       const collective_options& o) {
+  auto p = detail::locate(ch, group, "all_gather");
+  if (!p) return p.error();
+  if (auto st = check_flat_f32(out, "all_gather"); !st) return st;
+  range r = shard_range(out.numel(), p->size, p->index);
+  if (mine.numel() != r.size())
+    return make_error(errc::invalid_argument, "all_gather: this rank's piece has " + std::to_string(mine.numel()) +
+                                                  " elements, expected " + std::to_string(r.size()));
+  tensor flat = out.reshape({out.numel()});
+  if (r.size() > 0) flat.slice(0, r.begin, r.end).copy_from(mine.contiguous().reshape({r.size()}));
+  return all_gather_in_place(ch, *p, flat, o, "all_gather");
+}
+
+}  // namespace cohort::transport

@@ -1,0 +1,42 @@
+// The transport seam: a channel moves whole tensors between the ranks of a group.
+//
+// Contract (every implementation):
+// - Ownership: send() takes the tensor. The sender must not write to its storage afterwards
+//   (an in-process channel hands the very same storage to the receiver: zero copy).
+// - Ordering: messages from one rank to another with the same tag arrive in the order they
+//   were sent. Nothing is promised across different tags or different senders.
+// - Matching: recv(peer, tag) takes the oldest message from `peer` carrying `tag`; messages
+//   with other tags wait for their own recv.
+// - Threading: each rank's endpoint is used by one thread at a time; different ranks'
+//   endpoints may be used concurrently (N ranks as N threads).
+// - Timeouts: every wait is bounded. Running out of time is errc::timeout, a closed channel
+//   errc::closed; both are values, never a hang or an exception.
+//
+//   in_process_fabric fabric(4);               // 4 ranks in one process
+//   channel& me = fabric.endpoint(rank);
+//   me.send(peer, /*tag=*/7, t, 1s);
+//   result<tensor> r = me.recv(peer, 7, 30s);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "graph/error.hpp"
+#include "graph/tensor.hpp"
+
+namespace cohort::transport {
+
+using std::chrono::milliseconds;
+
+class channel {
+ public:
+  virtual ~channel() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Hands `t` to `peer` under `tag`; may wait up to `timeout` for room to send.
+  virtual status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) = 0;
+  /// The oldest message from `peer` under `tag`, waiting up to `timeout` for it.
+  virtual result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) = 0;
+};
+
+}  // namespace cohort::transport

@@ -1,0 +1,57 @@
+// Collectives over a channel, among a group of ranks: ring allreduce, ring reduce-scatter,
+// ring all-gather, broadcast and barrier. The reduction arrives as a callback, so transport/
+// does not depend on the kernels; every wait has the options' timeout, and a timeout or a
+// closed channel comes back as an error value naming the step and the peer.
+//
+// Every rank of `group` must call the same collectives in the same order with the same tag
+// and equal-sized buffers (group order = ring order). Pieces are the near-equal parts of the
+// flat buffer given by shard_range(numel, group size, i).
+//
+//   collective_options opt{.tag = 42, .reduce = sum_floats, .timeout = 30s};
+//   status st = allreduce_ring(me, {0, 1, 2, 3}, grads, opt);     // grads: contiguous f32
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "graph/error.hpp"
+#include "graph/tensor.hpp"
+#include "transport/channel.hpp"
+
+namespace cohort::transport {
+
+/// acc[i] = acc[i] (+) in[i] for i < n.
+using reduce_fn = void (*)(float* acc, const float* in, std::int64_t n);
+
+/// The plain sum, for callers and tests that need no other reduction.
+void sum_floats(float* acc, const float* in, std::int64_t n);
+
+struct collective_options {
+  std::uint64_t tag = 0;
+  reduce_fn reduce = sum_floats;
+  milliseconds timeout{30000};
+};
+
+/// buf = the reduction of every rank's buf (all ranks end with the same values).
+status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
+
+/// out = this rank's piece of the reduction of every rank's `in` (out has the piece's size).
+status reduce_scatter_ring(channel& ch, const std::vector<int>& group, const tensor& in, tensor& out,
+                           const collective_options& o);
+
+/// out (full size) = every rank's piece placed at its offset; `mine` is this rank's piece.
+status all_gather_ring(channel& ch, const std::vector<int>& group, const tensor& mine, tensor& out,
+                       const collective_options& o);
+
+/// Each rank's tensor, in group order; pieces may differ in shape (uneven shards).
+result<std::vector<tensor>> all_gather_pieces(channel& ch, const std::vector<int>& group, const tensor& mine,
+                                              const collective_options& o);
+
+/// buf on every rank = buf on `root` (a rank of `group`).
+status broadcast(channel& ch, const std::vector<int>& group, int root, tensor& buf, const collective_options& o);
+
+/// Returns once every rank of the group has entered the barrier.
+status barrier(channel& ch, const std::vector<int>& group, const collective_options& o);
+
+}  // namespace cohort::transport
