@@ -22,6 +22,7 @@ struct mlp_model {
 
 /// Linear layers dims[0] -> dims[1] -> ... with ReLU between them (torch.nn.Sequential of
 /// nn.Linear and nn.ReLU, as ../shared/bench/mlp_torch.py builds it). Layers are fc1, fc2...
+/// annotated for tensor parallelism in Megatron pairs (fc1 column, fc2 row, ...).
 mlp_model build_mlp(graph& g, const std::vector<std::int64_t>& dims, std::int64_t batch);
 
 struct gpt_config {
@@ -38,7 +39,8 @@ struct gpt_model {
 /// The tiny GPT of ../shared/bench/gpt_torch.py: token embedding + learned positions (zero
 /// init), pre-LN blocks (causal self-attention, GELU MLP of width 4d), final LayerNorm,
 /// a bias-free head. Parameter names: tok, pos, block{i}.{ln1,attn.{q,k,v,proj},ln2,fc1,fc2},
-/// ln, head.
+/// ln, head. Annotated for tensor parallelism as Megatron: attention heads and fc1 column-
+/// parallel, the attention projection and fc2 row-parallel.
 gpt_model build_gpt(graph& g, const gpt_config& cfg, std::int64_t batch);
 
 }  // namespace cohort::apps

@@ -226,7 +226,10 @@ result<gradients> autodiff(graph& g, var loss) {
     bool any_input_wants = false;
     for (auto id : n.inputs) any_input_wants = any_input_wants || g.value(id).requires_grad;
     if (!any_input_wants) continue;
-    if (auto st = pass.apply_rule(n); !st) return st.error();
+    g.set_origin(static_cast<std::int32_t>(i));
+    auto st = pass.apply_rule(n);
+    g.set_origin(-1);
+    if (!st) return st.error();
     if (auto st = g.check(); !st) return st.error();
   }
   for (value_id p : g.parameters()) {

@@ -88,6 +88,10 @@ var causal_mask(var x, float fill) {
 var sum_to(var x, shape to) {
   return build(op_kind::sum_to, shape_attrs{std::move(to)}, {x});
 }
+void annotate(var x, const std::string& axis, placement p) {
+  if (x.valid()) x.g->annotate(x, axis, p);
+}
+
 var broadcast_to(var x, shape to) {
   return build(op_kind::broadcast_to, shape_attrs{std::move(to)}, {x});
 }

@@ -49,6 +49,10 @@ var mean(var x, std::vector<int> axes = {}, bool keepdim = false);
 /// Sets element (i, j) of each trailing [T,T] matrix to `fill` where j > i.
 var causal_mask(var x, float fill);
 var sum_to(var x, shape to);
+
+/// Asks for placement `p` of `x` on mesh axis `axis` (e.g. annotate(w, "tp", shard{1})).
+/// Completion (graph/completion.hpp) derives the placements of everything else.
+void annotate(var x, const std::string& axis, placement p);
 var broadcast_to(var x, shape to);
 
 }  // namespace cohort

@@ -76,7 +76,7 @@ std::vector<var> graph::apply(op_kind kind, op_attrs attrs, const std::vector<va
     fail(std::move(e));
     return {};
   }
-  node n{kind, std::move(attrs), {}, {}, scopes_.empty() ? "" : scoped_name("")};
+  node n{kind, std::move(attrs), {}, {}, scopes_.empty() ? "" : scoped_name(""), origin_};
   for (const auto& in : inputs) n.inputs.push_back(in.id);
   std::vector<var> result;
   auto producer = static_cast<std::int32_t>(nodes_.size());
@@ -91,6 +91,23 @@ std::vector<var> graph::apply(op_kind kind, op_attrs attrs, const std::vector<va
   }
   nodes_.push_back(std::move(n));
   return result;
+}
+
+void graph::annotate(var v, const std::string& axis, placement p) {
+  if (!v.valid() || v.g != this) return;  // an earlier error explains the invalid var
+  auto& notes = values_[static_cast<std::size_t>(v.id)].annotations;
+  for (auto& [a, q] : notes)
+    if (a == axis) {
+      q = p;
+      return;
+    }
+  notes.emplace_back(axis, p);
+}
+
+placement graph::annotation(value_id id, const std::string& axis) const {
+  for (const auto& [a, p] : value(id).annotations)
+    if (a == axis) return p;
+  return replicate{};
 }
 
 void graph::fail(error err) {

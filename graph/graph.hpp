@@ -20,6 +20,7 @@
 #include "graph/dtype.hpp"
 #include "graph/error.hpp"
 #include "graph/op.hpp"
+#include "graph/placement.hpp"
 #include "graph/shape.hpp"
 #include "graph/shape_inference.hpp"
 
@@ -47,6 +48,9 @@ struct value_info {
   std::int32_t producer = -1;  // index of the producing node, -1 for inputs/parameters
   bool requires_grad = false;  // parameters, and activations that depend on one
   init_spec init;              // parameters only
+  /// Placements the model asked for, per mesh axis name (e.g. {"tp", shard{1}}); completion
+  /// derives every other value's placement from these.
+  std::vector<std::pair<std::string, placement>> annotations;
 };
 
 struct node {
@@ -55,6 +59,9 @@ struct node {
   std::vector<value_id> inputs;
   std::vector<value_id> outputs;
   std::string scope;  // name scope at build time, for dumps and errors
+  /// For nodes autodiff emits: the forward node whose gradient rule produced it (pipeline
+  /// stages put a backward node on its forward node's stage). -1 for forward nodes.
+  std::int32_t origin = -1;
 };
 
 class graph;
@@ -104,6 +111,13 @@ class graph {
   }
   std::string scoped_name(const std::string& name) const;
 
+  /// Asks for `p` on mesh axis `axis` for value `v` (replacing an earlier request).
+  void annotate(var v, const std::string& axis, placement p);
+  /// The requested placement of `id` on `axis`, or replicate when none was requested.
+  placement annotation(value_id id, const std::string& axis) const;
+  /// Nodes appended from now on record `origin` (autodiff sets it; -1 restores normal).
+  void set_origin(std::int32_t origin) { origin_ = origin; }
+
   /// Records an error raised outside of apply() (e.g. by a DSL helper's own checks).
   void fail(error err);
   /// The first error recorded, if any.
@@ -127,6 +141,7 @@ class graph {
   std::vector<value_info> values_;
   std::vector<node> nodes_;
   std::vector<std::string> scopes_;
+  std::int32_t origin_ = -1;
   error first_error_;
   bool failed_ = false;
 };

@@ -5,16 +5,20 @@
 
 namespace cohort {
 
-var linear(var x, std::int64_t out_features, const std::string& name, bool bias) {
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias, tp_style style,
+           std::int64_t granule) {
   if (!x.valid()) return var{};
   graph& g = *x.g;
   auto _ = g.scope(name);
   std::int64_t in_features = x.shape().at(-1);
   float bound = 1.f / std::sqrt(static_cast<float>(in_features));
   var w = g.parameter("weight", {in_features, out_features}, init_spec::uniform(bound));
+  if (style == tp_style::column) g.annotate(w, "tp", shard{1, granule});
+  if (style == tp_style::row) g.annotate(w, "tp", shard{0, granule});
   var y = matmul(x, w);
   if (!bias) return y;
   var b = g.parameter("bias", {out_features}, init_spec::uniform(bound));
+  if (style == tp_style::column) g.annotate(b, "tp", shard{0, granule});
   return bias_add(y, b);
 }
 
@@ -49,13 +53,13 @@ var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
   auto _ = g.scope(name);
   std::int64_t b = s[0], t = s[1], d = s[2], dh = d / heads;
   auto split_heads = [&](var v) { return permute(reshape(v, {b, t, heads, dh}), {0, 2, 1, 3}); };
-  var q = split_heads(linear(x, d, "q"));  // [B,H,T,Dh]
-  var k = split_heads(linear(x, d, "k"));
-  var v = split_heads(linear(x, d, "v"));
+  var q = split_heads(linear(x, d, "q", true, tp_style::column, dh));  // [B,H,T,Dh]
+  var k = split_heads(linear(x, d, "k", true, tp_style::column, dh));
+  var v = split_heads(linear(x, d, "v", true, tp_style::column, dh));
   var scores = scale(matmul(q, k, false, true), 1.f / std::sqrt(static_cast<float>(dh)));
   var att = softmax(causal_mask(scores, -INFINITY));            // [B,H,T,T]
   var y = reshape(permute(matmul(att, v), {0, 2, 1, 3}), {b, t, d});  // [B,T,D]
-  return linear(y, d, "proj");
+  return linear(y, d, "proj", true, tp_style::row, dh);
 }
 
 }  // namespace cohort

@@ -12,8 +12,15 @@
 
 namespace cohort {
 
+/// How a linear layer's weights are split over the tensor-parallel axis "tp" (annotations
+/// only: completion derives everything else). column: W = S(1), b = S(0), the output stays
+/// split; row: W = S(0), b replicated, the output is a partial sum. `granule` keeps groups of
+/// output columns (attention heads) together.
+enum class tp_style { none, column, row };
+
 /// y = x @ W (+ b). W [in,out] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) as torch.nn.Linear.
-var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true);
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true,
+           tp_style style = tp_style::none, std::int64_t granule = 1);
 
 /// LayerNorm over the last axis with gamma = 1, beta = 0 (torch.nn.LayerNorm).
 var layer_norm(var x, const std::string& name, float eps = 1e-5f);
@@ -23,7 +30,8 @@ var embed(var ids, std::int64_t vocab, std::int64_t dim, const std::string& name
 
 /// Multi-head causal self-attention on x [B,T,D]: separate q, k, v projections [D,D] (the
 /// same function as one fused [D,3D] projection), heads split the projection columns,
-/// softmax(q k^T / sqrt(D/H) + causal mask) v, then an output projection.
+/// softmax(q k^T / sqrt(D/H) + causal mask) v, then an output projection. For tensor
+/// parallelism q, k, v are column-parallel in whole heads and the projection row-parallel.
 var causal_self_attention(var x, std::int64_t heads, const std::string& name);
 
 }  // namespace cohort

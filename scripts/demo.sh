@@ -8,6 +8,6 @@ cd "$root"
 bash scripts/install-deps.sh
 bash scripts/fetch-data.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" --target mlp gpt
 echo "demo: build/apps/mlp --config-file=configs/mlp_fashion.ini $*"
 build/apps/mlp --config-file=configs/mlp_fashion.ini "$@"
