@@ -40,6 +40,9 @@ const char* to_string(op_kind k) {
     case op_kind::layernorm_grad: return "layernorm_grad";
     case op_kind::embedding_grad: return "embedding_grad";
     case op_kind::slice_grad: return "slice_grad";
+    case op_kind::allreduce: return "allreduce";
+    case op_kind::all_gather: return "all_gather";
+    case op_kind::reduce_scatter: return "reduce_scatter";
     case op_kind::count_: break;
   }
   return "?";

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -46,6 +47,10 @@ enum class op_kind : std::uint8_t {
   layernorm_grad,              // (dy, x, gamma) -> (dx, dgamma, dbeta); layernorm's attrs
   embedding_grad,              // (dy [*,D], ids [*]) -> dtable [V,D]
   slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
+  // -- communication (inserted by partitioning; kernels come from the runtime) -------------
+  allreduce,       // partial sums -> the whole value on every rank of the axis
+  all_gather,      // shards along `dim` -> the whole value
+  reduce_scatter,  // partial sums -> this rank's shard along `dim` of the whole value
   count_
 };
 
@@ -96,6 +101,17 @@ struct reduce_attrs {
   bool keepdim = false;
   friend bool operator==(const reduce_attrs&, const reduce_attrs&) = default;
 };
+/// Communication over mesh axis `axis`: `parts` ranks, this one at `index`; shards along
+/// `dim` of a dimension whose whole extent is `extent`, in units of `granule`.
+struct collective_attrs {
+  std::string axis;
+  int dim = 0;
+  std::int64_t extent = 0;
+  std::int64_t granule = 1;
+  std::int64_t parts = 1;
+  std::int64_t index = 0;
+  friend bool operator==(const collective_attrs&, const collective_attrs&) = default;
+};
 struct causal_mask_attrs {
   float fill = 0.f;
   friend bool operator==(const causal_mask_attrs&, const causal_mask_attrs&) = default;
@@ -103,6 +119,11 @@ struct causal_mask_attrs {
 
 using op_attrs = std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs,
                               permute_attrs, slice_attrs, concat_attrs, reduce_attrs,
-                              causal_mask_attrs>;
+                              causal_mask_attrs, collective_attrs>;
+
+/// allreduce, all_gather, reduce_scatter: no kernel in kernels/; the runtime supplies them.
+constexpr bool is_communication(op_kind k) {
+  return k == op_kind::allreduce || k == op_kind::all_gather || k == op_kind::reduce_scatter;
+}
 
 }  // namespace cohort

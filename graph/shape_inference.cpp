@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "graph/placement.hpp"
+
 namespace cohort {
 namespace {
 
@@ -314,6 +316,27 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
           without_last(in[0].shape) != in[1].shape)
         return shape_error(kind, in, "expects (dy [*,D], ids [*]) for table " + table.to_string());
       return types{{table, dtype::f32}};
+    }
+    case k::allreduce:
+      if (auto c = check_operands(kind, in, 1); !c) return c.error();
+      return types{in[0]};
+    case k::all_gather: case k::reduce_scatter: {
+      if (auto c = check_operands(kind, in, 1); !c) return c.error();
+      const auto& a = std::get<collective_attrs>(attrs);
+      const shape& x = in[0].shape;
+      if (a.dim < 0 || a.dim >= x.rank() || a.parts < 1 || a.index < 0 || a.index >= a.parts ||
+          a.granule < 1 || a.extent % a.granule != 0)
+        return shape_error(kind, in, "bad collective attributes");
+      range mine = shard_range(a.extent, a.parts, a.index, a.granule);
+      shape out = x;
+      if (kind == k::all_gather) {
+        if (x[a.dim] != mine.size()) return shape_error(kind, in, "local shard does not match this rank's range");
+        out[a.dim] = a.extent;
+      } else {
+        if (x[a.dim] != a.extent) return shape_error(kind, in, "operand is not the whole extent");
+        out[a.dim] = mine.size();
+      }
+      return types{{out, in[0].type}};
     }
     case k::count_: break;
   }

@@ -159,7 +159,7 @@ status executor::run(std::size_t begin, std::size_t end) {
   const auto& nodes = graph_->nodes();
   end = std::min(end, nodes.size());
   for (std::size_t i = begin; i < end; ++i) {
-    kernel_call call{nodes[i], node_in_[i], node_out_[i], opts_.pool};
+    kernel_call call{nodes[i], node_in_[i], node_out_[i], opts_.pool, opts_.context};
     if (auto st = (*opts_.kernels)[nodes[i].kind](call); !st) {
       return make_error(st.error().code, "node " + std::to_string(i) + " (" + to_string(nodes[i].kind) +
                                              (nodes[i].scope.empty() ? "" : " in " + nodes[i].scope) +

@@ -21,6 +21,7 @@ namespace cohort::kernels {
 struct executor_options {
   const dispatch_table* kernels = nullptr;
   thread_pool* pool = nullptr;  // null: kernels run on the calling thread only
+  void* context = nullptr;      // passed to every kernel (see kernel_call::context)
 };
 
 class executor {

@@ -24,6 +24,8 @@ struct kernel_call {
   std::span<const tensor> in;
   std::span<tensor> out;
   thread_pool* pool = nullptr;  // null: run on the calling thread only
+  void* context = nullptr;      // what the table's owner gives its kernels (the runtime's
+                                // collectives find their channel here); null for math kernels
 };
 
 using kernel_fn = status (*)(const kernel_call&);
@@ -31,6 +33,7 @@ using kernel_fn = status (*)(const kernel_call&);
 /// op_kind -> kernel. Built by one explicit function per backend (dispatch.cpp).
 class dispatch_table {
  public:
+  /// The runtime adds its communication kernels to a copy of a math table.
   kernel_fn operator[](op_kind k) const { return fns_[static_cast<std::size_t>(k)]; }
   void set(op_kind k, kernel_fn f) { fns_[static_cast<std::size_t>(k)] = f; }
   const char* name() const { return name_; }

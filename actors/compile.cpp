@@ -1,0 +1,41 @@
+// Plan compilation.
+#include "actors/compile.hpp"
+
+namespace cohort::actors {
+
+result<stage_program> compiled_model::program(int stage, int tp_rank) const {
+  return partition(*serial, grads, tp, stages, stage, tp_rank);
+}
+
+result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
+                               const std::vector<std::size_t>& stage_cuts) {
+  if (auto st = planner::validate(plan, batch); !st) return st.error();
+  compiled_model cm;
+  cm.plan = plan;
+  cm.batch = batch;
+  cm.micro_batch = batch / (static_cast<std::int64_t>(plan.dp) * plan.micro_batches);
+  cm.serial = std::make_unique<graph>();
+  var loss = model(*cm.serial, cm.micro_batch);
+  if (auto st = cm.serial->check(); !st) return st.error();
+  auto gr = autodiff(*cm.serial, loss);
+  if (!gr) return gr.error();
+  cm.grads = *gr;
+  auto tp = complete_axis(*cm.serial, "tp", plan.tp);
+  if (!tp) return make_error(tp.error().code, "plan tp=" + std::to_string(plan.tp) + ": " + tp.error().message);
+  cm.tp = std::move(*tp);
+  auto st = stage_cuts.empty() ? cut_stages(*cm.serial, cm.grads, plan.pp)
+                               : stages_from_cuts(*cm.serial, cm.grads, stage_cuts);
+  if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
+  if (st->stages != plan.pp)
+    return make_error(errc::invalid_argument, "plan pp=" + std::to_string(plan.pp) + " but " +
+                                                  std::to_string(st->stages) + " stages were cut");
+  cm.stages = std::move(*st);
+  cm.schedule = build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
+  // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
+  for (int s = 0; s < plan.pp; ++s)
+    for (int t = 0; t < plan.tp; ++t)
+      if (auto prog = cm.program(s, t); !prog) return prog.error();
+  return cm;
+}
+
+}  // namespace cohort::actors

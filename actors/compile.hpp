@@ -1,0 +1,44 @@
+// From a model and a plan to everything the workers run: the serial training graph at the
+// micro-batch size (forward + backward), its tensor-parallel completion, the pipeline stage
+// cuts and the task order of every stage. Local programs are partitioned on demand, one per
+// worker (stage, tp rank); data-parallel replicas get identical copies.
+//
+//   model_fn mlp = [](graph& g, std::int64_t batch) { return apps::build_mlp(g, dims, batch).loss; };
+//   auto cm = compile(mlp, plan, /*batch=*/128);
+//   auto prog = cm->program(stage, tp_rank);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/pipeline_schedule.hpp"
+#include "graph/autodiff.hpp"
+#include "graph/completion.hpp"
+#include "graph/partition.hpp"
+#include "planner/plan.hpp"
+
+namespace cohort::actors {
+
+/// Builds the model for `batch` rows into `g` and returns its scalar loss.
+using model_fn = std::function<var(graph& g, std::int64_t batch)>;
+
+struct compiled_model {
+  planner::parallel_plan plan;
+  std::int64_t batch = 0, micro_batch = 0;
+  std::unique_ptr<graph> serial;
+  gradients grads;
+  axis_completion tp;
+  stage_assignment stages;
+  std::vector<std::vector<task>> schedule;
+
+  result<stage_program> program(int stage, int tp_rank) const;
+};
+
+/// Errors: an invalid plan for this batch, a model error, tensor parallelism the model's
+/// shapes cannot take (naming the tensor), more pipeline stages than operations.
+result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
+                               const std::vector<std::size_t>& stage_cuts = {});
+
+}  // namespace cohort::actors

@@ -1,0 +1,36 @@
+// The state of a parameter actor: one contiguous piece of a stage's flat parameter buffer
+// (all of it, or with shard-params the near-equal 1/dp piece this data-parallel rank owns),
+// its optimizer state, and the update rule. The piece is the authoritative copy: a worker
+// that is respawned after a failure refills its parameters from here. In one process the
+// piece may share storage with the worker's parameters (updates are then seen at once);
+// pass a clone to keep them apart.
+//
+//   param_shard ps(initial_piece, adamw_config{...});
+//   tensor updated = ps.update(summed_gradient_piece);   // same length, returns the new piece
+#pragma once
+
+#include <cstdint>
+
+#include "graph/optimizer.hpp"
+#include "graph/tensor.hpp"
+#include "kernels/optimizer.hpp"
+
+namespace cohort::actors {
+
+class param_shard {
+ public:
+  param_shard(tensor piece, optimizer_config cfg);
+
+  /// One optimizer step with `grad` (the piece's gradient, summed over the data-parallel
+  /// replicas and micro-batches). Returns the updated piece (shares storage with params()).
+  result<tensor> update(const tensor& grad);
+  const tensor& params() const { return piece_; }
+  std::int64_t steps() const { return state_.step; }
+
+ private:
+  tensor piece_;
+  optimizer_config cfg_;
+  kernels::optimizer_state state_;
+};
+
+}  // namespace cohort::actors

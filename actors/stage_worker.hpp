@@ -1,0 +1,67 @@
+// The state of a worker actor: one (stage, tensor-parallel rank, data-parallel replica) of
+// a plan. It owns the stage's local program, one executor per buffer slot (a micro-batch
+// in flight keeps its activations in its slot until its backward task), the stage's
+// parameters and accumulated gradients in two flat buffers (so a data-parallel reduction
+// and a ZeRO shard are each one contiguous range), and the communication context its
+// collectives run on. Actors move messages; this struct only computes, so it is tested
+// without a scheduler.
+//
+//   auto w = stage_worker::create(std::move(program), /*slots=*/2, &table, nullptr, comm);
+//   w->load_initial_parameters(serial_graph, seed);
+//   w->input(slot, id).copy_from(batch_rows);   // data inputs and received activations
+//   w->forward(slot);  ...  w->backward(slot, 1.f / micro_batches);
+//   w->flat_grads()                             // summed over this step's micro-batches
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "actors/comm_kernels.hpp"
+#include "graph/partition.hpp"
+#include "kernels/executor.hpp"
+
+namespace cohort::actors {
+
+class stage_worker {
+ public:
+  static result<std::unique_ptr<stage_worker>> create(stage_program program, int slots,
+                                                      const kernels::dispatch_table* table,
+                                                      kernels::thread_pool* pool, comm_context comm);
+
+  /// Fills the parameters with the serial run's initial values (sliced for this tp rank).
+  status load_initial_parameters(const graph& serial, std::uint64_t seed);
+
+  const stage_program& program() const { return program_; }
+  int slots() const { return static_cast<int>(exec_.size()); }
+  comm_context& comm() { return *comm_; }
+
+  /// An input of the local program (data input, received value, seed) in `slot`.
+  tensor& input(int slot, value_id local);
+  /// A kept value (send, loss, parameter gradient) in `slot` after its task ran.
+  const tensor& value(int slot, value_id local) const;
+
+  /// Runs the forward part of the local program in `slot`.
+  status forward(int slot);
+  /// Runs the backward part with d(loss)/d(loss) = seed and adds the parameter gradients
+  /// into flat_grads().
+  status backward(int slot, float seed);
+
+  /// All local parameters, in program().params order, as one buffer (their tensors are views).
+  tensor& flat_params() { return flat_params_; }
+  tensor& flat_grads() { return flat_grads_; }
+  void zero_grads() { flat_grads_.fill(0.f); }
+  /// [offset, size) of parameter i inside the flat buffers.
+  range param_range(std::size_t i) const { return ranges_[i]; }
+
+ private:
+  stage_worker() = default;
+
+  stage_program program_;
+  std::unique_ptr<comm_context> comm_;  // stable address: executors point at it
+  tensor flat_params_, flat_grads_;
+  std::vector<range> ranges_;
+  parameter_store views_;               // name -> view into flat_params_
+  std::vector<std::unique_ptr<kernels::executor>> exec_;
+};
+
+}  // namespace cohort::actors

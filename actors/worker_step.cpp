@@ -1,0 +1,117 @@
+// The step loop of a worker: tasks in schedule order, transfers, reduction, update.
+#include "actors/worker_step.hpp"
+
+#include "transport/collectives.hpp"
+
+namespace cohort::actors {
+namespace {
+
+constexpr std::uint64_t pipeline_tag_space = 2;
+constexpr std::uint64_t dp_tag_space = 3;
+
+std::uint64_t transfer_tag(int micro_batch, value_id serial) {
+  return (pipeline_tag_space << 40) | (static_cast<std::uint64_t>(micro_batch) << 24) | static_cast<std::uint64_t>(serial);
+}
+
+error in_task(const error& e, const task& t, const worker_place& at) {
+  return make_error(e.code, "stage " + std::to_string(at.stage) + " (dp " + std::to_string(at.dp_rank) + ", tp " +
+                                std::to_string(at.tp_rank) + ") task " + to_string(t) + ": " + e.message);
+}
+
+}  // namespace
+
+process_mesh plan_mesh(const planner::parallel_plan& p) {
+  return process_mesh({{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}});
+}
+
+int rank_of(const planner::parallel_plan& p, const worker_place& at) {
+  return (at.dp_rank * p.pp + at.stage) * p.tp + at.tp_rank;
+}
+
+range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank) {
+  if (!plan.shard_params) return {0, flat_size};
+  return shard_range(flat_size, plan.dp, dp_rank);
+}
+
+result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,
+                                    const planner::parallel_plan& plan, const worker_place& at, step_io& io,
+                                    std::uint64_t step, std::chrono::milliseconds timeout) {
+  const stage_program& prog = w.program();
+  transport::channel& ch = *w.comm().channel;
+  const float seed = 1.f / static_cast<float>(plan.micro_batches * plan.dp);
+  step_report report;
+  report.reports_loss = prog.loss != no_value && at.tp_rank == 0;
+  auto peer = [&](int stage) { return rank_of(plan, {at.dp_rank, stage, at.tp_rank}); };
+  auto receive = [&](int slot, int mb, bool backward) -> status {
+    for (const auto& r : prog.recvs) {
+      if (r.backward != backward) continue;
+      auto got = ch.recv(peer(r.peer_stage), transfer_tag(mb, r.serial), timeout);
+      if (!got) return got.error();
+      tensor& dst = w.input(slot, r.local);
+      if (got->shape() != dst.shape())
+        return make_error(errc::invalid_argument, "received " + got->shape().to_string() + " for an input of " +
+                                                      dst.shape().to_string());
+      dst.copy_from(*got);
+    }
+    return {};
+  };
+  auto send = [&](int slot, int mb, bool backward) -> status {
+    for (const auto& s : prog.sends) {
+      if (s.backward != backward) continue;
+      // a copy: the slot's buffer is reused by a later micro-batch
+      if (auto st = ch.send(peer(s.peer_stage), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout); !st)
+        return st;
+    }
+    return {};
+  };
+
+  for (const task& t : order) {
+    auto start = std::chrono::steady_clock::now();
+    const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
+    status st;
+    if (t.kind == task_kind::forward) {
+      if (!prog.data_inputs.empty()) {
+        auto data = io.inputs(t.micro_batch);
+        if (!data) return in_task(data.error(), t, at);
+        for (const auto& [name, id] : prog.data_inputs) {
+          auto it = data->find(name);
+          if (it == data->end()) return in_task(make_error(errc::not_found, "no data for input '" + name + "'"), t, at);
+          w.input(slot, id).copy_from(it->second);
+        }
+      }
+      st = receive(slot, t.micro_batch, false);
+      if (st) st = w.forward(slot);
+      if (st) st = send(slot, t.micro_batch, false);
+      if (st && report.reports_loss) report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
+    } else if (t.kind == task_kind::backward) {
+      st = receive(slot, t.micro_batch, true);
+      if (st) st = w.backward(slot, seed);
+      if (st) st = send(slot, t.micro_batch, true);
+    } else {
+      // The amplifier: sum gradients over the data-parallel replicas, update, refresh.
+      std::vector<int> dp_group = plan_mesh(plan).group(rank_of(plan, at), "dp");
+      transport::collective_options opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
+      tensor& grads = w.flat_grads();
+      range mine = owned_piece(plan, grads.numel(), at.dp_rank);
+      tensor piece = grads.slice(0, mine.begin, mine.end);
+      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce_ring(ch, dp_group, grads, opt);
+      if (st && plan.shard_params) {
+        piece = tensor::empty({mine.size()});
+        st = transport::reduce_scatter_ring(ch, dp_group, grads, piece, opt);
+      }
+      if (st) {
+        auto updated = io.update(piece);
+        if (!updated) return in_task(updated.error(), t, at);
+        tensor& params = w.flat_params();
+        if (plan.shard_params) st = transport::all_gather_ring(ch, dp_group, *updated, params, opt);
+        else if (!updated->shares_storage_with(params)) params.copy_from(*updated);
+      }
+      w.zero_grads();
+    }
+    if (!st) return in_task(st.error(), t, at);
+    report.timings.push_back({t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  }
+  return report;
+}
+
+}  // namespace cohort::actors

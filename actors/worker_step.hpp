@@ -1,0 +1,64 @@
+// One worker's part of one training step: its stage's task order (forward and backward per
+// micro-batch, then the amplifier), with pipeline transfers to the neighbouring stages of
+// its replica and tensor-parallel rank, and the gradient reduction over its data-parallel
+// group before the parameter update. The caller supplies where inputs come from (the data
+// actor) and who applies the update (the parameter actor), so the same code runs under the
+// actor runtime and in thread-based tests.
+//
+//   worker_place at{.dp_rank = d, .stage = s, .tp_rank = t};
+//   step_io io{.inputs = [&](int mb) { return data.micro_batch(step, d, mb); },
+//              .update = [&](const tensor& g) { return params.update(g); }};
+//   auto r = run_worker_step(worker, schedule[s], plan, mesh, at, io, step);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "actors/pipeline_schedule.hpp"
+#include "actors/stage_worker.hpp"
+#include "graph/mesh.hpp"
+#include "planner/plan.hpp"
+
+namespace cohort::actors {
+
+struct worker_place {
+  int dp_rank = 0, stage = 0, tp_rank = 0;
+};
+
+/// The mesh of a plan: {dp, pp, tp}, tp fastest.
+process_mesh plan_mesh(const planner::parallel_plan& p);
+int rank_of(const planner::parallel_plan& p, const worker_place& at);
+
+struct step_io {
+  /// The data inputs this stage reads, for micro-batch `mb` of this replica (by input name).
+  std::function<result<std::map<std::string, tensor>>(int mb)> inputs;
+  /// Applies the optimizer to this worker's piece of summed gradients; returns the new piece.
+  std::function<result<tensor>(const tensor& grad_piece)> update;
+};
+
+struct task_timing {
+  task t;
+  double seconds = 0;
+};
+
+struct step_report {
+  /// sum over micro-batches of loss / (micro_batches * dp): this replica's share of the
+  /// step's loss; only the last stage's tp rank 0 reports one (others leave it at 0).
+  double loss_share = 0;
+  bool reports_loss = false;
+  std::vector<task_timing> timings;
+};
+
+result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,
+                                    const planner::parallel_plan& plan, const worker_place& at, step_io& io,
+                                    std::uint64_t step, std::chrono::milliseconds timeout);
+
+/// The [begin, end) of the flat parameter buffer a data-parallel rank updates: all of it,
+/// or its near-equal piece with shard_params.
+range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank);
+
+}  // namespace cohort::actors

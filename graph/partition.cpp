@@ -1,0 +1,290 @@
+// Builds one stage's local program node by node from the serial graph.
+#include "graph/partition.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "graph/dsl.hpp"
+
+namespace cohort {
+namespace {
+
+int stage_of_node(const graph& g, const gradients& gr, const stage_assignment& sa, std::size_t i) {
+  if (i < gr.backward_begin) return sa.of_forward_node[i];
+  std::int32_t origin = g.nodes()[i].origin;
+  return origin >= 0 ? sa.of_forward_node[static_cast<std::size_t>(origin)] : sa.stages - 1;
+}
+
+double node_cost(const graph& g, const node& n) {
+  const shape& out = g.value(n.outputs[0]).type.shape;
+  if (n.kind == op_kind::matmul) {
+    const auto& at = std::get<matmul_attrs>(n.attrs);
+    const shape& a = g.value(n.inputs[0]).type.shape;
+    double k = static_cast<double>(at.trans_a ? a.at(-2) : a.at(-1));
+    return 2.0 * static_cast<double>(out.numel()) * k;
+  }
+  return 4.0 * static_cast<double>(out.numel());
+}
+
+class local_builder {
+ public:
+  local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa,
+                int stage, std::int64_t rank)
+      : g_(g), gr_(gr), c_(c), sa_(sa), stage_(stage), rank_(rank), local_(g.num_values()) {
+    prog_.stage = stage;
+    prog_.stages = sa.stages;
+    prog_.tp_rank = rank;
+    prog_.tp = c.degree;
+  }
+
+  result<stage_program> build();
+
+ private:
+  shape local_of(value_id v) const { return local_shape(g_.value(v).type.shape, c_.placement_of(v), c_.degree, rank_); }
+  result<var> operand(value_id v, bool for_backward);
+  result<var> reshard(var x, value_id v, const placement& to);
+  op_attrs localized(const node& n) const;
+  collective_attrs collective(int dim, std::int64_t extent, std::int64_t granule) const {
+    return collective_attrs{c_.axis, dim, extent, granule, c_.degree, rank_};
+  }
+  int producer_stage(value_id v) const {
+    auto p = g_.value(v).producer;
+    return p < 0 ? -1 : stage_of_node(g_, gr_, sa_, static_cast<std::size_t>(p));
+  }
+
+  const graph& g_;
+  const gradients& gr_;
+  const axis_completion& c_;
+  const stage_assignment& sa_;
+  int stage_;
+  std::int64_t rank_;
+  stage_program prog_;
+  std::vector<var> local_;  // by serial value id
+  std::map<std::pair<value_id, std::string>, var> resharded_;
+};
+
+result<var> local_builder::operand(value_id v, bool for_backward) {
+  if (local_[static_cast<std::size_t>(v)].valid()) return local_[static_cast<std::size_t>(v)];
+  const value_info& info = g_.value(v);
+  var x;
+  if (info.kind == value_kind::parameter) {
+    x = prog_.g.parameter(info.name, local_of(v), info.init);
+    prog_.params.push_back({info.name, x.id, no_value, c_.placement_of(v)});
+  } else if (info.kind == value_kind::input) {
+    x = prog_.g.input(info.name, local_of(v), info.type.type);
+    if (v == gr_.seed) prog_.seed = x.id;
+    else prog_.data_inputs.emplace_back(info.name, x.id);
+  } else {
+    int from = producer_stage(v);
+    x = prog_.g.input("recv." + std::to_string(v), local_of(v), info.type.type);
+    prog_.recvs.push_back({v, from, x.id, for_backward});
+  }
+  if (auto st = prog_.g.check(); !st) return st.error();
+  local_[static_cast<std::size_t>(v)] = x;
+  return x;
+}
+
+result<var> local_builder::reshard(var x, value_id v, const placement& to) {
+  const placement& from = c_.placement_of(v);
+  if (from == to) return x;
+  auto key = std::make_pair(v, to_string(to));
+  if (auto it = resharded_.find(key); it != resharded_.end()) return it->second;
+  const shape& full = g_.value(v).type.shape;
+  var out;
+  const shard* sf = as_shard(from);
+  const shard* st = as_shard(to);
+  if (is_replicate(from) && st != nullptr) {
+    range r = shard_range(full[st->dim], c_.degree, rank_, st->granule);
+    out = slice(x, st->dim, r.begin, r.end);
+  } else if (sf != nullptr && is_replicate(to)) {
+    out = prog_.g.apply1(op_kind::all_gather, collective(sf->dim, full[sf->dim], sf->granule), {x});
+  } else if (is_partial(from) && is_replicate(to)) {
+    out = prog_.g.apply1(op_kind::allreduce, collective(0, 0, 1), {x});
+  } else if (is_partial(from) && st != nullptr) {
+    out = prog_.g.apply1(op_kind::reduce_scatter, collective(st->dim, full[st->dim], st->granule), {x});
+  } else if (sf != nullptr && st != nullptr) {
+    var whole = prog_.g.apply1(op_kind::all_gather, collective(sf->dim, full[sf->dim], sf->granule), {x});
+    range r = shard_range(full[st->dim], c_.degree, rank_, st->granule);
+    out = slice(whole, st->dim, r.begin, r.end);
+  } else {
+    return make_error(errc::unsupported, "partition: cannot change value %" + std::to_string(v) + " from " +
+                                             to_string(from) + " to " + to_string(to));
+  }
+  if (auto s = prog_.g.check(); !s) return s.error();
+  resharded_.emplace(key, out);
+  return out;
+}
+
+op_attrs local_builder::localized(const node& n) const {
+  switch (n.kind) {
+    case op_kind::reshape: case op_kind::sum_to: case op_kind::broadcast_to: case op_kind::embedding_grad:
+      return shape_attrs{local_of(n.outputs[0])};
+    default:
+      return n.attrs;
+  }
+}
+
+result<stage_program> local_builder::build() {
+  const auto& nodes = g_.nodes();
+  bool in_backward = false;
+  prog_.backward_begin = std::numeric_limits<std::size_t>::max();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (stage_of_node(g_, gr_, sa_, i) != stage_) continue;
+    bool backward = i >= gr_.backward_begin;
+    if (backward && !in_backward) {
+      in_backward = true;
+      prog_.backward_begin = prog_.g.nodes().size();
+    }
+    const node& n = nodes[i];
+    std::vector<var> operands;
+    for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+      auto x = operand(n.inputs[j], backward);
+      if (!x) return x.error();
+      auto y = reshard(*x, n.inputs[j], c_.required[i][j]);
+      if (!y) return y.error();
+      operands.push_back(*y);
+    }
+    auto outs = prog_.g.apply(n.kind, localized(n), operands);
+    if (auto st = prog_.g.check(); !st)
+      return make_error(st.error().code, "partition: node " + std::to_string(i) + " on stage " + std::to_string(stage_) +
+                                             ", tp rank " + std::to_string(rank_) + ": " + st.error().message);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      shape expected = local_of(n.outputs[k]);
+      if (outs[k].shape() != expected)
+        return make_error(errc::shape_mismatch, "partition: node " + std::to_string(i) + " (" + to_string(n.kind) +
+                                                    ") computes " + outs[k].shape().to_string() + " locally where its placement " +
+                                                    to_string(c_.placement_of(n.outputs[k])) + " means " + expected.to_string());
+      local_[static_cast<std::size_t>(n.outputs[k])] = outs[k];
+    }
+  }
+  if (!in_backward) prog_.backward_begin = prog_.g.nodes().size();
+
+  // Parameter gradients, placed like their parameters.
+  for (auto [p, d] : gr_.param_grads) {
+    var lp = local_[static_cast<std::size_t>(p)];
+    if (!lp.valid()) continue;  // another stage's parameter
+    var ld = local_[static_cast<std::size_t>(d)];
+    if (!ld.valid())
+      return make_error(errc::invalid_argument, "partition: the gradient of '" + g_.value(p).name +
+                                                    "' is computed on another stage than the parameter (tied weights across stages are not supported)");
+    auto placed = reshard(ld, d, c_.placement_of(p));
+    if (!placed) return placed.error();
+    for (auto& prm : prog_.params)
+      if (prm.local == lp.id) prm.grad = placed->id;
+  }
+  for (const auto& prm : prog_.params)
+    if (prm.grad == no_value)
+      return make_error(errc::invalid_argument, "partition: parameter '" + prm.name + "' is read on stage " +
+                                                    std::to_string(stage_) + " but differentiated elsewhere (shared across stages)");
+
+  // Values this stage produces for other stages: sent after the task that computes them.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (stage_of_node(g_, gr_, sa_, i) == stage_) continue;
+    for (auto v : nodes[i].inputs) {
+      if (g_.value(v).producer < 0 || producer_stage(v) != stage_) continue;
+      int to = stage_of_node(g_, gr_, sa_, i);
+      bool known = std::any_of(prog_.sends.begin(), prog_.sends.end(),
+                               [&](const auto& s) { return s.serial == v && s.peer_stage == to; });
+      if (!known)
+        prog_.sends.push_back({v, to, local_[static_cast<std::size_t>(v)].id,
+                               static_cast<std::size_t>(g_.value(v).producer) >= gr_.backward_begin});
+    }
+  }
+  if (producer_stage(gr_.loss) == stage_) prog_.loss = local_[static_cast<std::size_t>(gr_.loss)].id;
+  return std::move(prog_);
+}
+
+}  // namespace
+
+result<stage_program> partition(const graph& g, const gradients& gr, const axis_completion& tp,
+                                const stage_assignment& stages, int stage, std::int64_t tp_rank) {
+  if (stage < 0 || stage >= stages.stages || tp_rank < 0 || tp_rank >= tp.degree)
+    return make_error(errc::invalid_argument, "partition: stage " + std::to_string(stage) + " or tp rank " +
+                                                  std::to_string(tp_rank) + " out of range");
+  if (stages.of_forward_node.size() != gr.backward_begin)
+    return make_error(errc::invalid_argument, "partition: the stage assignment does not cover the forward nodes");
+  local_builder b(g, gr, tp, stages, stage, tp_rank);
+  return b.build();
+}
+
+shape local_shape(const shape& s, const placement& p, std::int64_t parts, std::int64_t index) {
+  const shard* sh = as_shard(p);
+  if (sh == nullptr) return s;
+  shape out = s;
+  out[sh->dim] = shard_range(s[sh->dim], parts, index, sh->granule).size();
+  return out;
+}
+
+std::vector<value_id> stage_program::kept() const {
+  std::vector<value_id> out;
+  for (const auto& s : sends) out.push_back(s.local);
+  if (loss != no_value) out.push_back(loss);
+  for (const auto& p : params) out.push_back(p.grad);
+  return out;
+}
+
+result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, const std::vector<std::size_t>& cuts) {
+  (void)g;
+  stage_assignment sa;
+  sa.stages = static_cast<int>(cuts.size()) + 1;
+  std::size_t prev = 0;
+  for (std::size_t c : cuts) {
+    if (c <= prev || c >= gr.backward_begin)
+      return make_error(errc::invalid_argument, "stage cuts must increase strictly inside (0, " +
+                                                    std::to_string(gr.backward_begin) + "): got " + std::to_string(c));
+    prev = c;
+  }
+  sa.of_forward_node.resize(gr.backward_begin);
+  int stage = 0;
+  for (std::size_t i = 0; i < gr.backward_begin; ++i) {
+    while (stage < static_cast<int>(cuts.size()) && i >= cuts[static_cast<std::size_t>(stage)]) ++stage;
+    sa.of_forward_node[i] = stage;
+  }
+  return sa;
+}
+
+result<stage_assignment> cut_stages(const graph& g, const gradients& gr, int stages) {
+  const std::size_t n = gr.backward_begin;
+  if (stages < 1) return make_error(errc::invalid_argument, "pipeline stages must be >= 1");
+  if (static_cast<std::size_t>(stages) > n)
+    return make_error(errc::invalid_argument, "cannot cut " + std::to_string(n) + " forward operations into " +
+                                                  std::to_string(stages) + " pipeline stages");
+  // Cost of a node, and of cutting before node j (the bytes alive across the cut).
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + node_cost(g, g.nodes()[i]);
+  std::vector<double> cut_cost(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i)
+    for (auto v : g.nodes()[i].inputs) {
+      auto p = g.value(v).producer;
+      if (p < 0) continue;
+      double bytes = static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+      for (std::size_t j = static_cast<std::size_t>(p) + 1; j <= i; ++j) cut_cost[j] += bytes;  // alive across cut j
+    }
+  // Minimize the most expensive stage (its compute plus what crosses its borders).
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(static_cast<std::size_t>(stages) + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> from(static_cast<std::size_t>(stages) + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0.0;
+  for (int s = 1; s <= stages; ++s)
+    for (std::size_t j = static_cast<std::size_t>(s); j <= n; ++j)
+      for (std::size_t i = static_cast<std::size_t>(s) - 1; i < j; ++i) {
+        if (best[static_cast<std::size_t>(s) - 1][i] == inf) continue;
+        double stage_cost = prefix[j] - prefix[i] + 16.0 * (cut_cost[i] + (j < n ? cut_cost[j] : 0.0));
+        double v = std::max(best[static_cast<std::size_t>(s) - 1][i], stage_cost);
+        if (v < best[static_cast<std::size_t>(s)][j]) {
+          best[static_cast<std::size_t>(s)][j] = v;
+          from[static_cast<std::size_t>(s)][j] = i;
+        }
+      }
+  std::vector<std::size_t> cuts;
+  std::size_t j = n;
+  for (int s = stages; s > 1; --s) {
+    j = from[static_cast<std::size_t>(s)][j];
+    cuts.push_back(j);
+  }
+  std::reverse(cuts.begin(), cuts.end());
+  return stages_from_cuts(g, gr, cuts);
+}
+
+}  // namespace cohort

@@ -1,0 +1,72 @@
+// Partitioning: the serial training graph (forward + backward), its completed placements on
+// the tensor-parallel axis, and a stage for every forward node become one local program per
+// (pipeline stage, tensor-parallel rank). Each local program computes on its shard shapes,
+// with the communication that keeps it equal to the serial program inserted as nodes
+// (allreduce, all_gather, reduce_scatter, or a local slice), and lists what it must receive
+// from and send to the other stages for every micro-batch.
+//
+//   auto c = complete_axis(g, "tp", 2);
+//   auto stages = cut_stages(g, gr, /*pp=*/2);                  // balanced by FLOPs
+//   auto prog = partition(g, gr, *c, stages, /*stage=*/1, /*tp_rank=*/0);
+//   prog->g                // run it with an executor whose table has the runtime's collectives
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/autodiff.hpp"
+#include "graph/completion.hpp"
+#include "graph/graph.hpp"
+
+namespace cohort {
+
+/// The stage of every forward node (backward nodes follow their forward origin).
+struct stage_assignment {
+  int stages = 1;
+  std::vector<int> of_forward_node;
+};
+
+/// Contiguous stages balanced by estimated cost (matmul FLOPs, plus elementwise work).
+/// Error when there are fewer forward nodes than stages.
+result<stage_assignment> cut_stages(const graph& g, const gradients& gr, int stages);
+
+/// Stages from explicit cut points: forward node indices where stages 1..n-1 begin.
+result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, const std::vector<std::size_t>& cuts);
+
+struct stage_program {
+  int stage = 0, stages = 1;
+  std::int64_t tp_rank = 0, tp = 1;
+  graph g;                          // the local program
+  std::size_t backward_begin = 0;   // first node of the backward task
+  value_id loss = no_value;         // on the stage that computes the loss
+  value_id seed = no_value;         // the loss gradient seed input, same stage
+  /// Data inputs of the serial graph this stage reads (by name), as local inputs.
+  std::vector<std::pair<std::string, value_id>> data_inputs;
+  struct transfer {
+    value_id serial;       // the value in the serial graph
+    int peer_stage;        // where it comes from / goes to
+    value_id local;        // local input (recv) or local value (send)
+    bool backward;         // received for / sent by the backward task
+  };
+  std::vector<transfer> recvs, sends;
+  struct param {
+    std::string name;      // the serial parameter's name
+    value_id local;        // local parameter
+    value_id grad;         // its local gradient, placed like the parameter
+    placement tp;          // how the local tensor slices the full one
+  };
+  std::vector<param> params;
+  /// Values the executor must keep readable: sends, the loss, parameter gradients.
+  std::vector<value_id> kept() const;
+};
+
+/// The local program of `stage` on tensor-parallel rank `tp_rank`. Errors: a parameter used
+/// by two stages (tied weights across stages), or a placement change partitioning cannot do.
+result<stage_program> partition(const graph& g, const gradients& gr, const axis_completion& tp,
+                                const stage_assignment& stages, int stage, std::int64_t tp_rank);
+
+/// The local extent of `s` under placement `p` on rank `index` of `parts`.
+shape local_shape(const shape& s, const placement& p, std::int64_t parts, std::int64_t index);
+
+}  // namespace cohort

@@ -1,0 +1,27 @@
+// Plan validation and names.
+#include "planner/plan.hpp"
+
+namespace cohort::planner {
+
+status validate(const parallel_plan& p, std::int64_t batch) {
+  if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.micro_batches < 1)
+    return make_error(errc::invalid_argument, "plan: dp, tp, pp and micro-batches must be >= 1");
+  std::int64_t parts = static_cast<std::int64_t>(p.dp) * p.micro_batches;
+  if (batch % parts != 0)
+    return make_error(errc::invalid_argument, "plan: batch " + std::to_string(batch) + " does not split into dp " +
+                                                  std::to_string(p.dp) + " x micro-batches " + std::to_string(p.micro_batches) +
+                                                  " equal parts");
+  if (p.shard_params && p.dp == 1)
+    return make_error(errc::invalid_argument, "plan: shard-params needs dp > 1 (it splits optimizer state over dp)");
+  return {};
+}
+
+const char* to_string(schedule_kind s) { return s == schedule_kind::gpipe ? "gpipe" : "1f1b"; }
+
+result<schedule_kind> parse_schedule(const std::string& text) {
+  if (text == "gpipe") return schedule_kind::gpipe;
+  if (text == "1f1b") return schedule_kind::one_f_one_b;
+  return make_error(errc::invalid_argument, "--plan.schedule must be gpipe or 1f1b, got '" + text + "'");
+}
+
+}  // namespace cohort::planner
