@@ -53,6 +53,11 @@ status stage_worker::load_initial_parameters(const graph& serial, std::uint64_t 
   return {};
 }
 
+tensor& stage_worker::grad_piece(std::int64_t n) {
+  if (!grad_piece_.defined() || grad_piece_.numel() != n) grad_piece_ = tensor::zeros({n});
+  return grad_piece_;
+}
+
 tensor& stage_worker::input(int slot, value_id local) { return exec_.at(static_cast<std::size_t>(slot))->input(local); }
 
 const tensor& stage_worker::value(int slot, value_id local) const {

@@ -50,6 +50,8 @@ class stage_worker {
   tensor& flat_params() { return flat_params_; }
   tensor& flat_grads() { return flat_grads_; }
   void zero_grads() { flat_grads_.fill(0.f); }
+  /// A buffer of `n` floats kept for this worker's reduce-scattered gradient piece.
+  tensor& grad_piece(std::int64_t n);
   /// [offset, size) of parameter i inside the flat buffers.
   range param_range(std::size_t i) const { return ranges_[i]; }
 
@@ -58,7 +60,7 @@ class stage_worker {
 
   stage_program program_;
   std::unique_ptr<comm_context> comm_;  // stable address: executors point at it
-  tensor flat_params_, flat_grads_;
+  tensor flat_params_, flat_grads_, grad_piece_;
   std::vector<range> ranges_;
   parameter_store views_;               // name -> view into flat_params_
   std::vector<std::unique_ptr<kernels::executor>> exec_;

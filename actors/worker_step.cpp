@@ -33,6 +33,11 @@ range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, in
   return shard_range(flat_size, plan.dp, dp_rank);
 }
 
+tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_rank) {
+  range r = owned_piece(plan, w.flat_params().numel(), dp_rank);
+  return w.flat_params().slice(0, r.begin, r.end);
+}
+
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,
                                     const planner::parallel_plan& plan, const worker_place& at, step_io& io,
                                     std::uint64_t step, std::chrono::milliseconds timeout) {
@@ -65,7 +70,19 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     return {};
   };
 
-  for (const task& t : order) {
+  std::vector<int> dp_group = plan_mesh(plan).group(rank_of(plan, at), "dp");
+  transport::collective_options dp_opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
+  w.zero_grads();
+  if (plan.shard_params) {
+    // Every rank owns a piece, updated at the last commit: gather the others'.
+    range mine = owned_piece(plan, w.flat_params().numel(), at.dp_rank);
+    tensor own = w.flat_params().slice(0, mine.begin, mine.end).clone();
+    if (auto st = transport::all_gather_ring(ch, dp_group, own, w.flat_params(), dp_opt); !st)
+      return in_task(st.error(), {task_kind::update, -1}, at);
+  }
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    const task& t = order[index];
+    if (io.before_task) io.before_task(t, index);
     auto start = std::chrono::steady_clock::now();
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
     status st;
@@ -88,25 +105,16 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       if (st) st = w.backward(slot, seed);
       if (st) st = send(slot, t.micro_batch, true);
     } else {
-      // The amplifier: sum gradients over the data-parallel replicas, update, refresh.
-      std::vector<int> dp_group = plan_mesh(plan).group(rank_of(plan, at), "dp");
-      transport::collective_options opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
+      // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
       tensor& grads = w.flat_grads();
-      range mine = owned_piece(plan, grads.numel(), at.dp_rank);
-      tensor piece = grads.slice(0, mine.begin, mine.end);
-      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce_ring(ch, dp_group, grads, opt);
+      tensor piece = grads;
+      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce_ring(ch, dp_group, grads, dp_opt);
       if (st && plan.shard_params) {
-        piece = tensor::empty({mine.size()});
-        st = transport::reduce_scatter_ring(ch, dp_group, grads, piece, opt);
+        range mine = owned_piece(plan, grads.numel(), at.dp_rank);
+        piece = w.grad_piece(mine.size());
+        st = transport::reduce_scatter_ring(ch, dp_group, grads, piece, dp_opt);
       }
-      if (st) {
-        auto updated = io.update(piece);
-        if (!updated) return in_task(updated.error(), t, at);
-        tensor& params = w.flat_params();
-        if (plan.shard_params) st = transport::all_gather_ring(ch, dp_group, *updated, params, opt);
-        else if (!updated->shares_storage_with(params)) params.copy_from(*updated);
-      }
-      w.zero_grads();
+      if (st) st = io.submit(piece);
     }
     if (!st) return in_task(st.error(), t, at);
     report.timings.push_back({t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});

@@ -1,14 +1,20 @@
 // One worker's part of one training step: its stage's task order (forward and backward per
 // micro-batch, then the amplifier), with pipeline transfers to the neighbouring stages of
 // its replica and tensor-parallel rank, and the gradient reduction over its data-parallel
-// group before the parameter update. The caller supplies where inputs come from (the data
-// actor) and who applies the update (the parameter actor), so the same code runs under the
-// actor runtime and in thread-based tests.
+// group. The amplifier hands the reduced gradient piece to the parameter owner (submit);
+// the owner applies it only when the whole step has succeeded (commit), into the worker's
+// own parameter storage, so a step that fails half-way leaves every parameter untouched
+// and is simply redone. With shard_params each rank owns a piece; the next step starts by
+// all-gathering the updated pieces.
+//
+// The caller supplies where inputs come from (the data actor) and who takes the gradient
+// (the parameter actor), so the same code runs under the actor runtime and in thread tests.
 //
 //   worker_place at{.dp_rank = d, .stage = s, .tp_rank = t};
 //   step_io io{.inputs = [&](int mb) { return data.micro_batch(step, d, mb); },
-//              .update = [&](const tensor& g) { return params.update(g); }};
-//   auto r = run_worker_step(worker, schedule[s], plan, mesh, at, io, step);
+//              .submit = [&](const tensor& g) { pending = g; return status{}; }};
+//   auto r = run_worker_step(worker, schedule[s], plan, at, io, step, timeout);
+//   ... after every worker is done: params.update(pending)
 #pragma once
 
 #include <chrono>
@@ -36,8 +42,11 @@ int rank_of(const planner::parallel_plan& p, const worker_place& at);
 struct step_io {
   /// The data inputs this stage reads, for micro-batch `mb` of this replica (by input name).
   std::function<result<std::map<std::string, tensor>>(int mb)> inputs;
-  /// Applies the optimizer to this worker's piece of summed gradients; returns the new piece.
-  std::function<result<tensor>(const tensor& grad_piece)> update;
+  /// Takes this worker's piece of the step's summed gradient (valid until the next step
+  /// starts); the owner applies it to params_piece() once the step has committed.
+  std::function<status(const tensor& grad_piece)> submit;
+  /// Called before each task with its index in the order (the runtime's failure injection).
+  std::function<void(const task&, std::size_t index)> before_task;
 };
 
 struct task_timing {
@@ -60,5 +69,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
 /// The [begin, end) of the flat parameter buffer a data-parallel rank updates: all of it,
 /// or its near-equal piece with shard_params.
 range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank);
+
+/// The worker's parameters that its parameter owner updates (a view of flat_params()).
+tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_rank);
 
 }  // namespace cohort::actors

@@ -76,14 +76,14 @@ inline std::vector<float> distributed_losses(const actors::model_fn& model, cons
         auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s), &table, nullptr, ctx);
         REQUIRE_MESSAGE(w.ok(), w.error().message);
         REQUIRE((*w)->load_initial_parameters(*cm->serial, seed).ok());
-        range mine = owned_piece(plan, (*w)->flat_params().numel(), d);
-        auto ps = std::make_unique<param_shard>((*w)->flat_params().slice(0, mine.begin, mine.end), opt);
+        auto ps = std::make_unique<param_shard>(params_piece(**w, plan, d), opt);
         workers.push_back({at, std::move(*w), std::move(ps)});
       }
   std::vector<float> losses;
   for (int step = 0; step < steps; ++step) {
     auto global = data(step);
     std::vector<result<actors::step_report>> reports(workers.size(), make_error(errc::closed, "not run"));
+    std::vector<tensor> pending(workers.size());
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < workers.size(); ++i)
       threads.emplace_back([&, i] {
@@ -95,11 +95,16 @@ inline std::vector<float> distributed_losses(const actors::model_fn& model, cons
           for (auto& [name, t] : global) out[name] = rows(t, first, cm->micro_batch);
           return out;
         };
-        io.update = [&](const tensor& g) { return sl.params->update(g); };
+        io.submit = [&, i](const tensor& g) {
+          pending[i] = g;
+          return status{};
+        };
         reports[i] = run_worker_step(*sl.worker, cm->schedule[static_cast<std::size_t>(sl.at.stage)], plan, sl.at, io,
                                      static_cast<std::uint64_t>(step), std::chrono::milliseconds(60000));
       });
     for (auto& t : threads) t.join();
+    for (std::size_t i = 0; i < workers.size(); ++i)  // the commit: every worker finished the step
+      if (reports[i].ok()) REQUIRE(workers[i].params->update(pending[i]).ok());
     double loss = 0;
     for (auto& r : reports) {
       REQUIRE_MESSAGE(r.ok(), r.error().message);

@@ -1,0 +1,62 @@
+// The runtime's messages. Every control message carries the job's generation: after a
+// failure the coordinator moves to a new generation, and a reply or request from an older
+// one is ignored, so a worker that wakes up late cannot corrupt the redone step.
+//
+// Protocol of one step (generation g, step k):
+//   coordinator -> worker        (step_atom, g, k)            => (done_atom, g, k, rank, step_report)
+//   worker -> data actor         (batch_atom, k, replica, mb) => micro_batch
+//   worker -> parameter actor    (update_atom, g, k, tensor)  => tensor (the updated piece)
+// Recovery:
+//   coordinator -> param actor   (rollback_atom, k)           => ok_atom (undo step k if applied)
+//   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel, refill)
+//   worker -> parameter actor    (fetch_atom)                 => tensor (the current piece)
+//
+// Tensors travel inside the message in one process (shared storage, no copy). These types
+// are local-only for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); crossing processes needs the
+// raw-block serialization of ../shared/STACK.md §3a (a later issue).
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/worker_step.hpp"
+#include "graph/tensor.hpp"
+#include "transport/in_process.hpp"
+
+namespace cohort::actors {
+
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using batch_atom = caf::atom_constant<caf::atom("batch")>;
+using update_atom = caf::atom_constant<caf::atom("update")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
+using reset_atom = caf::atom_constant<caf::atom("reset")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using ok_atom = caf::atom_constant<caf::atom("ok")>;
+
+/// The data inputs of one micro-batch, by input name.
+struct micro_batch {
+  std::map<std::string, tensor> inputs;
+};
+
+/// A fabric shared by the actors of one generation (closed when the generation ends).
+using fabric_ptr = std::shared_ptr<transport::in_process_fabric>;
+
+/// What a worker reports for a step; an error leaves `report` empty and sets `failure`.
+struct step_outcome {
+  int rank = -1;
+  step_report report;
+  std::string failure;
+};
+
+}  // namespace cohort::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::tensor)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::micro_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::fabric_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::step_outcome)
