@@ -6,10 +6,12 @@
 //   coordinator -> worker        (step_atom, g, k)            => (done_atom, g, k, rank, step_report)
 //   worker -> data actor         (batch_atom, k, replica, mb) => micro_batch
 //   worker -> parameter actor    (update_atom, g, k, tensor)  => tensor (the updated piece)
-// Recovery:
-//   coordinator -> param actor   (rollback_atom, k)           => ok_atom (undo step k if applied)
-//   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel, refill)
-//   worker -> parameter actor    (fetch_atom)                 => tensor (the current piece)
+//   coordinator -> param actor   (commit_atom, k)             => ok_atom (apply step k's gradient)
+// Start and recovery:
+//   worker -> parameter actor    (attach_atom, tensor view)   => ok_atom (adopt the worker's
+//                                 parameter storage; a respawned worker is refilled through it)
+//   coordinator -> param actor   (rollback_atom, g')          => ok_atom (drop what is pending)
+//   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel)
 //
 // Tensors travel inside the message in one process (shared storage, no copy). These types
 // are local-only for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); crossing processes needs the
@@ -33,7 +35,8 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
-using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;

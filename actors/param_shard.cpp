@@ -16,4 +16,13 @@ result<tensor> param_shard::update(const tensor& grad) {
   return piece_;
 }
 
+status param_shard::rebind(tensor storage) {
+  if (storage.numel() != piece_.numel())
+    return make_error(errc::invalid_argument, "parameter rebind: storage of " + std::to_string(storage.numel()) +
+                                                  " elements for a piece of " + std::to_string(piece_.numel()));
+  if (!storage.shares_storage_with(piece_) || storage.offset() != piece_.offset()) storage.copy_from(piece_);
+  piece_ = std::move(storage);
+  return {};
+}
+
 }  // namespace cohort::actors

@@ -25,6 +25,9 @@ class param_shard {
   /// replicas and micro-batches). Returns the updated piece (shares storage with params()).
   result<tensor> update(const tensor& grad);
   const tensor& params() const { return piece_; }
+  /// Moves the piece into `storage` (same length): copies the current values there and
+  /// updates `storage` from now on (a respawned worker's new parameter buffer).
+  status rebind(tensor storage);
   std::int64_t steps() const { return state_.step; }
 
  private:

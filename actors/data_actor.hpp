@@ -1,0 +1,33 @@
+// The data actor: computes a step's global batch once (from the app's batch function) and
+// hands every replica's micro-batches to the workers that read data inputs.
+//
+//   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16);
+//   request(data, timeout, batch_atom::value, step, replica, mb) => micro_batch
+#pragma once
+
+#include <functional>
+
+#include "actors/messages.hpp"
+
+namespace cohort::actors {
+
+/// The global batch of a step, by input name ([B, ...] each).
+using batch_fn = std::function<result<std::map<std::string, tensor>>(std::int64_t step)>;
+
+struct data_state {
+  batch_fn source;
+  int dp = 1, micro_batches = 1;
+  std::int64_t rows = 0;  // per micro-batch
+  std::int64_t cached_step = -1;
+  std::map<std::string, tensor> cached;
+  static inline const char* name = "cohort.data";
+
+  /// Rows of replica `replica`'s micro-batch `mb` of step `step` (computing the step's batch
+  /// if it is not the cached one). Errors: a source error, a tensor with the wrong batch size.
+  result<micro_batch> slice(std::int64_t step, int replica, int mb);
+};
+
+caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,
+                         std::int64_t rows);
+
+}  // namespace cohort::actors

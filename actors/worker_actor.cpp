@@ -1,0 +1,94 @@
+// The worker actor's thread: start, then steps until the coordinator stops it.
+#include "actors/worker_actor.hpp"
+
+#include <stdexcept>
+
+namespace cohort::actors {
+
+worker_actor::worker_actor(caf::actor_config& cfg, std::shared_ptr<const worker_spec> spec, fabric_ptr fabric,
+                           std::int64_t generation)
+    : caf::blocking_actor(cfg), spec_(std::move(spec)), fabric_(std::move(fabric)), generation_(generation) {}
+
+status worker_actor::start() {
+  const worker_spec& s = *spec_;
+  const auto& plan = s.model->plan;
+  auto prog = s.model->program(s.at.stage, s.at.tp_rank);
+  if (!prog) return prog.error();
+  process_mesh mesh = plan_mesh(plan);
+  comm_context ctx{&fabric_->endpoint(s.rank), {{"tp", mesh.group(s.rank, "tp")}, {"dp", mesh.group(s.rank, "dp")}},
+                   s.timeout};
+  if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
+  auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx);
+  if (!w) return w.error();
+  worker_ = std::move(*w);
+  if (auto st = worker_->load_initial_parameters(*s.model->serial, s.seed); !st) return st;
+  // The parameter actor adopts this storage; after a failure it refills it first.
+  status attached;
+  request(s.params, s.timeout, attach_atom::value, params_piece(*worker_, plan, s.at.dp_rank))
+      .receive([&](ok_atom) {}, [&](caf::error& e) { attached = make_error(errc::closed, "attach: " + to_string(e)); });
+  return attached;
+}
+
+step_outcome worker_actor::run_step(std::int64_t step) {
+  const worker_spec& s = *spec_;
+  step_outcome out;
+  out.rank = s.rank;
+  step_io io;
+  io.inputs = [&](int mb) -> result<std::map<std::string, tensor>> {
+    result<std::map<std::string, tensor>> got = make_error(errc::timeout, "data actor did not answer");
+    request(s.data, s.timeout, batch_atom::value, step, s.at.dp_rank, mb)
+        .receive([&](micro_batch& m) { got = std::move(m.inputs); },
+                 [&](caf::error& e) { got = make_error(errc::closed, "data: " + to_string(e)); });
+    return got;
+  };
+  io.submit = [&](const tensor& piece) -> status {
+    status st;
+    request(s.params, s.timeout, update_atom::value, generation_, step, piece)
+        .receive([&](ok_atom) {}, [&](caf::error& e) { st = make_error(errc::closed, "parameters: " + to_string(e)); });
+    return st;
+  };
+  if (s.inject.armed() && s.inject.rank == s.rank && s.inject.step == step && generation_ == 0)
+    io.before_task = [&](const task& t, std::size_t index) {
+      if (index == s.inject.task_index)
+        throw std::runtime_error("injected failure in rank " + std::to_string(s.rank) + " at step " +
+                                 std::to_string(step) + ", task " + to_string(t));
+    };
+  auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan, s.at, io,
+                           static_cast<std::uint64_t>(step), s.timeout);
+  if (r) out.report = std::move(*r);
+  else out.failure = r.error().message;
+  return out;
+}
+
+void worker_actor::act() {
+  monitor(spec_->coordinator);
+  try {
+    if (auto st = start(); !st) {
+      fail_state(caf::make_error(caf::sec::runtime_error, "worker " + std::to_string(spec_->rank) + ": " + st.error().message));
+      return;
+    }
+    bool running = true;
+    receive_while(running)(
+        [&](step_atom, std::int64_t gen, std::int64_t step) -> caf::result<done_atom, std::int64_t, std::int64_t, step_outcome> {
+          if (gen != generation_)
+            return caf::make_error(caf::sec::runtime_error, "stale generation " + std::to_string(gen));
+          return {done_atom::value, gen, step, run_step(step)};
+        },
+        [&](reset_atom, std::int64_t gen, fabric_ptr& fabric) {
+          generation_ = gen;
+          fabric_ = fabric;
+          worker_->comm().channel = &fabric_->endpoint(spec_->rank);
+          worker_->comm().calls = 0;
+          return ok_atom::value;
+        },
+        [&](caf::down_msg&) { running = false; },
+        [&](caf::exit_msg& em) {
+          running = false;
+          if (em.reason && em.reason != caf::exit_reason::user_shutdown) fail_state(em.reason);
+        });
+  } catch (const std::exception& e) {
+    fail_state(caf::make_error(caf::sec::runtime_error, std::string(e.what())));
+  }
+}
+
+}  // namespace cohort::actors

@@ -1,0 +1,59 @@
+// The worker actor: one (replica, stage, tensor-parallel rank) of a plan on its own thread
+// (collectives block, so a worker never holds a scheduler thread). It builds its stage
+// worker from the compiled plan, attaches its parameter storage to its parameter actor (a
+// respawned worker is refilled that way), then runs a step whenever the coordinator asks,
+// fetching micro-batches from the data actor and handing its gradient piece to its
+// parameter actor. It monitors the coordinator and stops when it goes.
+//
+//   sys.spawn<worker_actor, caf::monitored>(spec, fabric, generation)
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "actors/compile.hpp"
+#include "actors/messages.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace cohort::actors {
+
+/// Fails a chosen worker at a chosen step and task, in the first generation only (a test hook).
+struct failure_injection {
+  int rank = -1;
+  std::int64_t step = -1;
+  std::size_t task_index = 0;
+  bool armed() const { return rank >= 0 && step >= 0; }
+};
+
+struct worker_spec {
+  std::shared_ptr<const compiled_model> model;
+  worker_place at;
+  int rank = 0;
+  std::uint64_t seed = 0;
+  int kernel_threads = 1;
+  std::chrono::milliseconds timeout{60000};
+  kernels::dispatch_table table{"cpu"};
+  caf::actor coordinator, data, params;
+  failure_injection inject;
+};
+
+class worker_actor : public caf::blocking_actor {
+ public:
+  worker_actor(caf::actor_config& cfg, std::shared_ptr<const worker_spec> spec, fabric_ptr fabric,
+               std::int64_t generation);
+  void act() override;
+  const char* name() const override { return "cohort.worker"; }
+
+ private:
+  status start();
+  step_outcome run_step(std::int64_t step);
+
+  std::shared_ptr<const worker_spec> spec_;
+  fabric_ptr fabric_;
+  std::int64_t generation_;
+  std::unique_ptr<kernels::thread_pool> pool_;
+  std::unique_ptr<stage_worker> worker_;
+};
+
+}  // namespace cohort::actors

@@ -1,0 +1,140 @@
+// The actor runtime (real CAF scheduler, request timeouts): plans equal the serial run, and
+// a worker that fails mid-step is seen by the coordinator, respawned, refilled from its
+// parameter actor, and the step redone — the losses equal those of the fault-free run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "actors/runtime.hpp"
+#include "apps/models.hpp"
+#include "graph/random.hpp"
+#include "support/thread_runner.hpp"
+
+using namespace cohort;
+using namespace cohort::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+caf::actor_system_config& config() {
+  static caf::actor_system_config cfg = [] {
+    caf::actor_system_config c;
+    c.set("scheduler.max-threads", 2);
+    return c;
+  }();
+  return cfg;
+}
+
+std::map<std::string, tensor> mlp_batch(std::int64_t step, std::int64_t batch) {
+  rng r(500 + static_cast<std::uint64_t>(step));
+  tensor x = tensor::empty({batch, 16});
+  tensor y = tensor::empty({batch}, dtype::i32);
+  for (std::int64_t i = 0; i < batch * 16; ++i) x.data<float>()[i] = r.normal();
+  for (std::int64_t i = 0; i < batch; ++i) y.data<std::int32_t>()[i] = static_cast<std::int32_t>(r.below(8));
+  return {{"x", x}, {"y", y}};
+}
+
+const actors::model_fn mlp = [](graph& g, std::int64_t b) { return apps::build_mlp(g, {16, 32, 24, 8}, b).loss; };
+
+actors::run_options options(planner::parallel_plan plan) {
+  actors::run_options o;
+  o.plan = plan;
+  o.batch = 16;
+  o.steps = 12;
+  o.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f};
+  o.seed = 9;
+  o.threads = 2;
+  o.timeout = 10s;
+  return o;
+}
+
+actors::batch_fn data() {
+  return [](std::int64_t step) -> result<std::map<std::string, tensor>> { return mlp_batch(step, 16); };
+}
+
+std::vector<float> serial() {
+  return serial_losses(mlp, 16, 12, sgd_config{.lr = 0.1f, .momentum = 0.9f}, 9,
+                       [](std::int64_t s) { return mlp_batch(s, 16); });
+}
+
+double worst_relative(const std::vector<float>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(b[i] - a[i]) / std::fabs(static_cast<double>(a[i])));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("the actor runtime trains every kind of plan like the serial program") {
+  auto reference = serial();
+  struct named {
+    const char* name;
+    planner::parallel_plan plan;
+  };
+  const named plans[] = {{"1 rank", {}},
+                         {"dp2", {.dp = 2}},
+                         {"tp2 pp2 m2", {.tp = 2, .pp = 2, .micro_batches = 2}},
+                         {"dp2 sharded", {.dp = 2, .shard_params = true}},
+                         {"dp2 tp2 pp2 m2 gpipe", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}}};
+  for (const auto& p : plans) {
+    CAPTURE(std::string(p.name));
+    caf::actor_system sys{config()};
+    std::vector<std::int64_t> seen;
+    auto o = options(p.plan);
+    o.on_step = [&](const actors::step_metrics& m) {
+      seen.push_back(m.step);
+      CHECK(m.task_seconds.size() == static_cast<std::size_t>(p.plan.ranks()));
+    };
+    auto r = actors::train(sys, mlp, data(), o);
+    REQUIRE_MESSAGE(r.ok(), r.error().message);
+    REQUIRE(r->losses.size() == reference.size());
+    CHECK(seen.size() == 12);
+    CHECK(worst_relative(reference, r->losses) <= 1e-5);
+    CHECK(r->restarts == 0);
+  }
+}
+
+TEST_CASE("a worker that fails mid-step is respawned, refilled, and the step redone with equal losses") {
+  auto reference = serial();
+  for (auto plan : {planner::parallel_plan{.dp = 2, .pp = 2, .micro_batches = 2},
+                    planner::parallel_plan{.dp = 2, .tp = 2, .shard_params = true}}) {
+    CAPTURE(plan.ranks());
+    caf::actor_system sys{config()};
+    auto clean = actors::train(sys, mlp, data(), options(plan));
+    REQUIRE_MESSAGE(clean.ok(), clean.error().message);
+    auto o = options(plan);
+    o.inject = {.rank = 3, .step = 5, .task_index = 1};  // rank 3: replica 1's last stage / tp rank
+    auto faulty = actors::train(sys, mlp, data(), o);
+    REQUIRE_MESSAGE(faulty.ok(), faulty.error().message);
+    REQUIRE(faulty->failures.size() == 1);
+    CHECK(faulty->failures[0].rank == 3);
+    CHECK(faulty->failures[0].step == 5);
+    CHECK(faulty->failures[0].reason.find("injected failure in rank 3 at step 5") != std::string::npos);
+    CHECK(faulty->restarts == 1);
+    MESSAGE("detected after " << faulty->failures[0].detect_seconds << " s, recovered in "
+                              << faulty->failures[0].recover_seconds << " s");
+    REQUIRE(faulty->losses.size() == clean->losses.size());
+    for (std::size_t i = 0; i < clean->losses.size(); ++i) CHECK(faulty->losses[i] == clean->losses[i]);  // bit for bit
+    CHECK(worst_relative(reference, faulty->losses) <= 1e-5);
+  }
+}
+
+TEST_CASE("a failure that keeps happening ends the run with an error naming it") {
+  caf::actor_system sys{config()};
+  auto o = options({.dp = 2});
+  o.inject = {.rank = 0, .step = 2, .task_index = 0};
+  o.max_restarts = 0;
+  auto r = actors::train(sys, mlp, data(), o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("step 2 failed 1 times (max-restarts 0)") != std::string::npos);
+}
+
+TEST_CASE("a plan the model cannot take is an error before anything runs") {
+  caf::actor_system sys{config()};
+  auto r = actors::train(sys, mlp, data(), options({.tp = 64}));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("plan tp=64") != std::string::npos);
+  auto b = actors::train(sys, mlp, data(), options({.dp = 3}));
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().message == "plan: batch 16 does not split into dp 3 x micro-batches 1 equal parts");
+}
