@@ -38,4 +38,44 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
   return cm;
 }
 
+result<parameter_store> assemble_parameters(const compiled_model& cm, const std::vector<tensor>& pieces) {
+  const auto& p = cm.plan;
+  if (static_cast<int>(pieces.size()) != p.ranks())
+    return make_error(errc::invalid_argument, "assemble: " + std::to_string(pieces.size()) + " pieces for " +
+                                                  std::to_string(p.ranks()) + " ranks");
+  auto rank = [&](int d, int s, int t) { return (d * p.pp + s) * p.tp + t; };
+  parameter_store full;
+  for (int s = 0; s < p.pp; ++s)
+    for (int t = 0; t < p.tp; ++t) {
+      auto prog = cm.program(s, t);
+      if (!prog) return prog.error();
+      std::vector<tensor> parts;
+      for (int d = 0; d < (p.shard_params ? p.dp : 1); ++d) parts.push_back(pieces[static_cast<std::size_t>(rank(d, s, t))]);
+      std::int64_t total = 0;
+      for (const auto& q : parts) total += q.numel();
+      tensor flat = tensor::empty({total});
+      std::int64_t at = 0;
+      for (const auto& q : parts) {
+        flat.slice(0, at, at + q.numel()).copy_from(q.reshape({q.numel()}));
+        at += q.numel();
+      }
+      std::int64_t offset = 0;
+      for (const auto& prm : prog->params) {
+        const shape& local = prog->g.value(prm.local).type.shape;
+        if (offset + local.numel() > total) return make_error(errc::invalid_argument, "assemble: pieces too short");
+        tensor mine = flat.slice(0, offset, offset + local.numel()).reshape(local);
+        offset += local.numel();
+        const shape& whole = cm.serial->value(cm.serial->find(prm.name)).type.shape;
+        auto [it, fresh] = full.try_emplace(prm.name, tensor::zeros(whole));
+        if (const shard* sh = as_shard(prm.tp)) {
+          range r = shard_range(whole[sh->dim], p.tp, t, sh->granule);
+          it->second.slice(sh->dim, r.begin, r.end).copy_from(mine);
+        } else if (fresh) {
+          it->second.copy_from(mine);
+        }
+      }
+    }
+  return full;
+}
+
 }  // namespace cohort::actors

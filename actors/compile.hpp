@@ -16,6 +16,7 @@
 #include "actors/pipeline_schedule.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/completion.hpp"
+#include "graph/init.hpp"
 #include "graph/partition.hpp"
 #include "planner/plan.hpp"
 
@@ -35,6 +36,11 @@ struct compiled_model {
 
   result<stage_program> program(int stage, int tp_rank) const;
 };
+
+/// The full parameters of the model from each rank's piece of its flat parameter buffer
+/// (pieces by rank; with shard_params each data-parallel rank holds a piece, otherwise
+/// replica 0's pieces are used), tensor-parallel shards joined.
+result<parameter_store> assemble_parameters(const compiled_model& cm, const std::vector<tensor>& pieces);
 
 /// Errors: an invalid plan for this batch, a model error, tensor parallelism the model's
 /// shapes cannot take (naming the tensor), more pipeline stages than operations.

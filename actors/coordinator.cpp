@@ -113,10 +113,36 @@ void on_outcome(self_ptr self, std::size_t rank, step_outcome o) {
   else commit(self);
 }
 
+// After the last step: the trained parameters, from the parameter actors' pieces.
+void collect_and_finish(self_ptr self) {
+  auto& s = self->state;
+  if (!s.options.collect_parameters) {
+    finish(self, {});
+    return;
+  }
+  auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
+  auto left = std::make_shared<std::size_t>(s.params.size());
+  for (std::size_t r = 0; r < s.params.size(); ++r)
+    self->request(s.params[r], s.options.timeout, fetch_atom::value)
+        .then(
+            [=](tensor& piece) {
+              (*pieces)[r] = std::move(piece);
+              if (--*left > 0) return;
+              auto full = assemble_parameters(*self->state.model, *pieces);
+              if (!full) {
+                finish(self, full.error());
+                return;
+              }
+              self->state.summary.parameters = std::move(*full);
+              finish(self, {});
+            },
+            [=](caf::error& e) { finish(self, make_error(errc::closed, "collecting parameters: " + to_string(e))); });
+}
+
 void start_step(self_ptr self) {
   auto& s = self->state;
   if (s.step >= s.options.steps) {
-    finish(self, {});
+    collect_and_finish(self);
     return;
   }
   s.outcomes.assign(s.workers.size(), std::nullopt);

@@ -12,6 +12,8 @@
 //                                 parameter storage; a respawned worker is refilled through it)
 //   coordinator -> param actor   (rollback_atom, g')          => ok_atom (drop what is pending)
 //   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel)
+// End:
+//   coordinator -> param actor   (fetch_atom)                 => tensor (a copy of the piece)
 //
 // Tensors travel inside the message in one process (shared storage, no copy). These types
 // are local-only for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); crossing processes needs the
@@ -36,6 +38,7 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;

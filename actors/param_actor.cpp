@@ -57,6 +57,10 @@ caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_conf
         if (auto st = self->state.commit(step); !st) return to_caf(st.error());
         return ok_atom::value;
       },
+      [=](fetch_atom) -> caf::result<tensor> {
+        if (!self->state.shard) return caf::make_error(caf::sec::runtime_error, "parameters: nothing attached");
+        return self->state.shard->params().clone();
+      },
       [=](rollback_atom, std::int64_t new_generation) {
         self->state.rollback(new_generation);
         return ok_atom::value;

@@ -11,6 +11,7 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   if (!cm) return cm.error();
   if (o.steps < 1) return make_error(errc::invalid_argument, "train: steps must be >= 1");
   kernels::set_math_threads(std::max(1, o.threads / o.plan.ranks()));
+  if (o.on_start) o.on_start();
   auto shared = std::make_shared<const compiled_model>(std::move(*cm));
   auto coord = sys.spawn(coordinator, shared, o, std::move(data));
   result<run_summary> out = make_error(errc::closed, "train: no answer from the coordinator");

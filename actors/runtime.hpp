@@ -44,6 +44,7 @@ struct failure_event {
 
 struct run_summary {
   std::vector<double> losses;
+  parameter_store parameters;  // the trained model, whole (when run_options::collect_parameters)
   std::vector<failure_event> failures;
   int restarts = 0;
   double seconds = 0;
@@ -60,7 +61,9 @@ struct run_options {
   int max_restarts = 3;
   std::vector<std::size_t> stage_cuts;            // explicit pipeline cuts (empty: balanced)
   failure_injection inject;
+  bool collect_parameters = true;                 // return the trained parameters in the summary
   std::function<void(const step_metrics&)> on_step;  // called by the coordinator, in order
+  std::function<void()> on_start;                  // once the plan compiled, before any actor runs
 };
 
 /// Trains `steps` steps of `model` on `data` under `o.plan`. Errors: the plan cannot run

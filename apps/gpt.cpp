@@ -3,15 +3,16 @@
 //
 //   build/apps/gpt                                     # GPL-3 text, 33 steps
 //   build/apps/gpt --data.name=moby-dick --train.steps=300
+//   build/apps/gpt --plan.tp=2 --plan.pp=2 --plan.micro-batches=4
 #include <cstring>
 
 #include "apps/datasets.hpp"
 #include "apps/models.hpp"
 #include "apps/options.hpp"
 #include "apps/report.hpp"
-#include "graph/random.hpp"
+#include "apps/samplers.hpp"
+#include "apps/training.hpp"
 #include "kernels/threads.hpp"
-#include "kernels/trainer.hpp"
 
 using namespace cohort;
 using namespace cohort::apps;
@@ -33,6 +34,7 @@ struct gpt_options {
 
 int main(int argc, char** argv) {
   gpt_options o;
+  plan_options plan;
   option_set opts("gpt", "Trains a byte-level GPT (decoder-only transformer, pre-LN, GELU MLP, learned\n"
                          "positions, AdamW) on a text file.");
   opts.add("data.name", o.data, "gpl3 (/usr/share/common-licenses/GPL-3) or moby-dick (data/text)")
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
       .add("train.threads", o.threads, "threads for OpenBLAS and cohort's kernels together")
       .add("train.seed", o.seed, "seed for initialization and batch sampling")
       .add("metrics.file", o.metrics, "write one JSON object per step to this file");
+  plan.add_to(opts);
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("gpt", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
@@ -72,51 +75,26 @@ int main(int argc, char** argv) {
     return fail("gpt", path + " has " + std::to_string(text->size()) + " bytes; --model.seq=" +
                            std::to_string(o.model.seq) + " needs at least seq+2", 2);
 
-  graph g;
-  gpt_model m = build_gpt(g, o.model, o.batch);
-  if (auto st = g.check(); !st) return fail("gpt", st.error().message, 2);
-  adamw_config opt{.lr = static_cast<float>(o.lr), .beta1 = static_cast<float>(o.beta1),
-                   .beta2 = static_cast<float>(o.beta2), .weight_decay = static_cast<float>(o.weight_decay)};
-  auto tr = kernels::serial_trainer::create(g, m.loss, {.optimizer = opt, .seed = static_cast<std::uint64_t>(o.seed),
-                                                        .threads = static_cast<int>(o.threads)});
-  if (!tr) return fail("gpt", tr.error().message, 1);
-  metrics_file metrics;
-  if (auto st = metrics.open(o.metrics); !st) return fail("gpt", st.error().message, 2);
-
-  tensor& tokens = (*tr)->input("tokens");
-  tensor& targets = (*tr)->input("targets");
-  rng sampler(static_cast<std::uint64_t>(o.seed) + 1);
-  const std::int64_t T = o.model.seq;
-  const auto starts = static_cast<std::uint64_t>(static_cast<std::int64_t>(text->size()) - T - 1);
-
-  progress_line progress("gpt", o.steps);
-  auto start = std::chrono::steady_clock::now(), timed_start = start;
-  float loss = 0, first_loss = 0;
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
-    if (step == o.warmup + 1) timed_start = std::chrono::steady_clock::now();
-    for (std::int64_t b = 0; b < o.batch; ++b) {  // random windows, targets shifted by one
-      auto at = static_cast<std::int64_t>(sampler.below(starts));
-      for (std::int64_t t = 0; t < T; ++t) {
-        tokens.data<std::int32_t>()[b * T + t] = (*text)[static_cast<std::size_t>(at + t)];
-        targets.data<std::int32_t>()[b * T + t] = (*text)[static_cast<std::size_t>(at + t + 1)];
-      }
-    }
-    auto l = (*tr)->step();
-    if (!l) return fail("gpt", "step " + std::to_string(step) + ": " + l.error().message, 1);
-    loss = *l;
-    if (step == 1) first_loss = loss;
-    double elapsed = seconds_since(start);
-    double rate = static_cast<double>(step * o.batch * T) / elapsed;
-    progress.update(step, loss, rate, "tokens/s");
-    metrics.write({{"step", step}, {"loss", loss}, {"lr", o.lr}, {"time", elapsed}, {"tokens_per_s", rate}});
-  }
-  progress.finish();
-  std::int64_t timed_steps = o.steps > o.warmup ? o.steps - o.warmup : o.steps;
-  if (o.steps <= o.warmup) timed_start = start;
-  double tokens_per_s = static_cast<double>(timed_steps * o.batch * T) / seconds_since(timed_start);
+  window_sampler sampler(*text, o.batch, o.model.seq, static_cast<std::uint64_t>(o.seed) + 1);
+  training_job job;
+  job.app = "gpt";
+  job.model = [&](graph& g, std::int64_t batch) { return build_gpt(g, o.model, batch).loss; };
+  job.data = [&](std::int64_t step) { return sampler.batch_at(step); };
+  job.batch = o.batch;
+  job.steps = o.steps;
+  job.warmup = o.warmup;
+  job.items_per_sample = o.model.seq;
+  job.rate_unit = "tokens/s";
+  job.optimizer = adamw_config{.lr = static_cast<float>(o.lr), .beta1 = static_cast<float>(o.beta1),
+                               .beta2 = static_cast<float>(o.beta2), .weight_decay = static_cast<float>(o.weight_decay)};
+  job.seed = static_cast<std::uint64_t>(o.seed);
+  job.threads = static_cast<int>(o.threads);
+  job.metrics_path = o.metrics;
+  auto r = train(job, plan, opts.caf_arguments());
+  if (!r) return fail("gpt", r.error().message, exit_code_for(r.error()));
   print_summary({{"app", "gpt"}, {"data", path}, {"layers", o.model.layers}, {"d", o.model.d},
-                 {"heads", o.model.heads}, {"seq", T}, {"batch", o.batch}, {"steps", o.steps},
-                 {"first_loss", first_loss}, {"final_loss", loss}, {"tokens_per_s", tokens_per_s},
-                 {"threads", o.threads}});
+                 {"heads", o.model.heads}, {"seq", o.model.seq}, {"batch", o.batch}, {"steps", o.steps},
+                 {"first_loss", r->first_loss}, {"final_loss", r->final_loss}, {"tokens_per_s", r->items_per_s},
+                 {"threads", o.threads}, {"plan", r->plan}, {"restarts", r->restarts}});
   return 0;
 }

@@ -3,17 +3,19 @@
 //
 //   build/apps/mlp --data.name=digits --train.steps=500
 //   build/apps/mlp --data.name=synth --model.dims=784,1024,1024,10 --train.momentum=0
+//   build/apps/mlp --plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=4
 #include <cstring>
-#include <numeric>
 
 #include "apps/datasets.hpp"
 #include "apps/models.hpp"
 #include "apps/options.hpp"
 #include "apps/report.hpp"
-#include "graph/random.hpp"
+#include "apps/samplers.hpp"
+#include "apps/training.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/executor.hpp"
+#include "kernels/thread_pool.hpp"
 #include "kernels/threads.hpp"
-#include "kernels/trainer.hpp"
 
 using namespace cohort;
 using namespace cohort::apps;
@@ -60,13 +62,14 @@ result<double> accuracy(const labeled_set& set, const std::vector<std::int64_t>&
 
 int main(int argc, char** argv) {
   mlp_options o;
+  plan_options plan;
   option_set opts("mlp", "Trains a multi-layer perceptron (Linear/ReLU stack, softmax cross-entropy) on a\n"
                          "classification data set and reports held-out accuracy.");
   opts.add("data.name", o.data, "digits, fashion, mnist or synth")
       .add("data.dir", o.data_dir, "where scripts/fetch-data.sh put the files ($COHORT_DATA_DIR)")
       .add("model.dims", o.dims, "layer widths, input first: digits 64,128,128,10; others 784,256,256,10")
       .add("train.steps", o.steps, "optimizer steps")
-      .add("train.batch", o.batch, "samples per step")
+      .add("train.batch", o.batch, "samples per step (the global batch, split over dp x micro-batches)")
       .add("train.optimizer", o.optimizer, "sgd or adamw")
       .add("train.lr", o.lr, "learning rate")
       .add("train.momentum", o.momentum, "SGD momentum (0 = plain SGD)")
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
       .add("train.threads", o.threads, "threads for OpenBLAS and cohort's kernels together")
       .add("train.seed", o.seed, "seed for initialization, data order and synth data")
       .add("metrics.file", o.metrics, "write one JSON object per step to this file");
+  plan.add_to(opts);
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("mlp", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
@@ -94,65 +98,33 @@ int main(int argc, char** argv) {
   if (o.batch > data->train.size())
     return fail("mlp", "--train.batch " + std::to_string(o.batch) + " exceeds the " +
                            std::to_string(data->train.size()) + " training samples", 2);
-  std::fprintf(stderr, "%s\n", data->note.c_str());
 
-  graph g;
-  mlp_model m = build_mlp(g, o.dims, o.batch);
-  if (auto st = g.check(); !st) return fail("mlp", st.error().message, 2);
-  optimizer_config opt = o.optimizer == "sgd"
+  epoch_sampler sampler(data->train, o.batch, static_cast<std::uint64_t>(o.seed) + 1);
+  training_job job;
+  job.app = "mlp";
+  job.model = [&](graph& g, std::int64_t batch) { return build_mlp(g, o.dims, batch).loss; };
+  job.data = [&](std::int64_t step) { return sampler.batch_at(step); };
+  job.batch = o.batch;
+  job.steps = o.steps;
+  job.warmup = o.warmup;
+  job.optimizer = o.optimizer == "sgd"
       ? optimizer_config{sgd_config{.lr = static_cast<float>(o.lr), .momentum = static_cast<float>(o.momentum),
                                     .weight_decay = static_cast<float>(o.weight_decay)}}
       : optimizer_config{adamw_config{.lr = static_cast<float>(o.lr), .weight_decay = static_cast<float>(o.weight_decay)}};
-  auto tr = kernels::serial_trainer::create(g, m.loss, {.optimizer = opt, .seed = static_cast<std::uint64_t>(o.seed),
-                                                        .threads = static_cast<int>(o.threads)});
-  if (!tr) return fail("mlp", tr.error().message, 1);
-  metrics_file metrics;
-  if (auto st = metrics.open(o.metrics); !st) return fail("mlp", st.error().message, 2);
-
-  // Data order: a seeded permutation, reshuffled each epoch (as mlp_torch.py does).
-  const labeled_set& train = data->train;
-  const std::int64_t n = train.size(), f = o.dims.front();
-  std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
-  std::iota(perm.begin(), perm.end(), 0);
-  rng order(static_cast<std::uint64_t>(o.seed) + 1);
-  auto shuffle = [&] {
-    for (std::int64_t i = n - 1; i > 0; --i) std::swap(perm[static_cast<std::size_t>(i)], perm[order.below(static_cast<std::uint64_t>(i + 1))]);
-  };
-  shuffle();
-  std::int64_t pos = 0;
-  tensor& x = (*tr)->input("x");
-  tensor& y = (*tr)->input("y");
-
-  progress_line progress("mlp", o.steps);
-  auto start = std::chrono::steady_clock::now(), timed_start = start;
-  float loss = 0;
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
-    if (step == o.warmup + 1) timed_start = std::chrono::steady_clock::now();
-    if (pos + o.batch > n) { shuffle(); pos = 0; }
-    for (std::int64_t i = 0; i < o.batch; ++i) {
-      std::int64_t row = perm[static_cast<std::size_t>(pos + i)];
-      std::memcpy(x.data<float>() + i * f, train.x.data<float>() + row * f, static_cast<std::size_t>(f) * sizeof(float));
-      y.data<std::int32_t>()[i] = train.y.data<std::int32_t>()[row];
-    }
-    pos += o.batch;
-    auto l = (*tr)->step();
-    if (!l) return fail("mlp", "step " + std::to_string(step) + ": " + l.error().message, 1);
-    loss = *l;
-    double elapsed = seconds_since(start);
-    double rate = static_cast<double>(step * o.batch) / elapsed;
-    progress.update(step, loss, rate, "samples/s");
-    metrics.write({{"step", step}, {"loss", loss}, {"lr", o.lr}, {"time", elapsed}, {"samples_per_s", rate}});
-  }
-  progress.finish();
-  std::int64_t timed_steps = o.steps > o.warmup ? o.steps - o.warmup : o.steps;
-  if (o.steps <= o.warmup) timed_start = start;
-  double samples_per_s = static_cast<double>(timed_steps * o.batch) / seconds_since(timed_start);
+  job.seed = static_cast<std::uint64_t>(o.seed);
+  job.threads = static_cast<int>(o.threads);
+  job.metrics_path = o.metrics;
+  job.note = data->note;
+  auto r = train(job, plan, opts.caf_arguments());
+  if (!r) return fail("mlp", r.error().message, exit_code_for(r.error()));
 
   json summary = {{"app", "mlp"}, {"data", o.data}, {"dims", o.dims}, {"batch", o.batch},
-                  {"steps", o.steps}, {"final_loss", loss}, {"samples_per_s", samples_per_s},
-                  {"threads", o.threads}};
+                  {"steps", o.steps}, {"final_loss", r->final_loss}, {"samples_per_s", r->items_per_s},
+                  {"threads", o.threads}, {"plan", r->plan}, {"restarts", r->restarts}};
   if (data->test.size() > 0) {
-    auto acc = accuracy(data->test, o.dims, (*tr)->parameters(), (*tr)->pool());
+    kernels::thread_pool pool(static_cast<int>(o.threads));
+    kernels::set_math_threads(static_cast<int>(o.threads));
+    auto acc = accuracy(data->test, o.dims, r->parameters, pool);
     if (!acc) return fail("mlp", acc.error().message, 1);
     summary["test_accuracy"] = *acc;
   }

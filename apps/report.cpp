@@ -69,6 +69,15 @@ void print_summary(const json& summary) {
   std::cout << summary.dump() << std::endl;
 }
 
+int exit_code_for(const error& e) {
+  switch (e.code) {
+    case errc::invalid_argument: case errc::shape_mismatch: case errc::dtype_mismatch: case errc::not_found:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 int fail(const std::string& app, const std::string& message, int code) {
   std::cerr << app << ": error: " << message << std::endl;
   return code;

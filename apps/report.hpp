@@ -54,6 +54,10 @@ class metrics_file {
 /// Prints `summary` as one line of JSON on stdout.
 void print_summary(const json& summary);
 
+/// 2 for errors in what the user gave (options, files, a plan the model cannot take),
+/// 1 for failures while running.
+int exit_code_for(const error& e);
+
 /// Prints "APP: error: MESSAGE" on stderr; returns `code` for `return fail(...)`.
 int fail(const std::string& app, const std::string& message, int code);
 

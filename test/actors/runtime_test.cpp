@@ -8,6 +8,7 @@
 #include "actors/runtime.hpp"
 #include "apps/models.hpp"
 #include "graph/random.hpp"
+#include "support/tensor_checks.hpp"
 #include "support/thread_runner.hpp"
 
 using namespace cohort;
@@ -57,6 +58,21 @@ std::vector<float> serial() {
                        [](std::int64_t s) { return mlp_batch(s, 16); });
 }
 
+// The serial run's parameters after the same 12 steps.
+parameter_store serial_parameters() {
+  static graph g;
+  static parameter_store out = [] {
+    var loss = mlp(g, 16);
+    auto tr = kernels::serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f}, .seed = 9});
+    for (int s = 0; s < 12; ++s) {
+      for (auto& [name, t] : mlp_batch(s, 16)) (*tr)->input(name).copy_from(t);
+      (void)(*tr)->step();
+    }
+    return (*tr)->parameters();
+  }();
+  return out;
+}
+
 double worst_relative(const std::vector<float>& a, const std::vector<double>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(b[i] - a[i]) / std::fabs(static_cast<double>(a[i])));
@@ -91,6 +107,14 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
     CHECK(seen.size() == 12);
     CHECK(worst_relative(reference, r->losses) <= 1e-5);
     CHECK(r->restarts == 0);
+    // the trained model, gathered from the parameter actors, is the serial run's model
+    auto expected = serial_parameters();
+    REQUIRE(r->parameters.size() == expected.size());
+    for (auto& [name, t] : expected) {
+      CAPTURE(name);
+      REQUIRE(r->parameters.count(name) == 1);
+      CHECK_MESSAGE(close(r->parameters.at(name), t, 1e-4f, 1e-6f), describe_mismatch(r->parameters.at(name), t, 1e-4f, 1e-6f));
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,11 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
       {MLP_BINARY, "--model.dims=64,10,3", "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
       {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},
       {GPT_BINARY, "--model.heads=3", "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
+      {MLP_BINARY, "--plan.schedule=zigzag", "mlp: error: --plan.schedule must be gpipe or 1f1b, got 'zigzag'"},
+      {MLP_BINARY, "--plan.mode=magic", "mlp: error: --plan.mode must be serial or manual, got 'magic'"},
+      {MLP_BINARY, "--plan.dp=3", "mlp: error: plan: batch 128 does not split into dp 3 x micro-batches 1 equal parts"},
+      {MLP_BINARY, "--plan.tp=200", "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard it over"},
+      {MLP_BINARY, "--plan.pp=100", "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
@@ -99,6 +105,30 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
     CHECK(r.out.empty());
     CHECK(r.err == c.expected + "\n");
   }
+}
+
+TEST_CASE("a plan on the command line trains like the serial mode, and says so in the summary") {
+  const std::string common = "--data.name=digits --train.steps=40 --train.batch=64 --train.threads=2 ";
+  auto serial = run(MLP_BINARY, common + "--plan.mode=serial");
+  REQUIRE_MESSAGE(serial.exit_code == 0, serial.err);
+  CHECK(serial.summary["plan"]["mode"] == "serial");
+  auto dist = run(MLP_BINARY, common + "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2 --plan.schedule=gpipe");
+  REQUIRE_MESSAGE(dist.exit_code == 0, dist.err);
+  CHECK(dist.summary["plan"]["ranks"] == 8);
+  CHECK(dist.summary["plan"]["schedule"] == "gpipe");
+  double a = serial.summary["final_loss"].get<double>(), b = dist.summary["final_loss"].get<double>();
+  CHECK(std::fabs(a - b) <= 1e-5 * std::fabs(a));
+  CHECK(std::fabs(serial.summary["test_accuracy"].get<double>() - dist.summary["test_accuracy"].get<double>()) < 0.01);
+}
+
+TEST_CASE("a worker failure injected from the command line is recovered without changing the losses") {
+  const std::string common = "--data.name=digits --train.steps=20 --train.batch=64 --train.threads=2 --plan.dp=2 --plan.pp=2 --plan.micro-batches=2 ";
+  auto clean = run(MLP_BINARY, common);
+  auto faulty = run(MLP_BINARY, common + "--fault.inject-rank=2 --fault.inject-step=7 --fault.inject-task=2");
+  REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+  REQUIRE_MESSAGE(faulty.exit_code == 0, faulty.err);
+  CHECK(faulty.summary["restarts"] == 1);
+  CHECK(faulty.summary["final_loss"] == clean.summary["final_loss"]);
 }
 
 TEST_CASE("--help explains the options and exits 0") {

@@ -1,0 +1,50 @@
+// Batch samplers, deterministic by step: batch k is the same whenever it is asked for
+// (a redone step after a failure reads the same rows), and asking in order costs nothing.
+//
+//   epoch_sampler s(train_set, /*batch=*/128, /*seed=*/1);   // as mlp_torch.py draws batches
+//   auto b = s.batch_at(7);                                  // {"x": [128,F], "y": [128]}
+//   window_sampler w(bytes, /*batch=*/16, /*seq=*/128, 1);    // random text windows, as gpt_torch.py
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "apps/datasets.hpp"
+#include "graph/random.hpp"
+
+namespace cohort::apps {
+
+/// Consecutive batches of a seeded permutation, reshuffled when the rest would not fill a batch.
+class epoch_sampler {
+ public:
+  epoch_sampler(const labeled_set& set, std::int64_t batch, std::uint64_t seed);
+  std::map<std::string, tensor> batch_at(std::int64_t step);
+
+ private:
+  void restart();
+  void shuffle();
+  const labeled_set& set_;
+  std::int64_t batch_;
+  std::uint64_t seed_;
+  rng order_{0};
+  std::vector<std::int64_t> perm_;
+  std::int64_t pos_ = 0, next_step_ = 0;
+};
+
+/// Random windows of a byte string: tokens = bytes[i, i+seq), targets = bytes[i+1, i+seq+1).
+class window_sampler {
+ public:
+  window_sampler(const std::vector<std::uint8_t>& bytes, std::int64_t batch, std::int64_t seq, std::uint64_t seed);
+  std::map<std::string, tensor> batch_at(std::int64_t step);
+
+ private:
+  const std::vector<std::uint8_t>& bytes_;
+  std::int64_t batch_, seq_;
+  std::uint64_t seed_;
+  rng draw_{0};
+  std::int64_t next_step_ = 0;
+};
+
+}  // namespace cohort::apps

@@ -1,0 +1,63 @@
+// The training loop the apps share: the plan options (--plan.*, --fault.*), and one call
+// that trains either with the serial trainer (--plan.mode=serial, the reference) or on the
+// actor runtime with a manual plan (--plan.mode=manual, the default), reporting progress,
+// metrics and the pieces of the summary JSON.
+//
+//   plan_options plan;  plan.add_to(opts);            // --plan.dp=2 --plan.tp=2 ...
+//   training_job job{.model = ..., .data = ..., .batch = 64, .steps = 100, ...};
+//   auto r = train(job, plan, opts.caf_arguments());
+//   summary["plan"] = r->plan;  summary["final_loss"] = r->final_loss;
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "apps/options.hpp"
+#include "apps/report.hpp"
+#include "graph/init.hpp"
+#include "graph/optimizer.hpp"
+#include "graph/tensor.hpp"
+
+namespace cohort::apps {
+
+struct plan_options {
+  std::string mode = "manual";
+  std::int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1;
+  std::string schedule = "1f1b";
+  bool shard_params = false;
+  std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
+  std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
+  std::int64_t timeout_ms = 60000;
+  void add_to(option_set& opts);
+};
+
+struct training_job {
+  std::string app;                      // "mlp", "gpt": progress label and messages
+  std::function<var(graph&, std::int64_t batch)> model;
+  std::function<std::map<std::string, tensor>(std::int64_t step)> data;  // the global batch
+  std::int64_t batch = 0, steps = 0, warmup = 0;
+  std::int64_t items_per_sample = 1;    // tokens per sequence for the rate (1: samples)
+  const char* rate_unit = "samples/s";
+  optimizer_config optimizer;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  std::string metrics_path;
+  std::string note;                     // printed on stderr once the plan is known to run
+};
+
+struct training_result {
+  float first_loss = 0, final_loss = 0;
+  double items_per_s = 0;               // after the warm-up steps
+  int restarts = 0;
+  parameter_store parameters;           // the trained model, whole
+  json plan;                            // for the summary
+};
+
+/// Errors: bad plan options (exit code 2 material) and failures during training.
+result<training_result> train(const training_job& job, const plan_options& plan,
+                              const std::vector<std::string>& caf_arguments);
+
+}  // namespace cohort::apps
