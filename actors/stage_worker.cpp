@@ -9,7 +9,8 @@ namespace cohort::actors {
 
 result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program, int slots,
                                                            const kernels::dispatch_table* table,
-                                                           kernels::thread_pool* pool, comm_context comm) {
+                                                           kernels::thread_pool* pool, comm_context comm,
+                                                           bool single_micro_batch) {
   if (slots < 1) return make_error(errc::invalid_argument, "stage worker: needs at least one slot");
   std::unique_ptr<stage_worker> w(new stage_worker());
   w->program_ = std::move(program);
@@ -28,8 +29,16 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
                                      dtype::f32, w->ranges_[i].begin));
   }
   auto kept = w->program_.kept();
+  kernels::executor_options opts{table, pool, w->comm_.get(), {}};
+  w->grads_in_place_ = single_micro_batch && slots == 1;
+  if (w->grads_in_place_)
+    for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
+      const auto& p = w->program_.params[i];
+      opts.bound.emplace_back(p.grad, tensor(w->flat_grads_.storage_ptr(), w->program_.g.value(p.local).type.shape,
+                                             dtype::f32, w->ranges_[i].begin));
+    }
   for (int s = 0; s < slots; ++s) {
-    auto ex = kernels::executor::create(w->program_.g, w->views_, kept, {table, pool, w->comm_.get()});
+    auto ex = kernels::executor::create(w->program_.g, w->views_, kept, opts);
     if (!ex) return make_error(ex.error().code, "stage " + std::to_string(w->program_.stage) + ": " + ex.error().message);
     w->exec_.push_back(std::make_unique<kernels::executor>(std::move(*ex)));
   }
@@ -74,6 +83,7 @@ status stage_worker::backward(int slot, float seed) {
   if (auto st = ex.run(program_.backward_begin, program_.g.nodes().size()); !st) return st;
   float* acc = flat_grads_.data<float>();
   for (std::size_t i = 0; i < program_.params.size(); ++i) {
+    if (ex.is_bound(program_.params[i].grad)) continue;  // computed in place
     const float* g = ex.value(program_.params[i].grad).data<float>();
     float* dst = acc + ranges_[i].begin;
     for (std::int64_t j = 0, n = ranges_[i].size(); j < n; ++j) dst[j] += g[j];

@@ -24,9 +24,12 @@ namespace cohort::actors {
 
 class stage_worker {
  public:
+  /// With `single_micro_batch` (one backward per step) the gradients are computed straight
+  /// into flat_grads(); otherwise each backward adds its slot's gradients into it.
   static result<std::unique_ptr<stage_worker>> create(stage_program program, int slots,
                                                       const kernels::dispatch_table* table,
-                                                      kernels::thread_pool* pool, comm_context comm);
+                                                      kernels::thread_pool* pool, comm_context comm,
+                                                      bool single_micro_batch = false);
 
   /// Fills the parameters with the serial run's initial values (sliced for this tp rank).
   status load_initial_parameters(const graph& serial, std::uint64_t seed);
@@ -49,7 +52,10 @@ class stage_worker {
   /// All local parameters, in program().params order, as one buffer (their tensors are views).
   tensor& flat_params() { return flat_params_; }
   tensor& flat_grads() { return flat_grads_; }
-  void zero_grads() { flat_grads_.fill(0.f); }
+  /// Before a step's first backward (nothing to do when gradients are written in place).
+  void zero_grads() {
+    if (!grads_in_place_) flat_grads_.fill(0.f);
+  }
   /// A buffer of `n` floats kept for this worker's reduce-scattered gradient piece.
   tensor& grad_piece(std::int64_t n);
   /// [offset, size) of parameter i inside the flat buffers.
@@ -62,6 +68,7 @@ class stage_worker {
   std::unique_ptr<comm_context> comm_;  // stable address: executors point at it
   tensor flat_params_, flat_grads_, grad_piece_;
   std::vector<range> ranges_;
+  bool grads_in_place_ = false;
   parameter_store views_;               // name -> view into flat_params_
   std::vector<std::unique_ptr<kernels::executor>> exec_;
 };

@@ -18,7 +18,8 @@ status worker_actor::start() {
   comm_context ctx{&fabric_->endpoint(s.rank), {{"tp", mesh.group(s.rank, "tp")}, {"dp", mesh.group(s.rank, "dp")}},
                    s.timeout};
   if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
-  auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx);
+  auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx,
+                                plan.micro_batches == 1);
   if (!w) return w.error();
   worker_ = std::move(*w);
   if (auto st = worker_->load_initial_parameters(*s.model->serial, s.seed); !st) return st;

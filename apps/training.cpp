@@ -100,6 +100,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", std::max(1, job.threads));
+  // Workers compute on their own threads; the scheduler only runs the light coordinator,
+  // data and parameter actors. Work stealing's polling would take cores from the workers;
+  // the sharing policy sleeps when idle. Both can be overridden with --scheduler.*.
+  cfg.set("scheduler.policy", caf::atom("sharing"));
   std::vector<std::string> args = caf_arguments;
   if (auto err = cfg.parse(args); err)
     return make_error(errc::invalid_argument, "CAF options: " + caf::to_string(err));

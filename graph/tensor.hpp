@@ -59,9 +59,13 @@ class tensor {
   bool shares_storage_with(const tensor& other) const { return storage_ == other.storage_; }
   const std::shared_ptr<storage>& storage_ptr() const { return storage_; }
 
-  template <class T> T* data() { return reinterpret_cast<T*>(storage_->data()) + offset_; }
+  /// The first element, as T (the offset is in elements of the tensor's dtype, so
+  /// data<std::byte>() of a view points at its first byte).
+  template <class T> T* data() {
+    return reinterpret_cast<T*>(storage_->data() + offset_ * static_cast<std::int64_t>(size_of(dtype_)));
+  }
   template <class T> const T* data() const {
-    return reinterpret_cast<const T*>(storage_->data()) + offset_;
+    return reinterpret_cast<const T*>(storage_->data() + offset_ * static_cast<std::int64_t>(size_of(dtype_)));
   }
   /// Element `flat` in row-major order of the logical shape (honours strides; slow, for tests).
   float at(std::int64_t flat) const;

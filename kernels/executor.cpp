@@ -101,13 +101,27 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
     }
   }
 
-  // 4. Sweep: assign slots to activations, release them after their last use.
+  // 4. Bound values live in the caller's tensors; the rest get slots: assign slots to
+  //    activations, release them after their last use.
+  ex.bound_.assign(nv, false);
+  for (auto& [v, t] : opts.bound) {
+    if (v < 0 || static_cast<std::size_t>(v) >= nv || g.value(v).kind != value_kind::activation)
+      return make_error(errc::invalid_argument, "executor: bound value %" + std::to_string(v) + " is not computed by the graph");
+    if (root[static_cast<std::size_t>(v)] != v) continue;  // an alias: computed in its root's buffer
+    if (t.shape() != g.value(v).type.shape || !t.is_contiguous())
+      return make_error(errc::shape_mismatch, "executor: bound tensor " + t.shape().to_string() + " for value %" +
+                                                  std::to_string(v) + " of " + g.value(v).type.shape.to_string());
+    ex.values_[static_cast<std::size_t>(v)] = t;
+    ex.bound_[static_cast<std::size_t>(v)] = true;
+    ex.readable_[static_cast<std::size_t>(v)] = true;
+  }
   slot_planner planner;
   std::vector<int> slot_of(nv, -1);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     for (auto v : nodes[i].outputs) {
       auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(v)]);
       if (r != static_cast<std::size_t>(v)) continue;  // alias
+      if (ex.bound_[r]) continue;
       slot_of[r] = planner.acquire(bytes_of(g.value(v).type));
     }
     auto release_if_dead = [&](value_id v) {
@@ -131,9 +145,10 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
     for (auto v : n.outputs) {
       const auto& info = g.value(v);
       auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(v)]);
+      if (ex.bound_[static_cast<std::size_t>(v)]) continue;
       if (slot_of[r] >= 0 && r == static_cast<std::size_t>(v))
         ex.values_[static_cast<std::size_t>(v)] = tensor(slots[static_cast<std::size_t>(slot_of[r])], info.type.shape, info.type.type);
-      else  // alias of an earlier value (activation, input or parameter)
+      else  // alias of an earlier value (activation, input, parameter or bound value)
         ex.values_[static_cast<std::size_t>(v)] = ex.values_[r].reshape(info.type.shape);
     }
 
@@ -145,6 +160,10 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
     for (auto v : nodes[i].outputs) ex.node_out_[i].push_back(ex.values_[static_cast<std::size_t>(v)]);
   }
   return ex;
+}
+
+bool executor::is_bound(value_id id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < bound_.size() && bound_[static_cast<std::size_t>(id)];
 }
 
 tensor& executor::input(value_id id) {

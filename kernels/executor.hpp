@@ -22,6 +22,10 @@ struct executor_options {
   const dispatch_table* kernels = nullptr;
   thread_pool* pool = nullptr;  // null: kernels run on the calling thread only
   void* context = nullptr;      // passed to every kernel (see kernel_call::context)
+  /// Values computed straight into caller-owned contiguous tensors instead of the arena
+  /// (a worker's parameter gradients into its flat gradient buffer: no copy afterwards).
+  /// A value that aliases another (a reshape's output) is not bound; it stays in the arena.
+  std::vector<std::pair<value_id, tensor>> bound = {};
 };
 
 class executor {
@@ -42,6 +46,8 @@ class executor {
   const tensor& value(value_id id) const;
   /// Bytes of activation and gradient memory planned (inputs and parameters excluded).
   std::size_t arena_bytes() const { return arena_bytes_; }
+  /// Whether value `id` was computed into its bound tensor (see executor_options::bound).
+  bool is_bound(value_id id) const;
 
  private:
   executor() = default;
@@ -50,6 +56,7 @@ class executor {
   executor_options opts_;
   std::vector<tensor> values_;               // by value id; planned views into slots
   std::vector<bool> readable_;               // inputs, parameters, kept values
+  std::vector<bool> bound_;
   std::vector<std::vector<tensor>> node_in_;  // per node, its operand tensors
   std::vector<std::vector<tensor>> node_out_;
   std::size_t arena_bytes_ = 0;

@@ -54,6 +54,15 @@ TEST_CASE("reshape needs contiguity and equal size, copy_from writes through vie
   CHECK(z.to_vector() == std::vector<float>{0, 0, 7, 7, 0, 0, 0, 0, 7, 7, 0, 0});
 }
 
+TEST_CASE("the bytes of a view start at the view's first element") {
+  tensor t = iota({4, 3});
+  tensor row2 = t.slice(0, 2, 3);
+  CHECK(row2.data<float>()[0] == 6.f);
+  CHECK(reinterpret_cast<const float*>(row2.data<std::byte>())[0] == 6.f);
+  tensor flat_view(t.storage_ptr(), {5}, dtype::f32, 7);
+  CHECK(reinterpret_cast<const float*>(flat_view.data<std::byte>())[0] == 7.f);
+}
+
 TEST_CASE("integer tensors") {
   std::int32_t v[] = {3, 1, 4};
   tensor t = tensor::from_ints({3}, v);

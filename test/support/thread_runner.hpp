@@ -73,7 +73,7 @@ inline std::vector<float> distributed_losses(const actors::model_fn& model, cons
         REQUIRE_MESSAGE(prog.ok(), prog.error().message);
         comm_context ctx{&fabric.endpoint(r), {{"tp", mesh.group(r, "tp")}, {"dp", mesh.group(r, "dp")}},
                          std::chrono::milliseconds(60000)};
-        auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s), &table, nullptr, ctx);
+        auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s), &table, nullptr, ctx, plan.micro_batches == 1);
         REQUIRE_MESSAGE(w.ok(), w.error().message);
         REQUIRE((*w)->load_initial_parameters(*cm->serial, seed).ok());
         auto ps = std::make_unique<param_shard>(params_piece(**w, plan, d), opt);
