@@ -18,7 +18,8 @@ result<micro_batch> data_state::slice(std::int64_t step, int replica, int mb) {
   }
   micro_batch out;
   std::int64_t first = (static_cast<std::int64_t>(replica) * micro_batches + mb) * rows;
-  for (const auto& [name, t] : cached) out.inputs[name] = t.slice(0, first, first + rows).contiguous(true);
+  // Rows of a row-major tensor are contiguous: hand out views of the cached batch, no copy.
+  for (const auto& [name, t] : cached) out.inputs[name] = t.contiguous().slice(0, first, first + rows);
   return out;
 }
 

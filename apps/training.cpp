@@ -38,7 +38,7 @@ struct loop_state {
 
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
 
-  void on_step(std::int64_t step, float loss) {  // step is 0-based
+  void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
     if (step == 0) out.first_loss = loss;
     if (step + 1 == job.warmup + 1) timed_start = std::chrono::steady_clock::now();
     out.final_loss = loss;
@@ -47,6 +47,7 @@ struct loop_state {
     progress.update(step + 1, loss, rate, job.rate_unit);
     json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
     rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
+    for (auto& [k, v] : extra.items()) rec[k] = v;
     metrics.write(rec);
   }
 
@@ -93,7 +94,17 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.max_restarts = static_cast<int>(p.max_restarts);
   for (auto c : p.cuts) o.stage_cuts.push_back(static_cast<std::size_t>(c));
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
-  o.on_step = [&](const actors::step_metrics& m) { loop.on_step(m.step, static_cast<float>(m.loss)); };
+  o.on_step = [&](const actors::step_metrics& m) {
+    // per-step timings for the cost model: the slowest worker's task seconds and the step's
+    double busiest = 0;
+    json tasks = json::array();
+    for (const auto& t : m.task_seconds) {
+      busiest = std::max(busiest, t[0] + t[1] + t[2]);
+      tasks.push_back({t[0], t[1], t[2]});
+    }
+    loop.on_step(m.step, static_cast<float>(m.loss),
+                 {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
+  };
   o.on_start = [&] {
     if (!job.note.empty()) std::fprintf(stderr, "%s\n", job.note.c_str());
   };
