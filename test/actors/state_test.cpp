@@ -1,0 +1,61 @@
+// The actors' state structs, without a scheduler: the data actor's micro-batch slicing and
+// the parameter actor's attach / submit / commit / rollback protocol with generations.
+#include <doctest/doctest.h>
+
+#include "actors/data_actor.hpp"
+#include "actors/param_actor.hpp"
+
+using namespace cohort;
+using namespace cohort::actors;
+
+TEST_CASE("the data actor computes a step's batch once and hands out each replica's micro-batches") {
+  int calls = 0;
+  data_state s;
+  s.source = [&](std::int64_t step) -> result<std::map<std::string, tensor>> {
+    ++calls;
+    tensor x = tensor::empty({8, 2});
+    for (int i = 0; i < 16; ++i) x.data<float>()[i] = static_cast<float>(100 * step + i);
+    return std::map<std::string, tensor>{{"x", x}};
+  };
+  s.dp = 2;
+  s.micro_batches = 2;
+  s.rows = 2;
+  auto mb = s.slice(3, 1, 0);  // replica 1, micro-batch 0: rows 4..5
+  REQUIRE(mb.ok());
+  CHECK(mb->inputs.at("x").shape() == shape{2, 2});
+  CHECK(mb->inputs.at("x").to_vector() == std::vector<float>{308, 309, 310, 311});
+  REQUIRE(s.slice(3, 0, 1).ok());
+  CHECK(calls == 1);           // the same step is not recomputed
+  REQUIRE(s.slice(4, 0, 0).ok());
+  CHECK(calls == 2);
+  CHECK(s.slice(4, 2, 0).error().message == "data: no replica 2 micro-batch 0");
+  s.rows = 3;                  // a batch that does not fit the plan
+  CHECK(s.slice(5, 0, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
+}
+
+TEST_CASE("the parameter actor applies a gradient only on commit, and drops it on rollback") {
+  param_state s;
+  s.optimizer = sgd_config{.lr = 0.5f};
+  tensor worker_params = tensor::full({3}, 1.f);
+  REQUIRE(s.attach(worker_params).ok());
+  REQUIRE(s.submit(0, 0, tensor::full({3}, 2.f)).ok());
+  CHECK(worker_params.at(0) == 1.f);  // nothing applied before the commit
+  REQUIRE(s.commit(0).ok());
+  CHECK(worker_params.at(0) == 0.f);  // 1 - 0.5 * 2, in the worker's own storage
+  // a failed step: the gradient waits, the generation ends, nothing is applied
+  REQUIRE(s.submit(0, 1, tensor::full({3}, 2.f)).ok());
+  s.rollback(1);
+  CHECK_FALSE(s.commit(1).ok());
+  CHECK(worker_params.at(0) == 0.f);
+  // a late gradient from the old generation is refused
+  CHECK(s.submit(0, 1, tensor::full({3}, 2.f)).error().message ==
+        "parameters: gradient from generation 0, now 1 (ignored)");
+  // a respawned worker attaches new storage and is refilled with the current values
+  tensor fresh = tensor::full({3}, 42.f);
+  REQUIRE(s.attach(fresh).ok());
+  CHECK(fresh.to_vector() == std::vector<float>{0.f, 0.f, 0.f});
+  REQUIRE(s.submit(1, 1, tensor::full({3}, -2.f)).ok());
+  REQUIRE(s.commit(1).ok());
+  CHECK(fresh.at(2) == 1.f);
+  CHECK(s.commit(7).error().message == "parameters: commit of step 7 but the pending gradient is for step -1");
+}
