@@ -3,23 +3,29 @@
 
 namespace cohort::actors {
 
+status data_state::prepare(std::int64_t step) {
+  if (cached.count(step) != 0) return {};
+  auto batch = source(step);
+  if (!batch) return batch.error();
+  for (auto& [name, t] : *batch) {
+    if (t.shape().rank() < 1 || t.shape()[0] != rows * dp * micro_batches)
+      return make_error(errc::shape_mismatch, "data: input '" + name + "' has batch " + t.shape().to_string() +
+                                                  ", the plan splits " + std::to_string(rows * dp * micro_batches) + " rows");
+    t = t.contiguous();
+  }
+  cached[step] = std::move(*batch);
+  while (cached.size() > 2) cached.erase(cached.begin());
+  return {};
+}
+
 result<micro_batch> data_state::slice(std::int64_t step, int replica, int mb) {
   if (replica < 0 || replica >= dp || mb < 0 || mb >= micro_batches)
     return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica) + " micro-batch " + std::to_string(mb));
-  if (step != cached_step) {
-    auto batch = source(step);
-    if (!batch) return batch.error();
-    for (const auto& [name, t] : *batch)
-      if (t.shape().rank() < 1 || t.shape()[0] != rows * dp * micro_batches)
-        return make_error(errc::shape_mismatch, "data: input '" + name + "' has batch " + t.shape().to_string() +
-                                                    ", the plan splits " + std::to_string(rows * dp * micro_batches) + " rows");
-    cached = std::move(*batch);
-    cached_step = step;
-  }
+  if (auto st = prepare(step); !st) return st.error();
   micro_batch out;
   std::int64_t first = (static_cast<std::int64_t>(replica) * micro_batches + mb) * rows;
-  // Rows of a row-major tensor are contiguous: hand out views of the cached batch, no copy.
-  for (const auto& [name, t] : cached) out.inputs[name] = t.contiguous().slice(0, first, first + rows);
+  // Rows of a row-major tensor are contiguous: hand out views of the kept batch, no copy.
+  for (const auto& [name, t] : cached.at(step)) out.inputs[name] = t.slice(0, first, first + rows);
   return out;
 }
 
@@ -31,9 +37,14 @@ caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source,
   self->state.rows = rows;
   return {
       [=](batch_atom, std::int64_t step, int replica, int mb) -> caf::result<micro_batch> {
+        bool fresh = self->state.cached.count(step) == 0;
         auto r = self->state.slice(step, replica, mb);
         if (!r) return caf::make_error(caf::sec::runtime_error, r.error().message);
+        if (fresh) self->send(self, prepare_atom::value, step + 1);  // after this reply goes out
         return std::move(*r);
+      },
+      [=](prepare_atom, std::int64_t step) {
+        (void)self->state.prepare(step);  // an error shows when the step is asked for
       },
   };
 }

@@ -1,5 +1,7 @@
 // The data actor: computes a step's global batch once (from the app's batch function) and
-// hands every replica's micro-batches to the workers that read data inputs.
+// hands every replica's micro-batches to the workers that read data inputs. Once step k is
+// asked for, it prepares step k+1 while the workers compute, so batch assembly stays off the
+// step's critical path; the last two steps are kept (a redone step finds its batch).
 //
 //   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16);
 //   request(data, timeout, batch_atom::value, step, replica, mb) => micro_batch
@@ -18,13 +20,14 @@ struct data_state {
   batch_fn source;
   int dp = 1, micro_batches = 1;
   std::int64_t rows = 0;  // per micro-batch
-  std::int64_t cached_step = -1;
-  std::map<std::string, tensor> cached;
+  std::map<std::int64_t, std::map<std::string, tensor>> cached;  // the last two steps
   static inline const char* name = "cohort.data";
 
   /// Rows of replica `replica`'s micro-batch `mb` of step `step` (computing the step's batch
   /// if it is not the cached one). Errors: a source error, a tensor with the wrong batch size.
   result<micro_batch> slice(std::int64_t step, int replica, int mb);
+  /// Computes and keeps step `step`'s batch if it is not kept yet.
+  status prepare(std::int64_t step);
 };
 
 caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,

@@ -36,6 +36,7 @@ namespace cohort::actors {
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;

@@ -28,9 +28,14 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   CHECK(calls == 1);           // the same step is not recomputed
   REQUIRE(s.slice(4, 0, 0).ok());
   CHECK(calls == 2);
+  REQUIRE(s.prepare(5).ok());  // what the actor does ahead of time
+  REQUIRE(s.slice(5, 1, 1).ok());
+  CHECK(calls == 3);
+  REQUIRE(s.slice(4, 1, 1).ok());  // a redone step finds its batch
+  CHECK(calls == 3);
   CHECK(s.slice(4, 2, 0).error().message == "data: no replica 2 micro-batch 0");
   s.rows = 3;                  // a batch that does not fit the plan
-  CHECK(s.slice(5, 0, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
+  CHECK(s.slice(6, 0, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
 }
 
 TEST_CASE("the parameter actor applies a gradient only on commit, and drops it on rollback") {
