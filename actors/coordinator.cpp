@@ -50,15 +50,11 @@ void after_commit(self_ptr self) {
   start_step(self);
 }
 
+// Every worker finished the step: it is committed. Its gradients are applied by each worker
+// at the start of its next step (or by the parameter actors on recovery and at the end).
 void commit(self_ptr self) {
-  auto& s = self->state;
-  auto left = std::make_shared<std::size_t>(s.params.size());
-  for (auto& p : s.params)
-    self->request(p, s.options.timeout, commit_atom::value, s.step)
-        .then([=](ok_atom) {
-                if (--*left == 0) after_commit(self);
-              },
-              [=](caf::error& e) { finish(self, make_error(errc::closed, "commit of step " + std::to_string(self->state.step) + ": " + to_string(e))); });
+  self->state.committed = self->state.step;
+  after_commit(self);
 }
 
 void recover(self_ptr self) {
@@ -94,7 +90,7 @@ void recover(self_ptr self) {
     }
   }
   for (auto& p : s.params)
-    self->request(p, s.options.timeout, rollback_atom::value, s.generation)
+    self->request(p, s.options.timeout, rollback_atom::value, s.generation, s.committed)
         .then([=](ok_atom) { resume(); },
               [=](caf::error& e) { finish(self, make_error(errc::closed, "rollback: " + to_string(e))); });
 }
@@ -123,7 +119,7 @@ void collect_and_finish(self_ptr self) {
   auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
   auto left = std::make_shared<std::size_t>(s.params.size());
   for (std::size_t r = 0; r < s.params.size(); ++r)
-    self->request(s.params[r], s.options.timeout, fetch_atom::value)
+    self->request(s.params[r], s.options.timeout, fetch_atom::value, s.committed)
         .then(
             [=](tensor& piece) {
               (*pieces)[r] = std::move(piece);
@@ -151,7 +147,7 @@ void start_step(self_ptr self) {
   const std::int64_t gen = s.generation, step = s.step;
   const auto step_timeout = s.options.timeout * 4;
   for (std::size_t r = 0; r < s.workers.size(); ++r)
-    self->request(s.workers[r], step_timeout, step_atom::value, gen, step)
+    self->request(s.workers[r], step_timeout, step_atom::value, gen, step, s.committed)
         .then(
             [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
               if (g == self->state.generation && k == self->state.step) on_outcome(self, r, std::move(o));

@@ -20,6 +20,7 @@ struct coordinator_state {
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
   std::int64_t generation = 0, step = 0;
+  std::int64_t committed = -1;  // the last step every worker finished
   std::vector<std::optional<step_outcome>> outcomes;
   std::vector<bool> dead;
   int outstanding = 0;

@@ -2,18 +2,19 @@
 // failure the coordinator moves to a new generation, and a reply or request from an older
 // one is ignored, so a worker that wakes up late cannot corrupt the redone step.
 //
-// Protocol of one step (generation g, step k):
-//   coordinator -> worker        (step_atom, g, k)            => (done_atom, g, k, rank, step_report)
+// Protocol of one step (generation g, step k; c = the last committed step):
+//   coordinator -> worker        (step_atom, g, k, c)         => (done_atom, g, k, step_outcome)
+//                                 the worker first applies its committed gradient (step c)
 //   worker -> data actor         (batch_atom, k, replica, mb) => micro_batch
-//   worker -> parameter actor    (update_atom, g, k, tensor)  => tensor (the updated piece)
-//   coordinator -> param actor   (commit_atom, k)             => ok_atom (apply step k's gradient)
+//   worker -> parameter actor    (update_atom, g, k, tensor)  => ok_atom (the gradient waits)
 // Start and recovery:
-//   worker -> parameter actor    (attach_atom, tensor view)   => ok_atom (adopt the worker's
-//                                 parameter storage; a respawned worker is refilled through it)
-//   coordinator -> param actor   (rollback_atom, g')          => ok_atom (drop what is pending)
+//   worker -> parameter actor    (attach_atom, tensor view)   => piece_ptr (adopt the worker's
+//                                 storage, or refill a respawned worker's; lend the piece)
+//   coordinator -> param actor   (rollback_atom, g', c)       => ok_atom (apply what c covers,
+//                                 drop the rest)
 //   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel)
 // End:
-//   coordinator -> param actor   (fetch_atom)                 => tensor (a copy of the piece)
+//   coordinator -> param actor   (fetch_atom, c)              => tensor (a copy of the piece)
 //
 // Tensors travel inside the message in one process (shared storage, no copy). These types
 // are local-only for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); crossing processes needs the
@@ -38,7 +39,6 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
-using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;

@@ -1,41 +1,60 @@
-// The parameter actor.
+// The parameter actor and the piece it lends to its worker.
 #include "actors/param_actor.hpp"
 
 namespace cohort::actors {
 
-status param_state::attach(tensor storage) {
-  if (!shard) {
-    shard = std::make_unique<param_shard>(std::move(storage), optimizer);  // the first worker's values
+status parameter_piece::attach(tensor storage) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!shard_) {
+    shard_ = std::make_unique<param_shard>(std::move(storage), optimizer_);
     return {};
   }
-  return shard->rebind(std::move(storage));  // a respawned worker: refill it, then update it
+  return shard_->rebind(std::move(storage));
 }
 
-status param_state::submit(std::int64_t gen, std::int64_t step, tensor grad) {
-  if (gen != generation)
-    return make_error(errc::invalid_argument, "parameters: gradient from generation " + std::to_string(gen) +
-                                                  ", now " + std::to_string(generation) + " (ignored)");
-  pending = std::move(grad);
-  pending_step = step;
+status parameter_piece::submit(std::int64_t generation, std::int64_t step, tensor grad) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != generation_)
+    return make_error(errc::invalid_argument, "parameters: gradient from generation " + std::to_string(generation) +
+                                                  ", now " + std::to_string(generation_) + " (ignored)");
+  pending_ = std::move(grad);
+  pending_step_ = step;
   return {};
 }
 
-status param_state::commit(std::int64_t step) {
-  if (!shard) return make_error(errc::invalid_argument, "parameters: commit before any worker attached");
-  if (pending_step != step)
-    return make_error(errc::invalid_argument, "parameters: commit of step " + std::to_string(step) +
-                                                  " but the pending gradient is for step " + std::to_string(pending_step));
-  auto updated = shard->update(pending);
-  pending = tensor();
-  pending_step = -1;
-  if (!updated) return updated.error();
-  return {};
+status parameter_piece::apply_locked(std::int64_t committed) {
+  if (pending_step_ < 0 || pending_step_ > committed) return {};
+  if (!shard_) return make_error(errc::invalid_argument, "parameters: a gradient but no attached piece");
+  auto updated = shard_->update(pending_);
+  pending_ = tensor();
+  pending_step_ = -1;
+  return updated ? status{} : status(updated.error());
 }
 
-void param_state::rollback(std::int64_t new_generation) {
-  generation = new_generation;
-  pending = tensor();
-  pending_step = -1;
+status parameter_piece::apply_committed(std::int64_t committed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return apply_locked(committed);
+}
+
+status parameter_piece::rollback(std::int64_t new_generation, std::int64_t committed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto st = apply_locked(committed);
+  pending_ = tensor();  // an uncommitted step's gradient
+  pending_step_ = -1;
+  generation_ = new_generation;
+  return st;
+}
+
+result<tensor> parameter_piece::fetch(std::int64_t committed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto st = apply_locked(committed); !st) return st.error();
+  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  return shard_->params().clone();
+}
+
+std::int64_t parameter_piece::updates() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shard_ ? shard_->steps() : 0;
 }
 
 namespace {
@@ -43,27 +62,24 @@ caf::error to_caf(const error& e) { return caf::make_error(caf::sec::runtime_err
 }  // namespace
 
 caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer) {
-  self->state.optimizer = optimizer;
+  self->state.piece = std::make_shared<parameter_piece>(optimizer);
   return {
-      [=](attach_atom, tensor& storage) -> caf::result<ok_atom> {
-        if (auto st = self->state.attach(std::move(storage)); !st) return to_caf(st.error());
-        return ok_atom::value;
+      [=](attach_atom, tensor& storage) -> caf::result<piece_ptr> {
+        if (auto st = self->state.piece->attach(std::move(storage)); !st) return to_caf(st.error());
+        return self->state.piece;
       },
       [=](update_atom, std::int64_t gen, std::int64_t step, tensor& grad) -> caf::result<ok_atom> {
-        if (auto st = self->state.submit(gen, step, std::move(grad)); !st) return to_caf(st.error());
+        if (auto st = self->state.piece->submit(gen, step, std::move(grad)); !st) return to_caf(st.error());
         return ok_atom::value;
       },
-      [=](commit_atom, std::int64_t step) -> caf::result<ok_atom> {
-        if (auto st = self->state.commit(step); !st) return to_caf(st.error());
+      [=](rollback_atom, std::int64_t new_generation, std::int64_t committed) -> caf::result<ok_atom> {
+        if (auto st = self->state.piece->rollback(new_generation, committed); !st) return to_caf(st.error());
         return ok_atom::value;
       },
-      [=](fetch_atom) -> caf::result<tensor> {
-        if (!self->state.shard) return caf::make_error(caf::sec::runtime_error, "parameters: nothing attached");
-        return self->state.shard->params().clone();
-      },
-      [=](rollback_atom, std::int64_t new_generation) {
-        self->state.rollback(new_generation);
-        return ok_atom::value;
+      [=](fetch_atom, std::int64_t committed) -> caf::result<tensor> {
+        auto t = self->state.piece->fetch(committed);
+        if (!t) return to_caf(t.error());
+        return std::move(*t);
       },
   };
 }

@@ -1,35 +1,64 @@
-// The parameter actor: owns one worker's piece of parameters and its optimizer state.
-// Gradients arrive at the end of a step and wait; the coordinator commits the step once
-// every worker finished it, and only then is the update applied (in place, into the
-// worker's parameter storage it attached). A failed step is rolled back by dropping what
-// waits, so nothing is ever undone; requests from an older generation are ignored.
+// The parameter actor: owns one worker's piece of parameters and its optimizer state (a
+// `parameter_piece`). Gradients arrive at the end of a step and wait. Once the coordinator
+// has seen every worker finish step k, step k is committed, and the waiting gradient is
+// applied exactly once, in place, into the worker's parameter storage — by the worker at the
+// start of its next step (its own thread, its caches warm: the piece is lent to it at attach),
+// or by the parameter actor when a recovery or the end of the run finds it still waiting.
+// A failed step is never committed: its gradient is dropped, nothing is ever undone, and
+// gradients from an older generation are refused.
 //
 //   auto p = sys.spawn(param_actor, adamw_config{...});
-//   worker:      (attach_atom, view) ; (update_atom, g, k, grad_piece)
-//   coordinator: (commit_atom, k) ; (rollback_atom, g')
+//   worker:      (attach_atom, view) => piece_ptr ; (update_atom, g, k, grad_piece) => ok
+//                piece->apply_committed(k)            // start of step k+1
+//   coordinator: (rollback_atom, g', committed) ; (fetch_atom, committed) => tensor
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "actors/messages.hpp"
 #include "actors/param_shard.hpp"
 
 namespace cohort::actors {
 
-struct param_state {
-  optimizer_config optimizer;
-  std::unique_ptr<param_shard> shard;
-  std::int64_t generation = 0;
-  tensor pending;                 // the gradient waiting for its commit
-  std::int64_t pending_step = -1;
-  static inline const char* name = "cohort.params";
+/// The piece and its pending gradient behind a lock (the actor and its worker share it).
+class parameter_piece {
+ public:
+  explicit parameter_piece(optimizer_config cfg) : optimizer_(cfg) {}
 
+  /// The first attach adopts `storage` with its values; a later one (a respawned worker)
+  /// refills `storage` with the current values and updates it from then on.
   status attach(tensor storage);
+  /// Keeps `grad` for step `step` of generation `generation` until it is committed.
   status submit(std::int64_t generation, std::int64_t step, tensor grad);
-  status commit(std::int64_t step);
-  void rollback(std::int64_t new_generation);
+  /// Applies the waiting gradient if its step is at most `committed` (once).
+  status apply_committed(std::int64_t committed);
+  /// A new generation: applies what was committed, drops what was not.
+  status rollback(std::int64_t new_generation, std::int64_t committed);
+  /// The current piece (after applying what was committed), copied.
+  result<tensor> fetch(std::int64_t committed);
+  std::int64_t updates() const;
+
+ private:
+  status apply_locked(std::int64_t committed);
+
+  mutable std::mutex mutex_;
+  optimizer_config optimizer_;
+  std::unique_ptr<param_shard> shard_;
+  std::int64_t generation_ = 0;
+  tensor pending_;
+  std::int64_t pending_step_ = -1;
+};
+
+using piece_ptr = std::shared_ptr<parameter_piece>;
+
+struct param_state {
+  piece_ptr piece;
+  static inline const char* name = "cohort.params";
 };
 
 caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer);
 
 }  // namespace cohort::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_ptr)

@@ -26,14 +26,19 @@ status worker_actor::start() {
   // The parameter actor adopts this storage; after a failure it refills it first.
   status attached;
   request(s.params, s.timeout, attach_atom::value, params_piece(*worker_, plan, s.at.dp_rank))
-      .receive([&](ok_atom) {}, [&](caf::error& e) { attached = make_error(errc::closed, "attach: " + to_string(e)); });
+      .receive([&](piece_ptr& p) { piece_ = std::move(p); },
+               [&](caf::error& e) { attached = make_error(errc::closed, "attach: " + to_string(e)); });
   return attached;
 }
 
-step_outcome worker_actor::run_step(std::int64_t step) {
+step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   const worker_spec& s = *spec_;
   step_outcome out;
   out.rank = s.rank;
+  if (auto st = piece_->apply_committed(committed); !st) {
+    out.failure = st.error().message;
+    return out;
+  }
   step_io io;
   io.inputs = [&](int mb) -> result<std::map<std::string, tensor>> {
     result<std::map<std::string, tensor>> got = make_error(errc::timeout, "data actor did not answer");
@@ -70,10 +75,11 @@ void worker_actor::act() {
     }
     bool running = true;
     receive_while(running)(
-        [&](step_atom, std::int64_t gen, std::int64_t step) -> caf::result<done_atom, std::int64_t, std::int64_t, step_outcome> {
+        [&](step_atom, std::int64_t gen, std::int64_t step,
+            std::int64_t committed) -> caf::result<done_atom, std::int64_t, std::int64_t, step_outcome> {
           if (gen != generation_)
             return caf::make_error(caf::sec::runtime_error, "stale generation " + std::to_string(gen));
-          return {done_atom::value, gen, step, run_step(step)};
+          return {done_atom::value, gen, step, run_step(step, committed)};
         },
         [&](reset_atom, std::int64_t gen, fabric_ptr& fabric) {
           generation_ = gen;

@@ -1,9 +1,10 @@
 // The worker actor: one (replica, stage, tensor-parallel rank) of a plan on its own thread
 // (collectives block, so a worker never holds a scheduler thread). It builds its stage
 // worker from the compiled plan, attaches its parameter storage to its parameter actor (a
-// respawned worker is refilled that way), then runs a step whenever the coordinator asks,
-// fetching micro-batches from the data actor and handing its gradient piece to its
-// parameter actor. It monitors the coordinator and stops when it goes.
+// respawned worker is refilled that way), then runs a step whenever the coordinator asks:
+// it applies the last committed gradient to its parameters (on its own thread, where they
+// are warm in cache), fetches micro-batches from the data actor and hands its new gradient
+// piece to its parameter actor. It monitors the coordinator and stops when it goes.
 //
 //   sys.spawn<worker_actor, caf::monitored>(spec, fabric, generation)
 #pragma once
@@ -13,6 +14,7 @@
 
 #include "actors/compile.hpp"
 #include "actors/messages.hpp"
+#include "actors/param_actor.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -47,13 +49,14 @@ class worker_actor : public caf::blocking_actor {
 
  private:
   status start();
-  step_outcome run_step(std::int64_t step);
+  step_outcome run_step(std::int64_t step, std::int64_t committed);
 
   std::shared_ptr<const worker_spec> spec_;
   fabric_ptr fabric_;
   std::int64_t generation_;
   std::unique_ptr<kernels::thread_pool> pool_;
   std::unique_ptr<stage_worker> worker_;
+  piece_ptr piece_;  // lent by the parameter actor: committed gradients are applied here
 };
 
 }  // namespace cohort::actors

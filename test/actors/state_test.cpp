@@ -38,19 +38,21 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   CHECK(s.slice(6, 0, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
 }
 
-TEST_CASE("the parameter actor applies a gradient only on commit, and drops it on rollback") {
-  param_state s;
-  s.optimizer = sgd_config{.lr = 0.5f};
+TEST_CASE("a parameter piece applies a gradient only once its step is committed, and drops it on rollback") {
+  parameter_piece s(sgd_config{.lr = 0.5f});
   tensor worker_params = tensor::full({3}, 1.f);
   REQUIRE(s.attach(worker_params).ok());
   REQUIRE(s.submit(0, 0, tensor::full({3}, 2.f)).ok());
-  CHECK(worker_params.at(0) == 1.f);  // nothing applied before the commit
-  REQUIRE(s.commit(0).ok());
-  CHECK(worker_params.at(0) == 0.f);  // 1 - 0.5 * 2, in the worker's own storage
-  // a failed step: the gradient waits, the generation ends, nothing is applied
+  REQUIRE(s.apply_committed(-1).ok());   // step 0 not committed yet: nothing happens
+  CHECK(worker_params.at(0) == 1.f);
+  REQUIRE(s.apply_committed(0).ok());
+  CHECK(worker_params.at(0) == 0.f);     // 1 - 0.5 * 2, in the worker's own storage
+  REQUIRE(s.apply_committed(0).ok());    // exactly once
+  CHECK(worker_params.at(0) == 0.f);
+  // a failed step: its gradient waits, the generation ends uncommitted, nothing is applied
   REQUIRE(s.submit(0, 1, tensor::full({3}, 2.f)).ok());
-  s.rollback(1);
-  CHECK_FALSE(s.commit(1).ok());
+  REQUIRE(s.rollback(1, /*committed=*/0).ok());
+  REQUIRE(s.apply_committed(1).ok());
   CHECK(worker_params.at(0) == 0.f);
   // a late gradient from the old generation is refused
   CHECK(s.submit(0, 1, tensor::full({3}, 2.f)).error().message ==
@@ -60,7 +62,11 @@ TEST_CASE("the parameter actor applies a gradient only on commit, and drops it o
   REQUIRE(s.attach(fresh).ok());
   CHECK(fresh.to_vector() == std::vector<float>{0.f, 0.f, 0.f});
   REQUIRE(s.submit(1, 1, tensor::full({3}, -2.f)).ok());
-  REQUIRE(s.commit(1).ok());
+  // a committed gradient still waiting when recovery comes is applied, not lost
+  REQUIRE(s.rollback(2, /*committed=*/1).ok());
   CHECK(fresh.at(2) == 1.f);
-  CHECK(s.commit(7).error().message == "parameters: commit of step 7 but the pending gradient is for step -1");
+  CHECK(s.updates() == 2);
+  auto copy = s.fetch(1);
+  REQUIRE(copy.ok());
+  CHECK(copy->to_vector() == std::vector<float>{1.f, 1.f, 1.f});
 }
