@@ -3,6 +3,7 @@
 
 #include "actors/comm_kernels.hpp"
 #include "actors/param_actor.hpp"
+#include "kernels/threads.hpp"
 
 namespace cohort::actors {
 namespace {
@@ -166,7 +167,9 @@ void setup(self_ptr self, batch_fn data) {
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
   s.fabric = std::make_shared<transport::in_process_fabric>(ranks);
-  s.data = self->spawn(data_actor, std::move(data), plan.dp, plan.micro_batches, s.model->micro_batch);
+  const int kernel_threads = std::max(1, s.options.threads / ranks);
+  const bool spare_core = kernel_threads * ranks < kernels::available_cores();
+  s.data = self->spawn(data_actor, std::move(data), plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
   s.dead.assign(static_cast<std::size_t>(ranks), false);
@@ -176,7 +179,7 @@ void setup(self_ptr self, batch_fn data) {
     spec->rank = r;
     spec->at = {r / (plan.pp * plan.tp), (r / plan.tp) % plan.pp, r % plan.tp};
     spec->seed = s.options.seed;
-    spec->kernel_threads = std::max(1, s.options.threads / ranks);
+    spec->kernel_threads = kernel_threads;
     spec->timeout = s.options.timeout;
     spec->table = table;
     spec->coordinator = caf::actor_cast<caf::actor>(self);

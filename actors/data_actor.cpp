@@ -30,17 +30,18 @@ result<micro_batch> data_state::slice(std::int64_t step, int replica, int mb) {
 }
 
 caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,
-                         std::int64_t rows) {
+                         std::int64_t rows, bool prefetch) {
   self->state.source = std::move(source);
   self->state.dp = dp;
   self->state.micro_batches = micro_batches;
   self->state.rows = rows;
+  self->state.prefetch = prefetch;
   return {
       [=](batch_atom, std::int64_t step, int replica, int mb) -> caf::result<micro_batch> {
         bool fresh = self->state.cached.count(step) == 0;
         auto r = self->state.slice(step, replica, mb);
         if (!r) return caf::make_error(caf::sec::runtime_error, r.error().message);
-        if (fresh) self->send(self, prepare_atom::value, step + 1);  // after this reply goes out
+        if (fresh && self->state.prefetch) self->send(self, prepare_atom::value, step + 1);  // after this reply
         return std::move(*r);
       },
       [=](prepare_atom, std::int64_t step) {

@@ -1,9 +1,11 @@
 // The data actor: computes a step's global batch once (from the app's batch function) and
-// hands every replica's micro-batches to the workers that read data inputs. Once step k is
-// asked for, it prepares step k+1 while the workers compute, so batch assembly stays off the
-// step's critical path; the last two steps are kept (a redone step finds its batch).
+// hands every replica's micro-batches to the workers that read data inputs. When a core is
+// left over by the workers (`prefetch`), it prepares step k+1 once step k is asked for, so
+// batch assembly runs beside the computation instead of before it (on a machine whose cores
+// all compute, that would only slow the computation down). The last two steps are kept, so
+// a redone step finds its batch.
 //
-//   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16);
+//   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16, true);
 //   request(data, timeout, batch_atom::value, step, replica, mb) => micro_batch
 #pragma once
 
@@ -20,6 +22,7 @@ struct data_state {
   batch_fn source;
   int dp = 1, micro_batches = 1;
   std::int64_t rows = 0;  // per micro-batch
+  bool prefetch = false;
   std::map<std::int64_t, std::map<std::string, tensor>> cached;  // the last two steps
   static inline const char* name = "cohort.data";
 
@@ -31,6 +34,6 @@ struct data_state {
 };
 
 caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,
-                         std::int64_t rows);
+                         std::int64_t rows, bool prefetch);
 
 }  // namespace cohort::actors
