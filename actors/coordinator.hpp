@@ -14,7 +14,6 @@ namespace cohort::actors {
 struct coordinator_state {
   run_options options;
   std::shared_ptr<const compiled_model> model;
-  std::shared_ptr<worker_spec> spec_template;
   caf::actor data;
   std::vector<caf::actor> params, workers;  // by rank
   std::vector<std::shared_ptr<const worker_spec>> specs;

@@ -54,9 +54,5 @@ result<float> serial_trainer::step() {
   return loss;
 }
 
-result<float> serial_trainer::evaluate() {
-  if (auto st = exec_->run(0, grads_.backward_begin); !st) return st.error();
-  return exec_->value(grads_.loss).data<float>()[0];
-}
 
 }  // namespace cohort::kernels

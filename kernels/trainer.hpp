@@ -39,8 +39,6 @@ class serial_trainer {
   tensor& input(const std::string& name);
   /// Forward, backward and one optimizer update; returns the loss before the update.
   result<float> step();
-  /// Forward only; returns the loss (parameters unchanged).
-  result<float> evaluate();
 
   parameter_store& parameters() { return params_; }
   const gradients& grads() const { return grads_; }
