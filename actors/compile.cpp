@@ -30,7 +30,7 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
     return make_error(errc::invalid_argument, "plan pp=" + std::to_string(plan.pp) + " but " +
                                                   std::to_string(st->stages) + " stages were cut");
   cm.stages = std::move(*st);
-  cm.schedule = build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
+  cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
   // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
   for (int s = 0; s < plan.pp; ++s)
     for (int t = 0; t < plan.tp; ++t)

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/pipeline_schedule.hpp"
+#include "planner/schedule.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/completion.hpp"
 #include "graph/init.hpp"
@@ -32,7 +32,7 @@ struct compiled_model {
   gradients grads;
   axis_completion tp;
   stage_assignment stages;
-  std::vector<std::vector<task>> schedule;
+  std::vector<std::vector<planner::task>> schedule;
 
   result<stage_program> program(int stage, int tp_rank) const;
 };

@@ -24,12 +24,17 @@
 #include <string>
 #include <vector>
 
-#include "actors/pipeline_schedule.hpp"
+#include "planner/schedule.hpp"
 #include "actors/stage_worker.hpp"
 #include "graph/mesh.hpp"
 #include "planner/plan.hpp"
 
 namespace cohort::actors {
+
+using planner::build_schedule;
+using planner::task;
+using planner::task_kind;
+using planner::to_string;
 
 struct worker_place {
   int dp_rank = 0, stage = 0, tp_rank = 0;

@@ -2,11 +2,11 @@
 // and the amplifier last — asserted as exact sequences.
 #include <doctest/doctest.h>
 
-#include "actors/pipeline_schedule.hpp"
+#include "planner/schedule.hpp"
 #include "planner/plan.hpp"
 
 using namespace cohort;
-using namespace cohort::actors;
+using namespace cohort::planner;
 
 TEST_CASE("1F1B order on every stage for 4 stages x 8 micro-batches") {
   planner::parallel_plan p{.pp = 4, .micro_batches = 8};

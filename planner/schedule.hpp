@@ -9,6 +9,9 @@
 // every tensor-parallel rank of a stage then follows the same order, so their collectives
 // always meet.
 //
+// The planner's simulator plays the same orders on modelled durations; the runtime's
+// workers run them.
+//
 //   auto order = build_schedule(4, 8, [](int s) { return 4 - s; });   // 1F1B
 //   order[0] = F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 U
 #pragma once
@@ -17,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace cohort::actors {
+namespace cohort::planner {
 
 enum class task_kind : unsigned char { forward, backward, update };
 
@@ -34,4 +37,4 @@ std::string to_string(const std::vector<task>& order);     // "F0 F1 B0 ... U"
 std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,
                                               const std::function<int(int stage)>& buffer_size);
 
-}  // namespace cohort::actors
+}  // namespace cohort::planner

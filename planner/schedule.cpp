@@ -1,9 +1,9 @@
 // The credit rule, simulated round by round.
-#include "actors/pipeline_schedule.hpp"
+#include "planner/schedule.hpp"
 
 #include <algorithm>
 
-namespace cohort::actors {
+namespace cohort::planner {
 
 std::string to_string(const task& t) {
   switch (t.kind) {
@@ -58,4 +58,4 @@ std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,
   return order;
 }
 
-}  // namespace cohort::actors
+}  // namespace cohort::planner

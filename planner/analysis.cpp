@@ -1,0 +1,73 @@
+// Model analysis: affine costs from two builds.
+#include "planner/analysis.hpp"
+
+namespace cohort::planner {
+
+result<const axis_completion*> model_analysis::completion(int tp) const {
+  auto it = completions_.find(tp);
+  if (it != completions_.end()) return it->second.get();
+  auto c = complete_axis(*g, "tp", tp);
+  if (!c) return c.error();
+  auto owned = std::make_unique<axis_completion>(std::move(*c));
+  const axis_completion* out = owned.get();
+  completions_.emplace(tp, std::move(owned));
+  return out;
+}
+
+result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(graph&, std::int64_t)>& model,
+                                                      int optimizer_slots) {
+  constexpr std::int64_t r1 = 3, r2 = 5;
+  auto a = std::make_unique<model_analysis>();
+  a->g = std::make_unique<graph>();
+  a->rows = r1;
+  graph other;
+  var l1 = model(*a->g, r1);
+  var l2 = model(other, r2);
+  if (auto st = a->g->check(); !st) return st.error();
+  if (auto st = other.check(); !st) return st.error();
+  auto g1 = autodiff(*a->g, l1);
+  if (!g1) return g1.error();
+  auto g2 = autodiff(other, l2);
+  if (!g2) return g2.error();
+  a->grads = *g1;
+  const graph& x = *a->g;
+  if (x.nodes().size() != other.nodes().size() || x.num_values() != other.num_values())
+    return make_error(errc::invalid_argument, "planner: the model's graph changes with the batch size beyond its shapes");
+  const double span = static_cast<double>(r2 - r1);
+  for (std::size_t i = 0; i < x.nodes().size(); ++i) {
+    op_profile p1 = profile_of(x, x.nodes()[i], 1), p2 = profile_of(other, other.nodes()[i], 1);
+    affine_cost c;
+    c.per_row = {(p2.flops - p1.flops) / span, (p2.bytes - p1.bytes) / span, p1.gemm};
+    c.fixed = {p1.flops - c.per_row.flops * r1, p1.bytes - c.per_row.bytes * r1, p1.gemm};
+    a->node_cost.push_back(c);
+  }
+  for (std::size_t v = 0; v < x.num_values(); ++v) {
+    double b1 = static_cast<double>(x.value(static_cast<value_id>(v)).type.shape.numel()) * 4.0;
+    double b2 = static_cast<double>(other.value(static_cast<value_id>(v)).type.shape.numel()) * 4.0;
+    double per_row = (b2 - b1) / span;
+    a->value_bytes_per_row.push_back(per_row);
+    a->value_bytes_fixed.push_back(b1 - per_row * r1);
+  }
+  const std::size_t forward = a->grads.backward_begin;
+  for (std::size_t i = 0; i < x.nodes().size(); ++i) {
+    std::int32_t origin = x.nodes()[i].origin;
+    a->owner.push_back(i < forward ? static_cast<int>(i) : (origin >= 0 ? origin : static_cast<int>(forward) - 1));
+  }
+  a->param_bytes_of_forward.assign(forward, 0.0);
+  std::vector<bool> seen(x.num_values(), false);
+  for (std::size_t i = 0; i < forward; ++i)
+    for (auto v : x.nodes()[i].inputs)
+      if (x.value(v).kind == value_kind::parameter && !seen[static_cast<std::size_t>(v)]) {
+        seen[static_cast<std::size_t>(v)] = true;
+        double bytes = static_cast<double>(x.value(v).type.shape.numel()) * 4.0;
+        a->param_bytes_of_forward[i] += bytes;
+        a->param_bytes += bytes;
+      }
+  auto top_scope = [](const std::string& s) { return s.substr(0, s.find('.')); };
+  for (std::size_t i = 1; i < forward; ++i)
+    if (top_scope(x.nodes()[i].scope) != top_scope(x.nodes()[i - 1].scope)) a->boundaries.push_back(i);
+  a->optimizer_slots = optimizer_slots;
+  return a;
+}
+
+}  // namespace cohort::planner

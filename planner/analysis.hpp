@@ -1,0 +1,62 @@
+// What the planner knows about a model, computed once: the training graph built at two batch
+// sizes, so every per-node cost and size is an exact affine function of the rows it runs on
+// (cost(r) = fixed + per_row * r), without building the model at every candidate micro-batch
+// size; the forward node each backward node belongs to; the parameters each forward node
+// reads; and, per tensor-parallel degree, the completed placements (cached).
+//
+//   auto a = analyze_model([&](graph& g, std::int64_t rows) { return build_gpt(g, cfg, rows).loss; }, 2);
+//   double flops = a->forward[i].at(rows).flops;     // forward node i at `rows` rows
+//   const axis_completion& c = a->completion(tp);     // placements on the tp axis
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/autodiff.hpp"
+#include "graph/completion.hpp"
+#include "planner/cost_model.hpp"
+
+namespace cohort::planner {
+
+/// A cost that is affine in the batch rows.
+struct affine_cost {
+  op_profile fixed, per_row;
+  op_profile at(double rows) const {
+    return {fixed.flops + per_row.flops * rows, fixed.bytes + per_row.bytes * rows, per_row.gemm || fixed.gemm};
+  }
+};
+
+struct model_analysis {
+  std::unique_ptr<graph> g;         // built at `rows` rows
+  gradients grads;
+  std::int64_t rows = 0;
+  std::vector<affine_cost> node_cost;        // every node of g
+  std::vector<double> value_bytes_fixed;     // every value: bytes = fixed + per_row * rows
+  std::vector<double> value_bytes_per_row;
+  std::vector<int> owner;                    // every node: the forward node it belongs to
+  std::vector<double> param_bytes_of_forward;  // forward node -> bytes of parameters it reads first
+  double param_bytes = 0;
+  int optimizer_slots = 0;
+  /// Layer boundaries: forward node indices where a new top-level scope starts (cut points).
+  std::vector<std::size_t> boundaries;
+
+  double value_bytes(value_id v, double rows) const {
+    return value_bytes_fixed[static_cast<std::size_t>(v)] + value_bytes_per_row[static_cast<std::size_t>(v)] * rows;
+  }
+  /// Completed placements for tensor-parallel degree `tp` (computed once per degree).
+  result<const axis_completion*> completion(int tp) const;
+
+ private:
+  mutable std::map<int, std::unique_ptr<axis_completion>> completions_;
+};
+
+/// Builds the model twice (at 3 and 5 rows: extents unlikely to collide with the model's own)
+/// and derives the affine costs. Errors: a model error, graphs that differ beyond the batch.
+result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(graph&, std::int64_t)>& model,
+                                                      int optimizer_slots);
+
+}  // namespace cohort::planner

@@ -1,0 +1,62 @@
+// Roofline compute times and alpha-beta communication times.
+#include "planner/cost_model.hpp"
+
+#include <algorithm>
+
+namespace cohort::planner {
+
+op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
+  op_profile p;
+  double bytes = 0;
+  for (auto v : n.inputs) bytes += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+  for (auto v : n.outputs) bytes += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+  p.bytes = bytes;
+  if (n.kind == op_kind::matmul) {
+    const auto& at = std::get<matmul_attrs>(n.attrs);
+    const shape& a = g.value(n.inputs[0]).type.shape;
+    double k = static_cast<double>(at.trans_a ? a.at(-2) : a.at(-1));
+    p.flops = 2.0 * static_cast<double>(g.value(n.outputs[0]).type.shape.numel()) * k;
+    p.gemm = true;
+  } else {
+    p.flops = 0;
+    for (auto v : n.outputs) p.flops += static_cast<double>(g.value(v).type.shape.numel());
+  }
+  double r = static_cast<double>(std::max<std::int64_t>(rows, 1));
+  p.flops /= r;
+  p.bytes /= r;
+  return p;
+}
+
+double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e) {
+  double flop_s = p.gemm ? p.flops / (d.flops_per_s * e.gemm) : 0.0;
+  double byte_s = p.bytes / (d.memory_bytes_per_s * e.memory);
+  return std::max(flop_s, byte_s) + e.per_op_seconds;
+}
+
+double p2p_seconds(double bytes, const link_speed& l, const efficiency& e) {
+  return l.latency_s + bytes / (l.bytes_per_s * e.link);
+}
+
+double allreduce_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+  if (ranks <= 1) return 0;
+  double n = ranks;
+  return 2.0 * (n - 1.0) * (l.latency_s + bytes / n / (l.bytes_per_s * e.link));
+}
+
+double reduce_scatter_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+  if (ranks <= 1) return 0;
+  double n = ranks;
+  return (n - 1.0) * (l.latency_s + bytes / n / (l.bytes_per_s * e.link));
+}
+
+double all_gather_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+  return reduce_scatter_ring_seconds(bytes, ranks, l, e);
+}
+
+double bubble_fraction(int stages, int micro_batches) {
+  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+double optimizer_state_factor(int state_slots) { return static_cast<double>(state_slots); }
+
+}  // namespace cohort::planner

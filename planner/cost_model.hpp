@@ -1,0 +1,65 @@
+// The cost model: pure functions with units in their names. Compute time is a roofline —
+// the larger of FLOPs at the device's peak times an efficiency and bytes at its memory
+// bandwidth times an efficiency, plus a fixed cost per operation; communication is the
+// alpha-beta model of each collective's algorithm on the link it runs over. The
+// efficiencies are not constants baked in: they start at defaults, are fitted to measured
+// task times (refit), and are saved with the machine's profile.
+//
+//   op_profile p = profile_of(g, g.nodes()[i]);                  // per batch row
+//   double s = compute_seconds(p.scaled(rows), device_peak, eff);
+//   double c = allreduce_ring_seconds(grad_bytes, dp, {50e9, 5e-6}, eff);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace cohort::planner {
+
+/// What an operation costs, for one batch row of its graph.
+struct op_profile {
+  double flops = 0;       // floating-point operations
+  double bytes = 0;       // bytes read and written
+  bool gemm = false;      // a matrix multiply (its own efficiency)
+  op_profile scaled(double rows) const { return {flops * rows, bytes * rows, gemm}; }
+};
+
+/// Fractions of peak actually reached, and the fixed cost of an operation.
+struct efficiency {
+  double gemm = 0.6;             // of peak FLOP/s, matrix multiplies
+  double memory = 0.5;           // of peak memory bandwidth, everything else
+  double link = 0.8;             // of link bandwidth, communication
+  double per_op_seconds = 2e-6;  // launch / dispatch / bookkeeping per operation
+};
+
+struct device_speed {
+  double flops_per_s = 1e11;
+  double memory_bytes_per_s = 1e10;
+};
+
+struct link_speed {
+  double bytes_per_s = 1e10;
+  double latency_s = 1e-5;
+};
+
+/// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
+op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
+
+double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e);
+
+/// One message of `bytes` over a link.
+double p2p_seconds(double bytes, const link_speed& l, const efficiency& e);
+/// Ring allreduce of `bytes` over `ranks`: 2(n-1) steps of bytes/n.
+double allreduce_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
+/// Ring reduce-scatter or all-gather of a `bytes` buffer: n-1 steps of bytes/n.
+double reduce_scatter_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
+double all_gather_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
+
+/// The idle fraction of a synchronous pipeline: (p - 1) / (m + p - 1).
+double bubble_fraction(int stages, int micro_batches);
+
+/// Bytes an optimizer keeps per parameter byte (SGD: 0 or 1 momentum slot; AdamW: 2).
+double optimizer_state_factor(int state_slots);
+
+}  // namespace cohort::planner

@@ -1,0 +1,38 @@
+// The simulator: plays one training step of a plan on modelled durations, as discrete
+// events. Each stage is one compute stream that runs its task order (planner/schedule.hpp:
+// the same order the runtime's workers run); a forward task waits for the previous stage's
+// activation, a backward task for the next stage's gradient, each plus its transfer time;
+// the amplifier (gradient reduction, update) runs after a stage's last backward. It judges
+// schedules the closed forms cannot (uneven stages, transfers, GPipe against 1F1B) and
+// predicts plans far too big to run here.
+//
+//   stage_timing t{.forward_s = 1, .backward_s = 2};
+//   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), 1f1b_buffers);
+//   r.step_s == (8 + 3) * 3;   r.bubble == 3.0 / 11
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "planner/schedule.hpp"
+
+namespace cohort::planner {
+
+struct stage_timing {
+  double forward_s = 0;        // per micro-batch
+  double backward_s = 0;       // per micro-batch
+  double send_forward_s = 0;   // activation to the next stage, per micro-batch
+  double send_backward_s = 0;  // gradient to the previous stage, per micro-batch
+  double update_s = 0;         // the amplifier, once per step
+};
+
+struct simulation {
+  double step_s = 0;                  // from the first task's start to the last task's end
+  std::vector<double> busy_s;         // per stage: time spent computing
+  double bubble = 0;                  // 1 - (busiest compute before the update) / (pipeline span)
+};
+
+simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,
+                         const std::function<int(int stage)>& buffer_size);
+
+}  // namespace cohort::planner
