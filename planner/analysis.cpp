@@ -66,6 +66,27 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   auto top_scope = [](const std::string& s) { return s.substr(0, s.find('.')); };
   for (std::size_t i = 1; i < forward; ++i)
     if (top_scope(x.nodes()[i].scope) != top_scope(x.nodes()[i - 1].scope)) a->boundaries.push_back(i);
+  // A value produced by forward node p and last read by forward node l crosses every cut j
+  // with p < j <= l: a difference array over j.
+  std::vector<std::size_t> last_read(x.num_values(), 0);
+  for (std::size_t i = 0; i < forward; ++i)
+    for (auto v : x.nodes()[i].inputs) last_read[static_cast<std::size_t>(v)] = i;
+  std::vector<double> fixed_delta(forward + 2, 0.0), row_delta(forward + 2, 0.0);
+  for (std::size_t v = 0; v < x.num_values(); ++v) {
+    auto p = x.value(static_cast<value_id>(v)).producer;
+    if (p < 0 || static_cast<std::size_t>(p) >= forward || last_read[v] <= static_cast<std::size_t>(p)) continue;
+    fixed_delta[static_cast<std::size_t>(p) + 1] += a->value_bytes_fixed[v];
+    fixed_delta[last_read[v] + 1] -= a->value_bytes_fixed[v];
+    row_delta[static_cast<std::size_t>(p) + 1] += a->value_bytes_per_row[v];
+    row_delta[last_read[v] + 1] -= a->value_bytes_per_row[v];
+  }
+  double fixed = 0, per_row = 0;
+  for (std::size_t j = 0; j <= forward; ++j) {
+    fixed += fixed_delta[j];
+    per_row += row_delta[j];
+    a->cut_bytes_fixed.push_back(fixed);
+    a->cut_bytes_per_row.push_back(per_row);
+  }
   a->optimizer_slots = optimizer_slots;
   return a;
 }

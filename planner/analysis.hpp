@@ -43,6 +43,11 @@ struct model_analysis {
   int optimizer_slots = 0;
   /// Layer boundaries: forward node indices where a new top-level scope starts (cut points).
   std::vector<std::size_t> boundaries;
+  /// Bytes a pipeline cut before forward node j hands to the next stage (values produced
+  /// before j and read at or after j): fixed + per_row * rows, for j in [0, forward].
+  std::vector<double> cut_bytes_fixed, cut_bytes_per_row;
+  std::size_t forward_nodes() const { return grads.backward_begin; }
+  double cut_bytes(std::size_t j, double rows) const { return cut_bytes_fixed[j] + cut_bytes_per_row[j] * rows; }
 
   double value_bytes(value_id v, double rows) const {
     return value_bytes_fixed[static_cast<std::size_t>(v)] + value_bytes_per_row[static_cast<std::size_t>(v)] * rows;

@@ -5,63 +5,277 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "planner/simulator.hpp"
 
 namespace cohort::planner {
 namespace {
 
-// What one node costs under a tensor-parallel degree: compute split or not, and the
-// communication its operands need (bytes = fixed + per_row * rows).
-struct node_under_tp {
-  bool split = false;
-  double comm_fixed = 0, comm_per_row = 0;  // allreduce-equivalent bytes over the tp group
+// A linear function of the rows of a micro-batch.
+struct per_rows {
+  double fixed = 0, per_row = 0;
+  double at(double rows) const { return fixed + per_row * rows; }
+  per_rows& operator+=(const per_rows& o) { fixed += o.fixed, per_row += o.per_row; return *this; }
 };
 
-std::vector<node_under_tp> tp_costs(const model_analysis& a, const axis_completion& c) {
+// What the model looks like under one tensor-parallel degree, computed once per degree.
+struct tp_view {
+  const axis_completion* completion = nullptr;
+  std::vector<bool> split;               // every node: its computation is divided over tp
+  std::vector<per_rows> comm_bytes;      // every node: allreduce-equivalent bytes over the tp group
+  std::vector<per_rows> activation_bytes;  // forward node: outputs one rank keeps per micro-batch
+  std::vector<double> param_bytes;       // forward node: parameters one rank holds, read first here
+};
+
+result<tp_view> view_for(const model_analysis& a, int tp) {
+  auto comp = a.completion(tp);
+  if (!comp) return comp.error();
+  const axis_completion& c = **comp;
   const graph& g = *a.g;
-  std::vector<node_under_tp> out(g.nodes().size());
-  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
-    const node& n = g.nodes()[i];
-    for (std::size_t j = 0; j < n.inputs.size(); ++j) {
-      const placement& have = c.placement_of(n.inputs[j]);
+  tp_view out;
+  out.completion = &c;
+  const std::size_t n = g.nodes().size(), forward = a.forward_nodes();
+  out.split.assign(n, false);
+  out.comm_bytes.assign(n, {});
+  for (std::size_t i = 0; i < n; ++i) {
+    const node& nd = g.nodes()[i];
+    for (std::size_t j = 0; j < nd.inputs.size(); ++j) {
+      const placement& have = c.placement_of(nd.inputs[j]);
       const placement& need = c.required[i][j];
-      if (as_shard(need) != nullptr) out[i].split = true;
+      if (as_shard(need) != nullptr) out.split[i] = true;
       if (have == need || (is_replicate(have) && as_shard(need) != nullptr)) continue;  // a local slice is free
       // all-gather and reduce-scatter move half what an allreduce moves
       double weight = is_partial(have) && is_replicate(need) ? 1.0 : 0.5;
-      out[i].comm_fixed += weight * a.value_bytes_fixed[static_cast<std::size_t>(n.inputs[j])];
-      out[i].comm_per_row += weight * a.value_bytes_per_row[static_cast<std::size_t>(n.inputs[j])];
+      auto v = static_cast<std::size_t>(nd.inputs[j]);
+      out.comm_bytes[i] += {weight * a.value_bytes_fixed[v], weight * a.value_bytes_per_row[v]};
     }
   }
   // gradients placed unlike their parameters are fixed up at the end of the backward pass
   for (auto [p, d] : a.grads.param_grads)
     if (!(c.placement_of(p) == c.placement_of(d))) {
       auto producer = static_cast<std::size_t>(g.value(d).producer);
-      out[producer].comm_fixed += a.value_bytes_fixed[static_cast<std::size_t>(d)];
-      out[producer].comm_per_row += a.value_bytes_per_row[static_cast<std::size_t>(d)];
+      auto v = static_cast<std::size_t>(d);
+      out.comm_bytes[producer] += {a.value_bytes_fixed[v], a.value_bytes_per_row[v]};
     }
+  out.activation_bytes.assign(forward, {});
+  out.param_bytes.assign(forward, 0.0);
+  std::vector<bool> counted(g.num_values(), false);
+  for (std::size_t i = 0; i < forward; ++i) {
+    for (auto v : g.nodes()[i].outputs) {
+      double share = as_shard(c.placement_of(v)) != nullptr ? 1.0 / tp : 1.0;
+      auto k = static_cast<std::size_t>(v);
+      out.activation_bytes[i] += {a.value_bytes_fixed[k] * share, a.value_bytes_per_row[k] * share};
+    }
+    for (auto v : g.nodes()[i].inputs)
+      if (g.value(v).kind == value_kind::parameter && !counted[static_cast<std::size_t>(v)]) {
+        counted[static_cast<std::size_t>(v)] = true;  // a parameter lives on the stage that reads it first
+        double share = as_shard(c.placement_of(v)) != nullptr ? 1.0 / tp : 1.0;
+        out.param_bytes[i] += static_cast<double>(g.value(v).type.shape.numel()) * 4.0 * share;
+      }
+  }
   return out;
 }
 
-// Bytes alive across a cut before forward node `j` (activations one stage hands the next).
-double cut_bytes(const model_analysis& a, std::size_t j, double rows) {
-  const graph& g = *a.g;
-  double bytes = 0;
-  std::vector<bool> counted(g.num_values(), false);
-  for (std::size_t i = j; i < a.grads.backward_begin; ++i)
-    for (auto v : g.nodes()[i].inputs) {
-      auto p = g.value(v).producer;
-      if (p < 0 || static_cast<std::size_t>(p) >= j || counted[static_cast<std::size_t>(v)]) continue;
-      counted[static_cast<std::size_t>(v)] = true;
-      bytes += a.value_bytes(v, rows);
-    }
-  return bytes;
+link_speed link_for(const search_options& o, int span) {
+  return span <= o.topo.devices_per_machine ? o.topo.intra : o.topo.inter;
 }
 
-link_speed link_for(const topology& t, int span) { return span <= t.devices_per_machine ? t.intra : t.inter; }
+// Caches shared by the plans of one search: the per-degree views and the stage cuts,
+// which depend on (tp, pp, micro-batch rows) only.
+struct search_cache {
+  std::map<int, tp_view> views;
+  std::map<std::tuple<int, int, std::int64_t>, std::vector<std::size_t>> cuts;
+};
+
+// Least loaded busiest stage, by dynamic programming over the candidate cut positions.
+result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, const std::vector<double>& node_s,
+                                               double rows, double byte_scale, const link_speed& link,
+                                               const efficiency& eff) {
+  const std::size_t forward = a.forward_nodes();
+  std::vector<std::size_t> candidates = a.boundaries;
+  if (candidates.size() + 1 < static_cast<std::size_t>(pp) || forward < 200) {
+    candidates.clear();
+    for (std::size_t i = 1; i < forward; ++i) candidates.push_back(i);
+  }
+  if (candidates.size() + 1 < static_cast<std::size_t>(pp))
+    return make_error(errc::invalid_argument, "cannot cut " + std::to_string(forward) + " forward operations into " +
+                                                  std::to_string(pp) + " pipeline stages");
+  std::vector<std::size_t> pos;
+  pos.reserve(candidates.size() + 2);
+  pos.push_back(0);
+  pos.insert(pos.end(), candidates.begin(), candidates.end());
+  pos.push_back(forward);
+  std::vector<double> prefix(forward + 1, 0.0);
+  for (std::size_t i = 0; i < forward; ++i) prefix[i + 1] = prefix[i] + node_s[i];
+  const std::size_t k = pos.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> cross(k, 0.0);
+  for (std::size_t c = 1; c + 1 < k; ++c) cross[c] = 2 * p2p_seconds(a.cut_bytes(pos[c], rows) * byte_scale, link, eff);
+  const auto stages = static_cast<std::size_t>(pp);
+  // best[s * k + j]: the busiest of s stages covering pos[0] .. pos[j]; from: where stage s starts
+  std::vector<double> best((stages + 1) * k, inf);
+  std::vector<std::size_t> from((stages + 1) * k, 0);
+  best[0] = 0;
+  for (std::size_t s = 1; s <= stages; ++s)
+    for (std::size_t j = s; j < k; ++j) {
+      if (s == stages && j != k - 1) continue;
+      for (std::size_t i = s - 1; i < j; ++i) {
+        if (best[(s - 1) * k + i] == inf) continue;
+        double v = std::max(best[(s - 1) * k + i], prefix[pos[j]] - prefix[pos[i]] + cross[i] + (j + 1 < k ? cross[j] : 0));
+        if (v < best[s * k + j]) best[s * k + j] = v, from[s * k + j] = i;
+      }
+    }
+  std::vector<std::size_t> cuts;
+  std::size_t j = k - 1;
+  for (std::size_t s = stages; s > 1; --s) {
+    j = from[s * k + j];
+    cuts.push_back(pos[j]);
+  }
+  std::reverse(cuts.begin(), cuts.end());
+  return cuts;
+}
+
+result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const search_options& o,
+                         const std::vector<std::size_t>& given_cuts, search_cache& cache) {
+  planned out;
+  out.plan = p;
+  if (auto st = validate(p, o.batch); !st) return st.error();
+  auto it = cache.views.find(p.tp);
+  if (it == cache.views.end()) {
+    auto v = view_for(a, p.tp);
+    if (!v) return v.error();
+    it = cache.views.emplace(p.tp, std::move(*v)).first;
+  }
+  const tp_view& view = it->second;
+  const graph& g = *a.g;
+  const std::int64_t rows_int = o.batch / (static_cast<std::int64_t>(p.dp) * p.micro_batches);
+  const double rows = static_cast<double>(rows_int);
+  const std::size_t forward = a.forward_nodes();
+  const double bytes_scale = o.half_precision ? 0.5 : 1.0;  // activations and messages
+  const link_speed tp_link = link_for(o, p.tp), pp_link = link_for(o, p.tp * p.pp), dp_link = link_for(o, p.ranks());
+
+  // Time per micro-batch charged to each forward node (its own and its backward nodes').
+  std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0);
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    op_profile cost = a.node_cost[i].at(rows);
+    cost.bytes *= bytes_scale;
+    if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm};
+    double seconds = compute_seconds(cost, o.topo.speed, o.eff);
+    double comm = allreduce_ring_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
+    auto owner = static_cast<std::size_t>(a.owner[i]);
+    (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
+    comm_s[owner] += comm;
+  }
+
+  std::vector<std::size_t> cuts = given_cuts;
+  if (cuts.empty() && p.pp > 1) {
+    auto key = std::make_tuple(p.tp, p.pp, rows_int);
+    auto c = cache.cuts.find(key);
+    if (c == cache.cuts.end()) {
+      std::vector<double> node_s(forward);
+      for (std::size_t i = 0; i < forward; ++i) node_s[i] = fwd_s[i] + bwd_s[i];
+      auto found = balanced_cuts(a, p.pp, node_s, rows, bytes_scale / p.tp, pp_link, o.eff);
+      if (!found) return found.error();
+      c = cache.cuts.emplace(key, std::move(*found)).first;
+    }
+    cuts = c->second;
+  }
+  if (cuts.size() + 1 != static_cast<std::size_t>(p.pp))
+    return make_error(errc::invalid_argument, "plan has pp=" + std::to_string(p.pp) + " but " +
+                                                  std::to_string(cuts.size()) + " stage cuts");
+  out.cuts = cuts;
+
+  // Per stage: timings for the simulator, parameters, activations.
+  const auto stages = static_cast<std::size_t>(p.pp);
+  std::vector<stage_timing> timing(stages);
+  std::vector<double> params(stages, 0.0), activations(stages, 0.0);
+  double tp_comm = 0;
+  std::size_t s = 0;
+  for (std::size_t i = 0; i < forward; ++i) {
+    while (s < cuts.size() && i >= cuts[s]) ++s;
+    timing[s].forward_s += fwd_s[i];
+    timing[s].backward_s += bwd_s[i];
+    tp_comm += comm_s[i] * p.micro_batches;
+    activations[s] += view.activation_bytes[i].at(rows) * bytes_scale;
+    params[s] += view.param_bytes[i];
+  }
+  double p2p_total = 0;
+  for (std::size_t c = 0; c < cuts.size(); ++c) {
+    double bytes = a.cut_bytes(cuts[c], rows) * bytes_scale / p.tp;
+    timing[c].send_forward_s = p2p_seconds(bytes, pp_link, o.eff);
+    timing[c + 1].send_backward_s = p2p_seconds(bytes, pp_link, o.eff);
+    p2p_total += 2 * timing[c].send_forward_s * p.micro_batches;
+  }
+  double dp_comm = 0, peak = 0;
+  const double slots = optimizer_state_factor(a.optimizer_slots);
+  for (std::size_t k = 0; k < stages; ++k) {
+    double owned = p.shard_params ? params[k] / p.dp : params[k];
+    double grads = params[k] * bytes_scale;
+    double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff) +
+                                         all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff)
+                                   : allreduce_ring_seconds(grads, p.dp, dp_link, o.eff);
+    double update = owned * (3.0 + 2.0 * slots) / (o.topo.speed.memory_bytes_per_s * o.eff.memory);
+    timing[k].update_s = reduce + update;
+    dp_comm = std::max(dp_comm, reduce);
+    // parameters and gradients in the compute type; master weights (mixed precision) and
+    // optimizer state on the owner
+    double memory = params[k] * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
+                    activations[k] * p.buffer_size(static_cast<int>(k));
+    peak = std::max(peak, memory);
+    out.compute_s = std::max(out.compute_s, (timing[k].forward_s + timing[k].backward_s) * p.micro_batches);
+  }
+  auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int st) { return p.buffer_size(st); });
+  out.step_s = sim.step_s;
+  out.bubble = sim.bubble;
+  out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;
+  out.peak_memory_bytes = peak;
+  if (peak > o.topo.memory_bytes * o.memory_margin) {
+    out.fits = false;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "needs %.3g GB per device, %.0f%% of %.3g GB may be used", peak / 1e9,
+                  100 * o.memory_margin, o.topo.memory_bytes / 1e9);
+    out.rejected = buf;
+  }
+  return out;
+}
 
 }  // namespace
+
+result<topology> topology_of(const cluster& c, bool half_precision) {
+  bool any_gpu = std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
+  topology t;
+  t.devices = 0;
+  t.devices_per_machine = 0;
+  double flops = std::numeric_limits<double>::infinity(), memory = flops, bandwidth = flops;
+  std::map<int, int> per_machine;
+  for (const device& d : c.devices()) {
+    if ((d.kind == device_kind::gpu) != any_gpu) continue;
+    ++t.devices;
+    t.devices_per_machine = std::max(t.devices_per_machine, ++per_machine[d.machine]);
+    flops = std::min(flops, half_precision ? d.flops_f16_per_s : d.flops_f32_per_s);
+    memory = std::min(memory, d.memory_bytes);
+    bandwidth = std::min(bandwidth, d.memory_bandwidth_bytes_per_s);
+  }
+  if (t.devices == 0) return make_error(errc::invalid_argument, "the cluster has no devices to plan for");
+  t.speed = {flops, bandwidth};
+  t.memory_bytes = memory;
+  link_cost intra{std::numeric_limits<double>::infinity(), 0};
+  for (std::size_t m = 0; m < c.machines().size(); ++m) {
+    link_cost l = c.intra_link(static_cast<int>(m));
+    const auto& ids = c.machines()[m].devices;
+    for (std::size_t i = 0; i + 1 < ids.size() && i < 64; ++i) {  // explicit links between neighbours
+      link_cost e = c.between(ids[i], ids[i + 1]);
+      if (e.bandwidth_bytes_per_s < l.bandwidth_bytes_per_s) l = e;
+    }
+    if (l.bandwidth_bytes_per_s < intra.bandwidth_bytes_per_s) intra = l;
+    intra.latency_s = std::max(intra.latency_s, l.latency_s);
+  }
+  t.intra = {intra.bandwidth_bytes_per_s, intra.latency_s};
+  t.inter = c.machines().size() > 1 ? link_speed{c.inter_link().bandwidth_bytes_per_s, c.inter_link().latency_s} : t.intra;
+  return t;
+}
 
 std::string describe(const parallel_plan& p) {
   std::string out = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " m" +
@@ -73,174 +287,122 @@ std::string describe(const parallel_plan& p) {
 
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
                               const std::vector<std::size_t>& given_cuts) {
-  planned out;
-  out.plan = p;
-  if (auto st = validate(p, o.batch); !st) return st.error();
-  auto comp = a.completion(p.tp);
-  if (!comp) return comp.error();
-  const graph& g = *a.g;
-  const double rows = static_cast<double>(o.batch / (static_cast<std::int64_t>(p.dp) * p.micro_batches));
-  const std::size_t forward = a.grads.backward_begin;
-  const topology& t = o.topo;
-  const link_speed tp_link = link_for(t, p.tp), pp_link = link_for(t, p.tp * p.pp), dp_link = link_for(t, p.tp * p.pp * p.dp);
-  auto under_tp = tp_costs(a, **comp);
-
-  // Time per micro-batch charged to each forward node (its own and its backward nodes').
-  std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0);
-  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
-    op_profile cost = a.node_cost[i].at(rows);
-    if (under_tp[i].split) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm};
-    double seconds = compute_seconds(cost, t.speed, o.eff);
-    double comm = allreduce_ring_seconds(under_tp[i].comm_fixed + under_tp[i].comm_per_row * rows, p.tp, tp_link, o.eff);
-    auto owner = static_cast<std::size_t>(a.owner[i]);
-    (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
-    comm_s[owner] += comm;
-  }
-
-  // Stage cuts: given, or dynamic programming over the layer boundaries for the least
-  // loaded busiest stage.
-  std::vector<std::size_t> cuts = given_cuts;
-  if (cuts.empty() && p.pp > 1) {
-    std::vector<std::size_t> candidates = a.boundaries;
-    if (candidates.size() + 1 < static_cast<std::size_t>(p.pp) || forward < 200) {
-      candidates.clear();
-      for (std::size_t i = 1; i < forward; ++i) candidates.push_back(i);
-    }
-    if (candidates.size() + 1 < static_cast<std::size_t>(p.pp))
-      return make_error(errc::invalid_argument, "cannot cut " + std::to_string(forward) + " forward operations into " +
-                                                    std::to_string(p.pp) + " pipeline stages");
-    std::vector<std::size_t> pos{0};
-    pos.insert(pos.end(), candidates.begin(), candidates.end());
-    pos.push_back(forward);
-    std::vector<double> prefix(forward + 1, 0.0);
-    for (std::size_t i = 0; i < forward; ++i) prefix[i + 1] = prefix[i] + fwd_s[i] + bwd_s[i];
-    const std::size_t k = pos.size();
-    const double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> cross(k, 0.0);
-    for (std::size_t c = 1; c + 1 < k; ++c) cross[c] = 2 * p2p_seconds(cut_bytes(a, pos[c], rows), pp_link, o.eff);
-    std::vector<std::vector<double>> best(static_cast<std::size_t>(p.pp) + 1, std::vector<double>(k, inf));
-    std::vector<std::vector<std::size_t>> from(static_cast<std::size_t>(p.pp) + 1, std::vector<std::size_t>(k, 0));
-    best[0][0] = 0;
-    for (std::size_t s = 1; s <= static_cast<std::size_t>(p.pp); ++s)
-      for (std::size_t j = s; j < k; ++j) {
-        if (s == static_cast<std::size_t>(p.pp) && j != k - 1) continue;
-        for (std::size_t i = s - 1; i < j; ++i) {
-          if (best[s - 1][i] == inf) continue;
-          double v = std::max(best[s - 1][i], prefix[pos[j]] - prefix[pos[i]] + cross[i] + (j + 1 < k ? cross[j] : 0));
-          if (v < best[s][j]) best[s][j] = v, from[s][j] = i;
-        }
-      }
-    std::size_t j = k - 1;
-    for (std::size_t s = static_cast<std::size_t>(p.pp); s > 1; --s) {
-      j = from[s][j];
-      cuts.push_back(pos[j]);
-    }
-    std::reverse(cuts.begin(), cuts.end());
-  }
-  out.cuts = cuts;
-
-  // Per stage: timings for the simulator, parameters, activations.
-  std::vector<stage_timing> timing(static_cast<std::size_t>(p.pp));
-  std::vector<double> params(static_cast<std::size_t>(p.pp), 0.0), activations(static_cast<std::size_t>(p.pp), 0.0);
-  double tp_comm = 0;
-  std::vector<bool> counted(g.num_values(), false);
-  auto stage_of = [&](std::size_t i) {
-    return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), i) - cuts.begin());
-  };
-  for (std::size_t i = 0; i < forward; ++i) {
-    std::size_t s = stage_of(i);
-    timing[s].forward_s += fwd_s[i];
-    timing[s].backward_s += bwd_s[i];
-    tp_comm += comm_s[i] * p.micro_batches;
-    for (auto v : g.nodes()[i].outputs) {
-      const shard* sh = as_shard((*comp)->placement_of(v));
-      activations[s] += a.value_bytes(v, rows) / (sh != nullptr ? p.tp : 1);
-    }
-    for (auto v : g.nodes()[i].inputs)
-      if (g.value(v).kind == value_kind::parameter && !counted[static_cast<std::size_t>(v)]) {
-        counted[static_cast<std::size_t>(v)] = true;  // a parameter lives on the stage that reads it first
-        const shard* sh = as_shard((*comp)->placement_of(v));
-        params[s] += static_cast<double>(g.value(v).type.shape.numel()) * 4.0 / (sh != nullptr ? p.tp : 1);
-      }
-  }
-  double p2p_total = 0;
-  for (std::size_t c = 0; c < cuts.size(); ++c) {
-    double bytes = cut_bytes(a, cuts[c], rows) / p.tp;
-    timing[c].send_forward_s = p2p_seconds(bytes, pp_link, o.eff);
-    timing[c + 1].send_backward_s = p2p_seconds(bytes, pp_link, o.eff);
-    p2p_total += 2 * timing[c].send_forward_s * p.micro_batches;
-  }
-  double dp_comm = 0, peak = 0;
-  const double slots = optimizer_state_factor(a.optimizer_slots);
-  for (std::size_t s = 0; s < timing.size(); ++s) {
-    double owned = p.shard_params ? params[s] / p.dp : params[s];
-    double reduce = p.shard_params
-        ? reduce_scatter_ring_seconds(params[s], p.dp, dp_link, o.eff) + all_gather_ring_seconds(params[s], p.dp, dp_link, o.eff)
-        : allreduce_ring_seconds(params[s], p.dp, dp_link, o.eff);
-    double update = owned * (3.0 + 2.0 * slots) / (t.speed.memory_bytes_per_s * o.eff.memory);
-    timing[s].update_s = reduce + update;
-    dp_comm = std::max(dp_comm, reduce);
-    double memory = params[s] * 2.0 + owned * slots + activations[s] * p.buffer_size(static_cast<int>(s));
-    peak = std::max(peak, memory);
-  }
-  auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int s) { return p.buffer_size(s); });
-  out.step_s = sim.step_s;
-  out.bubble = sim.bubble;
-  out.comm_s = tp_comm / p.pp + p2p_total / std::max(1, p.pp) + dp_comm;
-  out.peak_memory_bytes = peak;
-  if (peak > t.memory_bytes * o.memory_margin) {
-    out.fits = false;
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "needs %.1f GB per device, has %.1f GB", peak / 1e9, t.memory_bytes / 1e9);
-    out.rejected = buf;
-  }
-  return out;
+  search_cache cache;
+  return evaluate(a, p, o, given_cuts, cache);
 }
 
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o) {
   std::vector<planned> fitting, rejected;
+  search_cache cache;
   const int n = o.topo.devices;
+  const std::size_t forward = a.forward_nodes();
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0) continue;
+    if (!o.tp_across_machines && tp > std::max(1, o.topo.devices_per_machine)) break;
     if (!a.completion(tp)) continue;  // the model's shapes cannot take this degree
-    for (int pp = 1; pp <= n / tp; ++pp) {
+    for (int pp = 1; pp <= n / tp && static_cast<std::size_t>(pp) <= forward; ++pp) {
       if ((n / tp) % pp != 0) continue;
       const int dp = n / tp / pp;
       if (o.batch % dp != 0) continue;
       for (int m = 1; m <= o.max_micro_batches && m <= o.batch / dp; m *= 2) {
         if ((o.batch / dp) % m != 0) continue;
-        for (int sched = 0; sched < (pp > 1 && o.consider_gpipe ? 2 : 1); ++sched)
+        if (pp == 1 && m > 1) break;  // without a pipeline, micro-batches only add overhead
+        for (int sched = 0; sched < (pp > 1 && m > 1 && o.consider_gpipe ? 2 : 1); ++sched)
           for (int shard = 0; shard < (dp > 1 ? 2 : 1); ++shard) {
             parallel_plan p{.dp = dp, .tp = tp, .pp = pp, .micro_batches = m,
                             .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
                             .shard_params = shard == 1};
-            auto r = evaluate_plan(a, p, o);
-            if (!r) continue;  // e.g. more stages than layers
+            auto r = evaluate(a, p, o, {}, cache);
+            if (!r) continue;  // e.g. more stages than the model has layers
             (r->fits ? fitting : rejected).push_back(std::move(*r));
           }
       }
     }
   }
   auto by_time = [](const planned& x, const planned& y) { return x.step_s < y.step_s; };
-  std::sort(fitting.begin(), fitting.end(), by_time);
-  std::sort(rejected.begin(), rejected.end(), [](const planned& x, const planned& y) {
-    return x.peak_memory_bytes < y.peak_memory_bytes;
-  });
+  std::stable_sort(fitting.begin(), fitting.end(), by_time);
+  std::stable_sort(rejected.begin(), rejected.end(),
+                   [](const planned& x, const planned& y) { return x.peak_memory_bytes < y.peak_memory_bytes; });
   fitting.insert(fitting.end(), rejected.begin(), rejected.end());
   return fitting;
 }
 
+std::string what_would_fit(const model_analysis& a, const search_options& o) {
+  std::string out;
+  char line[320];
+  auto ranked = rank_plans(a, o);
+  if (!ranked || ranked->empty()) {
+    std::snprintf(line, sizeof line,
+                  "no plan divides the batch of %lld over %d devices; a batch that is a multiple of %d would\n",
+                  static_cast<long long>(o.batch), o.topo.devices, o.topo.devices);
+    return line;
+  }
+  const planned& least = ranked->back().fits ? ranked->front() : *std::min_element(ranked->begin(), ranked->end(),
+      [](const planned& x, const planned& y) { return x.peak_memory_bytes < y.peak_memory_bytes; });
+  std::snprintf(line, sizeof line,
+                "the leanest plan on %d devices (%s) needs %.3g GB per device; %.3g GB may be used "
+                "(sharded optimizer state and up to %d micro-batches were considered)\n",
+                o.topo.devices, describe(least.plan).c_str(), least.peak_memory_bytes / 1e9,
+                o.topo.memory_bytes * o.memory_margin / 1e9, o.max_micro_batches);
+  out += line;
+  // more devices of the same kind
+  for (int factor = 2; factor <= 64; factor *= 2) {
+    search_options more = o;
+    more.topo.devices = o.topo.devices * factor;
+    auto r = rank_plans(a, more);
+    if (r && !r->empty() && r->front().fits) {
+      std::snprintf(line, sizeof line, "would fit: %d devices (%s, %.3g GB per device)\n", more.topo.devices,
+                    describe(r->front().plan).c_str(), r->front().peak_memory_bytes / 1e9);
+      out += line;
+      break;
+    }
+  }
+  // smaller micro-batches: every split of the batch
+  if (o.max_micro_batches < o.batch) {
+    search_options finer = o;
+    finer.max_micro_batches = static_cast<int>(std::min<std::int64_t>(o.batch, 1 << 20));
+    auto r = rank_plans(a, finer);
+    if (r && !r->empty() && r->front().fits) {
+      std::snprintf(line, sizeof line, "would fit: smaller micro-batches (%s)\n", describe(r->front().plan).c_str());
+      out += line;
+    }
+  }
+  // a smaller batch
+  for (std::int64_t b = o.batch / 2; b >= 1; b /= 2) {
+    search_options smaller = o;
+    smaller.batch = b;
+    auto r = rank_plans(a, smaller);
+    if (r && !r->empty() && r->front().fits) {
+      std::snprintf(line, sizeof line, "would fit: a batch of %lld (%s)\n", static_cast<long long>(b),
+                    describe(r->front().plan).c_str());
+      out += line;
+      break;
+    }
+  }
+  std::snprintf(line, sizeof line, "would fit: devices with %.3g GB each\n",
+                least.peak_memory_bytes / o.memory_margin / 1e9);
+  out += line;
+  return out;
+}
+
 std::string explain(const std::vector<planned>& ranked, std::size_t rows) {
-  std::string out = "  #  plan                           step (ms)  memory (GB)  bubble  comm   \n";
-  char line[256];
+  std::string out = "  #  plan                          step (ms)  memory (GB)  bubble   comm\n";
+  char line[320];
   for (std::size_t i = 0; i < ranked.size() && i < rows; ++i) {
     const planned& r = ranked[i];
-    std::snprintf(line, sizeof line, "%3zu  %-30s %10.3f %12.3f %6.1f%% %5.1f%%  %s\n", i + 1, describe(r.plan).c_str(),
+    std::snprintf(line, sizeof line, "%3zu  %-28s %10.3f %12.4g %6.1f%% %5.1f%%%s%s\n", i + 1, describe(r.plan).c_str(),
                   r.step_s * 1e3, r.peak_memory_bytes / 1e9, 100 * r.bubble,
-                  r.step_s > 0 ? 100 * std::min(1.0, r.comm_s / r.step_s) : 0.0, r.fits ? "" : r.rejected.c_str());
+                  r.step_s > 0 ? 100 * std::min(1.0, r.comm_s / r.step_s) : 0.0, r.fits ? "" : "  rejected: ",
+                  r.fits ? "" : r.rejected.c_str());
     out += line;
   }
   return out;
+}
+
+double model_flops(const model_analysis& a, std::int64_t batch) {
+  double total = 0;
+  for (const auto& c : a.node_cost) total += c.at(static_cast<double>(batch)).flops;
+  return total;
 }
 
 }  // namespace cohort::planner

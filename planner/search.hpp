@@ -3,10 +3,15 @@
 // boundaries, each step played by the simulator on cost-model durations, each checked
 // against device memory; ranked by predicted step time and explained.
 //
+// Ranks are placed by topology: tensor-parallel groups are consecutive devices (inside a
+// machine unless o.tp_across_machines), then pipeline stages, then data-parallel replicas;
+// so tp traffic takes the fastest links and dp traffic the slowest.
+//
 //   auto a = analyze_model(model, /*optimizer_slots=*/2);
 //   search_options o{.batch = 16, .topo = topology_of(cluster), .eff = profile.eff};
 //   auto ranked = rank_plans(**a, o);          // fitting plans first, fastest first
 //   std::cout << explain(*ranked, 10);          // plan, step time, memory, bubble, comm
+//   if (!ranked->front().fits) std::cout << what_would_fit(**a, o);
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "planner/analysis.hpp"
+#include "planner/cluster.hpp"
 #include "planner/plan.hpp"
 
 namespace cohort::planner {
@@ -28,10 +34,17 @@ struct topology {
   link_speed intra{1e10, 2e-6}, inter{1e9, 2e-5};
 };
 
+/// The uniform view of a cluster: its accelerators if it has any, else its CPU devices; the
+/// slowest device's speed and the smallest memory (a plan moves at its slowest rank's pace);
+/// the slowest link inside a machine and the link between machines. `half_precision` takes
+/// the f16 FLOP/s. Errors: a cluster without devices.
+result<topology> topology_of(const cluster& c, bool half_precision = false);
+
 struct planned {
   parallel_plan plan;
   std::vector<std::size_t> cuts;   // forward nodes where stages 1.. begin
   double step_s = 0;               // predicted
+  double compute_s = 0;            // the busiest stage's computation per step
   double peak_memory_bytes = 0;    // the fullest rank
   double bubble = 0;               // idle fraction of the pipeline
   double comm_s = 0;               // communication on the step's critical path (estimate)
@@ -45,20 +58,32 @@ struct search_options {
   efficiency eff;
   int max_micro_batches = 64;
   bool consider_gpipe = true;
+  bool tp_across_machines = false;
   double memory_margin = 0.9;      // use at most this fraction of device memory
+  /// Activations and messages in 2-byte types (mixed precision); parameters, gradients and
+  /// optimizer state still count 4 bytes each (master weights).
+  bool half_precision = false;
 };
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given).
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
                               const std::vector<std::size_t>& cuts = {});
 
-/// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected.
+/// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
+/// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides).
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o);
+
+/// When nothing fits: what would — the fewest devices of the same kind that fit (up to 64x),
+/// whether sharding or more micro-batches would, the memory one device would need.
+std::string what_would_fit(const model_analysis& a, const search_options& o);
 
 /// A table of the first `rows` plans: plan, predicted step time, peak memory, bubble %, comm %.
 std::string explain(const std::vector<planned>& ranked, std::size_t rows);
 
 /// "dp2 tp2 pp2 m4 1f1b sharded"
 std::string describe(const parallel_plan& p);
+
+/// FLOPs of one training step's forward and backward passes at `batch` rows.
+double model_flops(const model_analysis& a, std::int64_t batch);
 
 }  // namespace cohort::planner

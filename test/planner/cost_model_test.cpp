@@ -1,0 +1,88 @@
+// The cost model's formulas against values worked out by hand, and the model analysis
+// (affine costs in the batch rows, bytes across every cut) against direct builds.
+#include <doctest/doctest.h>
+
+#include "planner/analysis.hpp"
+#include "planner/cost_model.hpp"
+#include "toy_models.hpp"
+
+using namespace cohort;
+using namespace cohort::planner;
+
+TEST_CASE("compute time is the roofline's larger side plus the per-operation cost") {
+  device_speed d{1e11, 1e10};
+  efficiency e{.gemm = 0.5, .memory = 0.5, .link = 0.5, .per_op_seconds = 1e-6};
+  // a GEMM of 1 GFLOP over 1 MB: FLOP-bound, 1e9 / (1e11 * 0.5) = 20 ms
+  CHECK(compute_seconds({1e9, 1e6, true}, d, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
+  // the same GEMM over 1 GB: memory-bound, 1e9 / (1e10 * 0.5) = 200 ms
+  CHECK(compute_seconds({1e9, 1e9, true}, d, e) == doctest::Approx(0.2 + 1e-6).epsilon(1e-12));
+  // an element-wise op: its FLOPs never bound it, 1e8 bytes / 5e9 = 20 ms
+  CHECK(compute_seconds({1e12, 1e8, false}, d, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
+}
+
+TEST_CASE("collectives follow the alpha-beta model of the ring") {
+  link_speed l{1e9, 1e-5};
+  efficiency e{.link = 0.5};
+  // 8 MB over 4 ranks: 2(n-1) = 6 steps of 2 MB at 0.5 GB/s = 4 ms, plus 10 us each
+  CHECK(allreduce_ring_seconds(8e6, 4, l, e) == doctest::Approx(6 * (1e-5 + 4e-3)).epsilon(1e-12));
+  CHECK(reduce_scatter_ring_seconds(8e6, 4, l, e) == doctest::Approx(3 * (1e-5 + 4e-3)).epsilon(1e-12));
+  CHECK(all_gather_ring_seconds(8e6, 4, l, e) == doctest::Approx(3 * (1e-5 + 4e-3)).epsilon(1e-12));
+  CHECK(allreduce_ring_seconds(8e6, 1, l, e) == 0.0);
+  CHECK(p2p_seconds(8e6, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
+  // a reduce-scatter and an all-gather move what one allreduce moves
+  CHECK(reduce_scatter_ring_seconds(8e6, 4, l, e) + all_gather_ring_seconds(8e6, 4, l, e) ==
+        doctest::Approx(allreduce_ring_seconds(8e6, 4, l, e)));
+}
+
+TEST_CASE("the pipeline bubble in closed form") {
+  CHECK(bubble_fraction(1, 8) == 0.0);
+  CHECK(bubble_fraction(4, 8) == doctest::Approx(3.0 / 11.0));
+  CHECK(bubble_fraction(2, 1) == doctest::Approx(0.5));
+}
+
+TEST_CASE("a matmul's profile: 2 m n k FLOPs and the bytes of its operands, per row") {
+  graph g;
+  var x = g.input("x", {3, 4});
+  var w = g.parameter("w", {4, 5}, init_spec::zeros());
+  var y = matmul(x, w);
+  (void)y;
+  op_profile p = profile_of(g, g.nodes().back(), 3);
+  CHECK(p.gemm);
+  CHECK(p.flops == doctest::Approx(2.0 * 3 * 5 * 4 / 3));
+  CHECK(p.bytes == doctest::Approx((12 + 20 + 15) * 4.0 / 3));
+}
+
+TEST_CASE("the analysis' affine costs equal a direct build at another batch size") {
+  auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {12, 32, 24, 7}, rows); };
+  auto a = analyze_model(model, 2);
+  REQUIRE(a);
+  const model_analysis& an = **a;
+  graph g7;
+  var loss = model(g7, 7);
+  REQUIRE(autodiff(g7, loss));
+  REQUIRE(g7.nodes().size() == an.g->nodes().size());
+  for (std::size_t i = 0; i < g7.nodes().size(); ++i) {
+    op_profile direct = profile_of(g7, g7.nodes()[i], 1);
+    op_profile affine = an.node_cost[i].at(7);
+    CHECK(affine.flops == doctest::Approx(direct.flops));
+    CHECK(affine.bytes == doctest::Approx(direct.bytes));
+  }
+  // parameters: 12*32+32 + 32*24+24 + 24*7+7 floats
+  CHECK(an.param_bytes == doctest::Approx(4.0 * (12 * 32 + 32 + 32 * 24 + 24 + 24 * 7 + 7)));
+  // bytes across each cut: every value made before j and read at or after j, counted directly
+  const std::size_t forward = an.forward_nodes();
+  for (std::size_t j = 1; j < forward; ++j) {
+    double direct = 0;
+    std::vector<bool> seen(g7.num_values(), false);
+    for (std::size_t i = j; i < forward; ++i)
+      for (auto v : g7.nodes()[i].inputs) {
+        auto p = g7.value(v).producer;
+        if (p < 0 || static_cast<std::size_t>(p) >= j || seen[static_cast<std::size_t>(v)]) continue;
+        seen[static_cast<std::size_t>(v)] = true;
+        direct += static_cast<double>(g7.value(v).type.shape.numel()) * 4.0;
+      }
+    CHECK(an.cut_bytes(j, 7) == doctest::Approx(direct));
+  }
+  // the layer boundaries are where fc2 and fc3 begin
+  CHECK(an.boundaries.size() >= 2);
+}

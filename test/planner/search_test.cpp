@@ -1,0 +1,170 @@
+// The planner on toy clusters: a case where pipeline parallelism wins, one where tensor
+// parallelism wins, one where only a sharded optimizer state fits, one where nothing fits
+// (and the planner says what would), placement by topology, and the uniform view of a
+// cluster file.
+#include <doctest/doctest.h>
+
+#include <iostream>
+
+#include "planner/search.hpp"
+#include "toy_models.hpp"
+
+using namespace cohort;
+using namespace cohort::planner;
+
+namespace {
+
+const model_analysis& analyzed(const std::function<var(graph&, std::int64_t)>& model, int slots) {
+  static std::vector<std::unique_ptr<model_analysis>> keep;
+  auto a = analyze_model(model, slots);
+  REQUIRE(a);
+  keep.push_back(std::move(*a));
+  return *keep.back();
+}
+
+topology two_devices(double link_bytes_per_s, double memory_bytes) {
+  topology t;
+  t.devices = 2;
+  t.devices_per_machine = 2;
+  t.speed = {1e11, 2e10};
+  t.memory_bytes = memory_bytes;
+  t.intra = t.inter = {link_bytes_per_s, 1e-5};
+  return t;
+}
+
+search_options options(std::int64_t batch, const topology& t) {
+  search_options o;
+  o.batch = batch;
+  o.topo = t;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline parallelism wins: large weights, small activations, a slow link") {
+  // 8 layers of 1024 x 1024 (32 MB of weights): dp would allreduce all of them each step,
+  // tp two activations per layer; a pipeline sends one 64 x 1024 activation per micro-batch
+  const auto& a = analyzed([](graph& g, std::int64_t r) {
+    return test::toy_mlp(g, {1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, r);
+  }, 1);
+  search_options o = options(64, two_devices(1e8, 1e12));
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  REQUIRE(!ranked->empty());
+  INFO(explain(*ranked, 12));
+  const planned& best = ranked->front();
+  CHECK(best.plan.pp == 2);
+  CHECK(best.plan.micro_batches >= 4);
+  CHECK(best.fits);
+  // balanced: the cut falls within a layer of the middle
+  REQUIRE(best.cuts.size() == 1);
+  // (each layer is matmul, bias, relu: the middle is node 12)
+  CHECK(best.cuts[0] >= 9);
+  CHECK(best.cuts[0] <= 15);
+}
+
+TEST_CASE("tensor parallelism wins: a batch of one row, a fast link") {
+  // one row: no data parallelism, no micro-batches to fill a pipeline; tp halves the work
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {2048, 4096, 2048, 10}, r); }, 1);
+  search_options o = options(1, two_devices(1e11, 1e12));
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  INFO(explain(*ranked, 12));
+  CHECK(ranked->front().plan.tp == 2);
+  CHECK(ranked->front().plan.pp == 1);
+}
+
+TEST_CASE("only a sharded optimizer state fits") {
+  // one wide layer without tp annotations (tp would not split it) that a pipeline cannot
+  // split either; AdamW: parameters + gradients + 2 slots = 16 bytes per parameter, sharded
+  // over 2: 12 bytes per parameter
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_wide_linear(g, 1024, 4096, r); }, 2);
+  const double params = 1024.0 * 4096 + 4096;
+  search_options o = options(8, two_devices(1e10, params * 14.0 / 0.9));
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  INFO(explain(*ranked, 20));
+  REQUIRE(ranked->front().fits);
+  for (const planned& p : *ranked) CHECK(p.fits == p.plan.shard_params);
+  CHECK(ranked->front().peak_memory_bytes == doctest::Approx(params * 12.0).epsilon(0.01));
+}
+
+TEST_CASE("nothing fits: every plan rejected, and the planner says what would") {
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {512, 2048, 2048, 512, 10}, r); }, 2);
+  search_options o = options(32, two_devices(1e10, 4e6));
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  REQUIRE(!ranked->empty());
+  for (const planned& p : *ranked) {
+    CHECK(!p.fits);
+    CHECK(p.rejected.find("GB per device") != std::string::npos);
+  }
+  std::string advice = what_would_fit(a, o);
+  INFO(advice);
+  CHECK(advice.find("the leanest plan on 2 devices") != std::string::npos);
+  CHECK(advice.find("would fit: ") != std::string::npos);
+  CHECK(advice.find(" devices (") != std::string::npos);  // more devices
+  CHECK(advice.find("devices with") != std::string::npos);
+}
+
+TEST_CASE("GPipe holds every micro-batch in flight, 1F1B at most pp: more memory, same time on equal stages") {
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {256, 256, 256, 256, 10}, r); }, 1);
+  search_options o = options(64, two_devices(1e10, 1e12));
+  parallel_plan one{.pp = 2, .micro_batches = 8};
+  parallel_plan gpipe = one;
+  gpipe.schedule = schedule_kind::gpipe;
+  auto x = evaluate_plan(a, one, o), y = evaluate_plan(a, gpipe, o);
+  REQUIRE(x);
+  REQUIRE(y);
+  CHECK(y->peak_memory_bytes > x->peak_memory_bytes);
+  CHECK(x->cuts == y->cuts);
+}
+
+TEST_CASE("tensor-parallel groups stay inside a machine unless allowed across") {
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {64, 64, 64, 10}, r); }, 1);
+  search_options o = options(16, topology{});
+  o.topo.devices = 4;
+  o.topo.devices_per_machine = 2;
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  int widest = 0;
+  for (const planned& p : *ranked) widest = std::max(widest, p.plan.tp);
+  CHECK(widest == 2);
+  o.tp_across_machines = true;
+  ranked = rank_plans(a, o);
+  widest = 0;
+  for (const planned& p : *ranked) widest = std::max(widest, p.plan.tp);
+  CHECK(widest == 4);
+}
+
+TEST_CASE("a given plan that the model cannot take is an error, not a guess") {
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {8, 8, 10}, r); }, 1);
+  search_options o = options(6, topology{});
+  CHECK(!evaluate_plan(a, {.dp = 4}, o));                                // 6 rows over 4 replicas
+  CHECK(!evaluate_plan(a, {.pp = 2, .micro_batches = 2}, o, {1, 2}));   // 2 cuts for 2 stages
+}
+
+TEST_CASE("the uniform view of a cluster: its accelerators, the slowest of them, its links") {
+  auto c = load_cluster_json(R"({"cohort_cluster": 1,
+    "inter_link": {"bandwidth_gb_per_s": 25, "latency_us": 10},
+    "machines": [
+      {"hostname": "a", "intra_link": {"bandwidth_gb_per_s": 300, "latency_us": 2}, "devices": [
+         {"kind": "gpu", "count": 4, "model": "A100", "tflops": {"f32": 19.5, "f16": 312}, "memory_gb": 80,
+          "memory_bandwidth_gb_per_s": 2039},
+         {"kind": "cpu", "count": 1, "model": "EPYC", "tflops": {"f32": 1}, "memory_gb": 512, "memory_bandwidth_gb_per_s": 200}]},
+      {"hostname": "b", "intra_link": {"bandwidth_gb_per_s": 300, "latency_us": 2}, "devices": [
+         {"kind": "gpu", "count": 4, "model": "A100-40", "tflops": {"f32": 19.5, "f16": 312}, "memory_gb": 40,
+          "memory_bandwidth_gb_per_s": 1555}]}]})",
+                             "test");
+  if (!c) FAIL(c.error().message);
+  auto t = topology_of(*c, /*half_precision=*/true);
+  REQUIRE(t);
+  CHECK(t->devices == 8);
+  CHECK(t->devices_per_machine == 4);
+  CHECK(t->speed.flops_per_s == doctest::Approx(312e12));
+  CHECK(t->speed.memory_bytes_per_s == doctest::Approx(1555e9));
+  CHECK(t->memory_bytes == doctest::Approx(40e9));
+  CHECK(t->intra.bytes_per_s == doctest::Approx(300e9));
+  CHECK(t->inter.bytes_per_s == doctest::Approx(25e9));
+  CHECK(t->inter.latency_s == doctest::Approx(10e-6));
+}
