@@ -193,10 +193,12 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   std::vector<double> params(stages, 0.0), activations(stages, 0.0);
   double tp_comm = 0;
   std::size_t s = 0;
+  out.stages.assign(stages, {});
   for (std::size_t i = 0; i < forward; ++i) {
     while (s < cuts.size() && i >= cuts[s]) ++s;
     timing[s].forward_s += fwd_s[i];
     timing[s].backward_s += bwd_s[i];
+    out.stages[s].compute_comm_s += comm_s[i] * p.micro_batches;
     tp_comm += comm_s[i] * p.micro_batches;
     activations[s] += view.activation_bytes[i].at(rows) * bytes_scale;
     params[s] += view.param_bytes[i];
@@ -218,6 +220,10 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
                                    : allreduce_ring_seconds(grads, p.dp, dp_link, o.eff);
     double update = owned * (3.0 + 2.0 * slots) / (o.topo.speed.memory_bytes_per_s * o.eff.memory);
     timing[k].update_s = reduce + update;
+    out.stages[k].forward_s = timing[k].forward_s * p.micro_batches;
+    out.stages[k].backward_s = timing[k].backward_s * p.micro_batches;
+    out.stages[k].update_s = reduce + update;
+    out.stages[k].update_comm_s = reduce;
     dp_comm = std::max(dp_comm, reduce);
     // parameters and gradients in the compute type; master weights (mixed precision) and
     // optimizer state on the owner

@@ -40,8 +40,17 @@ struct topology {
 /// the f16 FLOP/s. Errors: a cluster without devices.
 result<topology> topology_of(const cluster& c, bool half_precision = false);
 
+/// What one stage's ranks are predicted to spend per step, in the runtime's task kinds.
+struct stage_prediction {
+  double forward_s = 0, backward_s = 0;  // all micro-batches, tensor-parallel collectives included
+  double compute_comm_s = 0;             // of which tensor-parallel collectives
+  double update_s = 0;                   // the amplifier: gradient reduction over dp + optimizer
+  double update_comm_s = 0;              // of which the gradient reduction
+};
+
 struct planned {
   parallel_plan plan;
+  std::vector<stage_prediction> stages;
   std::vector<std::size_t> cuts;   // forward nodes where stages 1.. begin
   double step_s = 0;               // predicted
   double compute_s = 0;            // the busiest stage's computation per step

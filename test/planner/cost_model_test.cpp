@@ -4,6 +4,7 @@
 
 #include "planner/analysis.hpp"
 #include "planner/cost_model.hpp"
+#include "planner/refit.hpp"
 #include "toy_models.hpp"
 
 using namespace cohort;
@@ -85,4 +86,25 @@ TEST_CASE("the analysis' affine costs equal a direct build at another batch size
   }
   // the layer boundaries are where fc2 and fc3 begin
   CHECK(an.boundaries.size() >= 2);
+}
+
+TEST_CASE("refit: measured task times twice the prediction halve the efficiencies") {
+  efficiency e{.gemm = 0.6, .memory = 0.5, .link = 0.8, .per_op_seconds = 2e-6};
+  stage_prediction p{.forward_s = 1.0, .backward_s = 2.0, .update_s = 0.5, .update_comm_s = 0.3};
+  // compute twice as slow; the optimizer part (0.2 predicted) twice too = 0.4, the reduction
+  // 0.9 measured against 0.3 predicted: three times as slow
+  auto r = refit({{p, {2.0, 4.0, 1.3}}, {p, {2.0, 4.0, 1.3}}}, e);
+  CHECK(r.changed);
+  CHECK(r.compute_factor == doctest::Approx(2.0));
+  CHECK(r.reduce_factor == doctest::Approx(3.0));
+  CHECK(r.eff.gemm == doctest::Approx(0.3));
+  CHECK(r.eff.memory == doctest::Approx(0.25));
+  CHECK(r.eff.per_op_seconds == doctest::Approx(4e-6));
+  CHECK(r.eff.link == doctest::Approx(0.8 / 3));
+  // and the refit model predicts what was measured
+  device_speed d{1e9, 1e9};
+  op_profile gemm{1e9, 1.0, true};
+  CHECK(compute_seconds(gemm, d, r.eff) == doctest::Approx(2 * compute_seconds(gemm, d, e)).epsilon(1e-9));
+  // nothing observed: unchanged
+  CHECK(!refit({}, e).changed);
 }
