@@ -83,6 +83,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   for (std::size_t index = 0; index < order.size(); ++index) {
     const task& t = order[index];
     if (io.before_task) io.before_task(t, index);
+    // A task's time is its own work: waiting for data or for another stage's tensor is left
+    // out (the planner's simulator models those waits; its refit needs the work alone).
     auto start = std::chrono::steady_clock::now();
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
     status st;
@@ -97,11 +99,13 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         }
       }
       st = receive(slot, t.micro_batch, false);
+      start = std::chrono::steady_clock::now();
       if (st) st = w.forward(slot);
       if (st) st = send(slot, t.micro_batch, false);
       if (st && report.reports_loss) report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
     } else if (t.kind == task_kind::backward) {
       st = receive(slot, t.micro_batch, true);
+      start = std::chrono::steady_clock::now();
       if (st) st = w.backward(slot, seed);
       if (st) st = send(slot, t.micro_batch, true);
     } else {

@@ -4,6 +4,8 @@
 //   build/apps/gpt                                     # GPL-3 text, 33 steps
 //   build/apps/gpt --data.name=moby-dick --train.steps=300
 //   build/apps/gpt --plan.tp=2 --plan.pp=2 --plan.micro-batches=4
+//   build/apps/gpt --plan.only=true --cluster.file=configs/cluster_gpu_64.json --model.layers=96
+//       --model.d=12288 --model.heads=96 --model.seq=2048 --model.vocab=50257 --train.batch=64
 #include <cstring>
 
 #include "apps/datasets.hpp"
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
       .add("model.d", o.model.d, "model width")
       .add("model.heads", o.model.heads, "attention heads (must divide model.d)")
       .add("model.seq", o.model.seq, "context length in bytes")
+      .add("model.vocab", o.model.vocab, "vocabulary (bytes: 256; larger only to plan for big models)")
       .add("train.steps", o.steps, "optimizer steps")
       .add("train.batch", o.batch, "sequences per step")
       .add("train.lr", o.lr, "AdamW learning rate")
@@ -58,10 +61,13 @@ int main(int argc, char** argv) {
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("gpt", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
+  plan.finish(opts);
   if (o.steps < 1 || o.batch < 1 || o.threads < 1 || o.warmup < 0 || o.lr <= 0)
     return fail("gpt", "--train.steps, --train.batch, --train.threads and --train.lr must be positive", 2);
   if (o.model.layers < 1 || o.model.d < 1 || o.model.heads < 1 || o.model.seq < 1 || o.model.d % o.model.heads != 0)
     return fail("gpt", "--model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d", 2);
+  if (o.model.vocab < 256)
+    return fail("gpt", "--model.vocab must be at least 256 (the data is bytes), got " + std::to_string(o.model.vocab), 2);
 
   std::string path = o.file;
   if (path.empty()) {
@@ -92,9 +98,15 @@ int main(int argc, char** argv) {
   job.metrics_path = o.metrics;
   auto r = train(job, plan, opts.caf_arguments());
   if (!r) return fail("gpt", r.error().message, exit_code_for(r.error()));
-  print_summary({{"app", "gpt"}, {"data", path}, {"layers", o.model.layers}, {"d", o.model.d},
-                 {"heads", o.model.heads}, {"seq", o.model.seq}, {"batch", o.batch}, {"steps", o.steps},
-                 {"first_loss", r->first_loss}, {"final_loss", r->final_loss}, {"tokens_per_s", r->items_per_s},
-                 {"threads", o.threads}, {"plan", r->plan}, {"restarts", r->restarts}});
+  if (r->plan_only) {
+    print_summary({{"app", "gpt"}, {"plan", r->plan}});
+    return 0;
+  }
+  json summary = {{"app", "gpt"}, {"data", path}, {"layers", o.model.layers}, {"d", o.model.d},
+                  {"heads", o.model.heads}, {"seq", o.model.seq}, {"vocab", o.model.vocab}, {"batch", o.batch},
+                  {"steps", o.steps}, {"first_loss", r->first_loss}, {"final_loss", r->final_loss},
+                  {"tokens_per_s", r->items_per_s}, {"threads", o.threads}, {"plan", r->plan}, {"restarts", r->restarts}};
+  if (!r->prediction.empty()) summary["prediction"] = r->prediction;
+  print_summary(summary);
   return 0;
 }

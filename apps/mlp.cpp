@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("mlp", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
+  plan.finish(opts);
   if (o.steps < 1 || o.batch < 1 || o.threads < 1 || o.warmup < 0 || o.lr <= 0)
     return fail("mlp", "--train.steps, --train.batch, --train.threads and --train.lr must be positive", 2);
   if (o.optimizer != "sgd" && o.optimizer != "adamw")
@@ -117,10 +118,15 @@ int main(int argc, char** argv) {
   job.note = data->note;
   auto r = train(job, plan, opts.caf_arguments());
   if (!r) return fail("mlp", r.error().message, exit_code_for(r.error()));
+  if (r->plan_only) {
+    print_summary({{"app", "mlp"}, {"plan", r->plan}});
+    return 0;
+  }
 
   json summary = {{"app", "mlp"}, {"data", o.data}, {"dims", o.dims}, {"batch", o.batch},
                   {"steps", o.steps}, {"final_loss", r->final_loss}, {"samples_per_s", r->items_per_s},
                   {"threads", o.threads}, {"plan", r->plan}, {"restarts", r->restarts}};
+  if (!r->prediction.empty()) summary["prediction"] = r->prediction;
   if (data->test.size() > 0) {
     kernels::thread_pool pool(static_cast<int>(o.threads));
     kernels::set_math_threads(static_cast<int>(o.threads));

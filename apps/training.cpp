@@ -3,28 +3,49 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 
 #include "actors/runtime.hpp"
+#include "apps/planning.hpp"
 #include "kernels/trainer.hpp"
+#include "planner/refit.hpp"
 
 namespace cohort::apps {
 
 void plan_options::add_to(option_set& opts) {
-  opts.add("plan.mode", mode, "serial (the reference trainer) or manual (the actor runtime with this plan)")
-      .add("plan.dp", dp, "data-parallel replicas")
-      .add("plan.tp", tp, "tensor-parallel ranks per stage")
-      .add("plan.pp", pp, "pipeline stages")
-      .add("plan.micro-batches", micro_batches, "micro-batches per step (gradient accumulation)")
-      .add("plan.schedule", schedule, "gpipe or 1f1b")
-      .add("plan.shard-params", shard_params, "shard optimizer state over dp (ZeRO)")
+  opts.add("plan.mode", mode, "auto (the planner chooses), manual (the --plan.* degrees) or serial (the reference trainer)")
+      .add("plan.dp", dp, "data-parallel replicas (0: the planner's choice; manual: 1)")
+      .add("plan.tp", tp, "tensor-parallel ranks per stage (0: the planner's choice; manual: 1)")
+      .add("plan.pp", pp, "pipeline stages (0: the planner's choice; manual: 1)")
+      .add("plan.micro-batches", micro_batches, "micro-batches per step (0: the planner's choice; manual: 1)")
+      .add("plan.schedule", schedule, "gpipe or 1f1b (empty: the planner's choice; manual: 1f1b)")
+      .add("plan.shard-params", shard_params, "shard optimizer state over dp (ZeRO); under auto: require it")
       .add("plan.cuts", cuts, "pipeline cuts as forward-node indices (empty: balanced)")
+      .add("plan.only", only, "print the ranked plans and the chosen one as JSON; train nothing")
+      .add("plan.file", file, "train with this saved plan (JSON as --plan.only prints it)")
+      .add("plan.ranks", ranks, "devices to plan for on this machine (0: one per core)")
+      .add("plan.max-micro-batches", max_micro_batches, "the most micro-batches the planner considers")
+      .add("plan.refit", refit, "refit the cost model from this run's task times and save it with the profile")
+      .add("plan.half-precision", half_precision, "plan for mixed precision (f16 FLOP/s, 2-byte activations)")
+      .add("plan.recompute", recompute, "let the planner recompute activations (cluster files only: not run here yet)")
+      .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
+      .add("cluster.profile", cluster_profile, "this machine's measured profile (default ~/.cache/cohort/profile.json)")
+      .add("cluster.calibrate", cluster_calibrate, "measure this machine (GEMM, memory, link) and save the profile")
       .add("fault.max-restarts", max_restarts, "redo a failed step at most this many times")
       .add("fault.timeout-ms", timeout_ms, "the longest any wait inside a step may take")
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
       .add("fault.inject-step", inject_step, "... at this step ...")
       .add("fault.inject-task", inject_task, "... before this task of its schedule");
+}
+
+void plan_options::finish(const option_set& opts) {
+  if (opts.was_set("plan.mode")) return;
+  for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
+                          "plan.cuts"})
+    if (opts.was_set(key)) mode = "manual";
 }
 
 namespace {
@@ -78,13 +99,18 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   return std::move(loop.out);
 }
 
-result<training_result> train_runtime(const training_job& job, const plan_options& p,
-                                      const std::vector<std::string>& caf_arguments, loop_state& loop) {
-  auto schedule = planner::parse_schedule(p.schedule);
-  if (!schedule) return schedule.error();
+// Per rank, the seconds of forward, backward and update tasks summed over the timed steps.
+struct task_totals {
+  std::vector<std::array<double, 3>> per_rank;
+  std::vector<double> step_seconds;
+  std::int64_t steps = 0;
+};
+
+result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
+                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
+                                      task_totals& totals) {
   actors::run_options o;
-  o.plan = {.dp = static_cast<int>(p.dp), .tp = static_cast<int>(p.tp), .pp = static_cast<int>(p.pp),
-            .micro_batches = static_cast<int>(p.micro_batches), .schedule = *schedule, .shard_params = p.shard_params};
+  o.plan = choice.plan;
   o.batch = job.batch;
   o.steps = job.steps;
   o.optimizer = job.optimizer;
@@ -92,7 +118,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.threads = job.threads;
   o.timeout = std::chrono::milliseconds(p.timeout_ms);
   o.max_restarts = static_cast<int>(p.max_restarts);
-  for (auto c : p.cuts) o.stage_cuts.push_back(static_cast<std::size_t>(c));
+  o.stage_cuts = choice.cuts;
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
   o.on_step = [&](const actors::step_metrics& m) {
     // per-step timings for the cost model: the slowest worker's task seconds and the step's
@@ -101,6 +127,13 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     for (const auto& t : m.task_seconds) {
       busiest = std::max(busiest, t[0] + t[1] + t[2]);
       tasks.push_back({t[0], t[1], t[2]});
+    }
+    if (m.step >= job.warmup || job.steps <= job.warmup) {
+      totals.per_rank.resize(std::max(totals.per_rank.size(), m.task_seconds.size()));
+      for (std::size_t r = 0; r < m.task_seconds.size(); ++r)
+        for (std::size_t k = 0; k < 3; ++k) totals.per_rank[r][k] += m.task_seconds[r][k];
+      totals.step_seconds.push_back(m.seconds);
+      ++totals.steps;
     }
     loop.on_step(m.step, static_cast<float>(m.loss),
                  {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
@@ -126,22 +159,96 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   loop.finish();
   loop.out.restarts = r->restarts;
   loop.out.parameters = std::move(r->parameters);
-  loop.out.plan = {{"mode", "manual"}, {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"micro_batches", p.micro_batches},
-                   {"schedule", p.schedule}, {"shard_params", p.shard_params}, {"ranks", o.plan.ranks()}};
+  loop.out.plan = choice.to_json();
   return std::move(loop.out);
+}
+
+
+// Predicted against measured step time, and the refit of the cost model from the task
+// times (saved with the profile when --plan.refit).
+json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t) {
+  json out = json::object();
+  if (!choice.predicted || t.steps == 0) return out;
+  std::vector<double> steps = t.step_seconds;
+  std::sort(steps.begin(), steps.end());
+  const double measured = steps[steps.size() / 2];
+  const double predicted = choice.predicted->step_s;
+  out["predicted_step_s"] = predicted;
+  out["measured_step_s"] = measured;
+  out["error_pct"] = 100.0 * (predicted - measured) / measured;
+  std::vector<planner::task_observation> obs;
+  const auto& plan = choice.plan;
+  for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
+    const auto stage = static_cast<std::size_t>((static_cast<int>(r) / plan.tp) % plan.pp);
+    if (stage >= choice.predicted->stages.size()) continue;
+    std::array<double, 3> mean{};
+    for (std::size_t k = 0; k < 3; ++k) mean[k] = t.per_rank[r][k] / static_cast<double>(t.steps);
+    obs.push_back({choice.predicted->stages[stage], mean});
+  }
+  auto fit = planner::refit(obs, setup.profile.eff);
+  if (!fit.changed) return out;
+  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor},
+                  {"efficiency", {{"gemm", fit.eff.gemm}, {"memory", fit.eff.memory}, {"link", fit.eff.link},
+                                  {"per_op_seconds", fit.eff.per_op_seconds}}}};
+  if (p.refit && !setup.cluster) {
+    setup.profile.eff = fit.eff;
+    ++setup.profile.refits;
+    if (auto st = save_profile(setup.profile_path, setup.profile); !st)
+      std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());
+    else
+      out["profile"] = setup.profile_path;
+  }
+  return out;
 }
 
 }  // namespace
 
 result<training_result> train(const training_job& job, const plan_options& plan,
                               const std::vector<std::string>& caf_arguments) {
-  if (plan.mode != "serial" && plan.mode != "manual")
-    return make_error(errc::invalid_argument, "--plan.mode must be serial or manual, got '" + plan.mode + "'");
-  if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
+  if (plan.mode != "auto" && plan.mode != "serial" && plan.mode != "manual")
+    return make_error(errc::invalid_argument, "--plan.mode must be auto, manual or serial, got '" + plan.mode + "'");
+  if (!plan.schedule.empty())
+    if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
+  if ((plan.recompute || plan.half_precision) && plan.cluster_file.empty())
+    return make_error(errc::invalid_argument, "--plan.recompute and --plan.half-precision plan for a --cluster.file; "
+                                              "the runtime here trains in f32 without recomputation");
+  if (plan.max_micro_batches < 1 || plan.ranks < 0)
+    return make_error(errc::invalid_argument, "--plan.max-micro-batches must be positive and --plan.ranks not negative");
   loop_state loop(job);
+  if (plan.mode == "serial") {
+    if (plan.only || !plan.file.empty() || !plan.cluster_file.empty())
+      return make_error(errc::invalid_argument, "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
+    if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+    return train_serial(job, loop);
+  }
+  auto setup = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, plan);
+  if (!setup) return setup.error();
+  auto choice = choose_plan(*setup, plan);
+  if (!choice) return choice.error();
+  if (plan.only) {
+    std::printf("planning for %d %s (%s)\n", setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
+                setup->cluster ? plan.cluster_file.c_str() : describe(setup->profile).c_str());
+    if (!choice->table.empty()) std::printf("%s", choice->table.c_str());
+    training_result r;
+    r.plan_only = true;
+    r.plan = choice->to_json();
+    return r;
+  }
+  if (setup->cluster)
+    return make_error(errc::invalid_argument,
+                      "training on the devices of --cluster.file needs the multi-process runtime, which is not built "
+                      "yet; --plan.only=true plans for them");
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
-  if (plan.mode == "serial") return train_serial(job, loop);
-  return train_runtime(job, plan, caf_arguments, loop);
+  training_job with_note = job;
+  char line[256];
+  std::snprintf(line, sizeof line, "plan: %s (%s%s)", planner::describe(choice->plan).c_str(), choice->how.c_str(),
+                choice->predicted ? (", predicted " + std::to_string(choice->predicted->step_s * 1e3).substr(0, 6) + " ms per step").c_str() : "");
+  with_note.note = job.note.empty() ? line : job.note + "\n" + line;
+  task_totals totals;
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals);
+  if (!r) return r;
+  r->prediction = compare_and_refit(*choice, *setup, plan, totals);
+  return r;
 }
 
 }  // namespace cohort::apps

@@ -1,9 +1,11 @@
-// The training loop the apps share: the plan options (--plan.*, --fault.*), and one call
-// that trains either with the serial trainer (--plan.mode=serial, the reference) or on the
-// actor runtime with a manual plan (--plan.mode=manual, the default), reporting progress,
-// metrics and the pieces of the summary JSON.
+// The training loop the apps share: the plan options (--plan.*, --cluster.*, --fault.*), and
+// one call that trains either with the serial trainer (--plan.mode=serial, the reference) or
+// on the actor runtime with a plan the planner chose (--plan.mode=auto, the default), given
+// (manual) or loaded (--plan.file); reporting progress, metrics, predicted against measured
+// step time, and the pieces of the summary JSON.
 //
 //   plan_options plan;  plan.add_to(opts);            // --plan.dp=2 --plan.tp=2 ...
+//   opts.parse(argc, argv);  plan.finish(opts);
 //   training_job job{.model = ..., .data = ..., .batch = 64, .steps = 100, ...};
 //   auto r = train(job, plan, opts.caf_arguments());
 //   summary["plan"] = r->plan;  summary["final_loss"] = r->final_loss;
@@ -24,14 +26,26 @@
 namespace cohort::apps {
 
 struct plan_options {
-  std::string mode = "manual";
-  std::int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1;
-  std::string schedule = "1f1b";
+  std::string mode = "auto";            // auto, manual, serial
+  // Degrees: 0 lets the planner choose (under auto they are constraints; manual: 0 means 1).
+  std::int64_t dp = 0, tp = 0, pp = 0, micro_batches = 0;
+  std::string schedule;                 // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
   bool shard_params = false;
   std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
+  bool only = false;                    // print the ranked plans and the chosen one, train nothing
+  std::string file;                     // a saved plan (JSON, as --plan.only prints it)
+  std::int64_t ranks = 0;               // devices to plan for on this machine (0: its cores)
+  std::int64_t max_micro_batches = 64;
+  bool refit = true;                    // refit the cost model from this run, save it with the profile
+  std::string cluster_file, cluster_profile;
+  bool cluster_calibrate = false;
+  bool half_precision = false;          // plan for mixed precision (cluster files)
+  bool recompute = false;               // may plan activation recomputation (cluster files)
   std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
   std::int64_t timeout_ms = 60000;
   void add_to(option_set& opts);
+  /// After parsing: a degree, schedule or cut given without --plan.mode means manual.
+  void finish(const option_set& opts);
 };
 
 struct training_job {
@@ -54,6 +68,8 @@ struct training_result {
   int restarts = 0;
   parameter_store parameters;           // the trained model, whole
   json plan;                            // for the summary
+  json prediction;                      // predicted vs measured step time, the refit (runtime runs)
+  bool plan_only = false;               // --plan.only: nothing was trained
 };
 
 /// Errors: bad plan options (exit code 2 material) and failures during training.

@@ -19,8 +19,7 @@ refit_result refit(const std::vector<task_observation>& observations, const effi
   double measured_reduce = 0, predicted_reduce = 0;
   for (const auto& o : observations) {
     if (o.predicted.update_comm_s <= 0) continue;
-    double optimizer = (o.predicted.update_s - o.predicted.update_comm_s) * a;
-    measured_reduce += std::max(0.0, o.measured_s[2] - optimizer);
+    measured_reduce += o.measured_s[2];
     predicted_reduce += o.predicted.update_comm_s;
   }
   out.compute_factor = a;

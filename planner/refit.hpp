@@ -4,8 +4,9 @@
 // fitted, in closed form:
 //   compute  a = sum(measured forward + backward) / sum(predicted forward + backward)
 //            (tensor-parallel collectives run inside those tasks and share the factor);
-//   reduce   c = (measured update - a * predicted optimizer time) / predicted reduction,
-//            only when the plan reduces gradients (dp > 1).
+//   reduce   c = measured update / predicted reduction, only when the plan reduces
+//            gradients (dp > 1): the runtime's update task is the reduction (the optimizer
+//            applies the committed gradient at the next step's start, outside the tasks).
 // Predicted time scales with 1/efficiency, so the new efficiencies are the old ones divided
 // by the factors (and the per-operation cost multiplied by a).
 //
@@ -24,7 +25,7 @@ namespace cohort::planner {
 
 struct task_observation {
   stage_prediction predicted;
-  std::array<double, 3> measured_s{};  // forward, backward, update: seconds per step
+  std::array<double, 3> measured_s{};  // forward, backward, update (the reduction): seconds per step
 };
 
 struct refit_result {

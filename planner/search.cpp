@@ -138,9 +138,10 @@ result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, 
 }
 
 result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                         const std::vector<std::size_t>& given_cuts, search_cache& cache) {
+                         const std::vector<std::size_t>& given_cuts, bool recompute, search_cache& cache) {
   planned out;
   out.plan = p;
+  out.recompute = recompute;
   if (auto st = validate(p, o.batch); !st) return st.error();
   auto it = cache.views.find(p.tp);
   if (it == cache.views.end()) {
@@ -190,17 +191,29 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   // Per stage: timings for the simulator, parameters, activations.
   const auto stages = static_cast<std::size_t>(p.pp);
   std::vector<stage_timing> timing(stages);
-  std::vector<double> params(stages, 0.0), activations(stages, 0.0);
+  std::vector<double> params(stages, 0.0), activations(stages, 0.0), layer_peak(stages, 0.0);
   double tp_comm = 0;
-  std::size_t s = 0;
+  std::size_t s = 0, boundary = 0;
+  double layer = 0;  // activations of the current layer (recompute keeps one layer's at a time)
   out.stages.assign(stages, {});
   for (std::size_t i = 0; i < forward; ++i) {
-    while (s < cuts.size() && i >= cuts[s]) ++s;
+    bool stage_starts = false;
+    while (s < cuts.size() && i >= cuts[s]) ++s, stage_starts = true;
+    bool layer_starts = i == 0 || stage_starts;
+    while (boundary < a.boundaries.size() && a.boundaries[boundary] <= i)
+      layer_starts = layer_starts || a.boundaries[boundary] == i, ++boundary;
     timing[s].forward_s += fwd_s[i];
-    timing[s].backward_s += bwd_s[i];
+    timing[s].backward_s += bwd_s[i] + (recompute ? fwd_s[i] : 0.0);
     out.stages[s].compute_comm_s += comm_s[i] * p.micro_batches;
     tp_comm += comm_s[i] * p.micro_batches;
-    activations[s] += view.activation_bytes[i].at(rows) * bytes_scale;
+    double bytes = view.activation_bytes[i].at(rows) * bytes_scale;
+    if (!recompute) {
+      activations[s] += bytes;
+    } else {
+      if (layer_starts) activations[s] += a.cut_bytes(i, rows) * bytes_scale / p.tp, layer = 0;
+      layer += bytes;
+      layer_peak[s] = std::max(layer_peak[s], layer);
+    }
     params[s] += view.param_bytes[i];
   }
   double p2p_total = 0;
@@ -228,7 +241,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     // parameters and gradients in the compute type; master weights (mixed precision) and
     // optimizer state on the owner
     double memory = params[k] * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
-                    activations[k] * p.buffer_size(static_cast<int>(k));
+                    activations[k] * p.buffer_size(static_cast<int>(k)) + layer_peak[k];
     peak = std::max(peak, memory);
     out.compute_s = std::max(out.compute_s, (timing[k].forward_s + timing[k].backward_s) * p.micro_batches);
   }
@@ -283,6 +296,8 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
   return t;
 }
 
+std::string describe(const planned& p) { return describe(p.plan) + (p.recompute ? " recompute" : ""); }
+
 std::string describe(const parallel_plan& p) {
   std::string out = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " m" +
                     std::to_string(p.micro_batches);
@@ -292,9 +307,9 @@ std::string describe(const parallel_plan& p) {
 }
 
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                              const std::vector<std::size_t>& given_cuts) {
+                              const std::vector<std::size_t>& given_cuts, bool recompute) {
   search_cache cache;
-  return evaluate(a, p, o, given_cuts, cache);
+  return evaluate(a, p, o, given_cuts, recompute, cache);
 }
 
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o) {
@@ -318,9 +333,11 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
             parallel_plan p{.dp = dp, .tp = tp, .pp = pp, .micro_batches = m,
                             .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
                             .shard_params = shard == 1};
-            auto r = evaluate(a, p, o, {}, cache);
-            if (!r) continue;  // e.g. more stages than the model has layers
-            (r->fits ? fitting : rejected).push_back(std::move(*r));
+            for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc) {
+              auto r = evaluate(a, p, o, {}, rc == 1, cache);
+              if (!r) break;  // e.g. more stages than the model has layers
+              (r->fits ? fitting : rejected).push_back(std::move(*r));
+            }
           }
       }
     }
@@ -348,7 +365,7 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
   std::snprintf(line, sizeof line,
                 "the leanest plan on %d devices (%s) needs %.3g GB per device; %.3g GB may be used "
                 "(sharded optimizer state and up to %d micro-batches were considered)\n",
-                o.topo.devices, describe(least.plan).c_str(), least.peak_memory_bytes / 1e9,
+                o.topo.devices, describe(least).c_str(), least.peak_memory_bytes / 1e9,
                 o.topo.memory_bytes * o.memory_margin / 1e9, o.max_micro_batches);
   out += line;
   // more devices of the same kind
@@ -358,7 +375,7 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
     auto r = rank_plans(a, more);
     if (r && !r->empty() && r->front().fits) {
       std::snprintf(line, sizeof line, "would fit: %d devices (%s, %.3g GB per device)\n", more.topo.devices,
-                    describe(r->front().plan).c_str(), r->front().peak_memory_bytes / 1e9);
+                    describe(r->front()).c_str(), r->front().peak_memory_bytes / 1e9);
       out += line;
       break;
     }
@@ -369,7 +386,7 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
     finer.max_micro_batches = static_cast<int>(std::min<std::int64_t>(o.batch, 1 << 20));
     auto r = rank_plans(a, finer);
     if (r && !r->empty() && r->front().fits) {
-      std::snprintf(line, sizeof line, "would fit: smaller micro-batches (%s)\n", describe(r->front().plan).c_str());
+      std::snprintf(line, sizeof line, "would fit: smaller micro-batches (%s)\n", describe(r->front()).c_str());
       out += line;
     }
   }
@@ -380,7 +397,7 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
     auto r = rank_plans(a, smaller);
     if (r && !r->empty() && r->front().fits) {
       std::snprintf(line, sizeof line, "would fit: a batch of %lld (%s)\n", static_cast<long long>(b),
-                    describe(r->front().plan).c_str());
+                    describe(r->front()).c_str());
       out += line;
       break;
     }
@@ -392,11 +409,11 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
 }
 
 std::string explain(const std::vector<planned>& ranked, std::size_t rows) {
-  std::string out = "  #  plan                          step (ms)  memory (GB)  bubble   comm\n";
+  std::string out = "  #  plan                                    step (ms)  memory (GB)  bubble   comm\n";
   char line[320];
   for (std::size_t i = 0; i < ranked.size() && i < rows; ++i) {
     const planned& r = ranked[i];
-    std::snprintf(line, sizeof line, "%3zu  %-28s %10.3f %12.4g %6.1f%% %5.1f%%%s%s\n", i + 1, describe(r.plan).c_str(),
+    std::snprintf(line, sizeof line, "%3zu  %-38s %10.3f %12.4g %6.1f%% %5.1f%%%s%s\n", i + 1, describe(r).c_str(),
                   r.step_s * 1e3, r.peak_memory_bytes / 1e9, 100 * r.bubble,
                   r.step_s > 0 ? 100 * std::min(1.0, r.comm_s / r.step_s) : 0.0, r.fits ? "" : "  rejected: ",
                   r.fits ? "" : r.rejected.c_str());

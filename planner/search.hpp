@@ -52,6 +52,7 @@ struct planned {
   parallel_plan plan;
   std::vector<stage_prediction> stages;
   std::vector<std::size_t> cuts;   // forward nodes where stages 1.. begin
+  bool recompute = false;          // activations recomputed in the backward pass (planning only)
   double step_s = 0;               // predicted
   double compute_s = 0;            // the busiest stage's computation per step
   double peak_memory_bytes = 0;    // the fullest rank
@@ -72,11 +73,15 @@ struct search_options {
   /// Activations and messages in 2-byte types (mixed precision); parameters, gradients and
   /// optimizer state still count 4 bytes each (master weights).
   bool half_precision = false;
+  /// Also consider recomputing activations in the backward pass (keep only each layer's
+  /// input; the backward pass runs the forward again). The runtime does not implement it
+  /// yet: only for planning clusters (simulated), never for plans this machine runs.
+  bool allow_recompute = false;
 };
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given).
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                              const std::vector<std::size_t>& cuts = {});
+                              const std::vector<std::size_t>& cuts = {}, bool recompute = false);
 
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
 /// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides).
@@ -91,6 +96,8 @@ std::string explain(const std::vector<planned>& ranked, std::size_t rows);
 
 /// "dp2 tp2 pp2 m4 1f1b sharded"
 std::string describe(const parallel_plan& p);
+/// describe(plan) and " recompute" when it recomputes.
+std::string describe(const planned& p);
 
 /// FLOPs of one training step's forward and backward passes at `batch` rows.
 double model_flops(const model_analysis& a, std::int64_t batch);

@@ -11,34 +11,12 @@
 #include <fstream>
 #include <sys/wait.h>
 
+#include "run_app.hpp"
+
 using json = nlohmann::json;
+using cohort::test::run;
 
 namespace {
-
-struct run_result {
-  int exit_code = -1;
-  std::string out, err;
-  json summary;
-};
-
-run_result run(const std::string& binary, const std::string& args) {
-  auto err_path = std::filesystem::temp_directory_path() / ("cohort-cli-" + std::to_string(::getpid()) + ".err");
-  std::string cmd = binary + " " + args + " 2>" + err_path.string();
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  std::filesystem::remove(err_path);
-  auto last = r.out.find_last_of('\n', r.out.size() >= 2 ? r.out.size() - 2 : 0);
-  std::string last_line = r.out.substr(last == std::string::npos ? 0 : last + 1);
-  r.summary = json::parse(last_line, nullptr, false);
-  return r;
-}
 
 std::string data_hint() { return "data files come from scripts/fetch-data.sh"; }
 
@@ -93,7 +71,7 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
       {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},
       {GPT_BINARY, "--model.heads=3", "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
       {MLP_BINARY, "--plan.schedule=zigzag", "mlp: error: --plan.schedule must be gpipe or 1f1b, got 'zigzag'"},
-      {MLP_BINARY, "--plan.mode=magic", "mlp: error: --plan.mode must be serial or manual, got 'magic'"},
+      {MLP_BINARY, "--plan.mode=magic", "mlp: error: --plan.mode must be auto, manual or serial, got 'magic'"},
       {MLP_BINARY, "--plan.dp=3", "mlp: error: plan: batch 128 does not split into dp 3 x micro-batches 1 equal parts"},
       {MLP_BINARY, "--plan.tp=200", "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard it over"},
       {MLP_BINARY, "--plan.pp=100", "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},

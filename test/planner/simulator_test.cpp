@@ -29,7 +29,7 @@ TEST_CASE("equal stages: step time and bubble match (m + p - 1)(f + b) and (p - 
     }
 }
 
-TEST_CASE("the update runs after the last backward; transfers delay the stages that wait for them") {
+TEST_CASE("the update runs after the last backward, transfers delay the stages that wait for them") {
   std::vector<stage_timing> t(2, stage_timing{.forward_s = 1.0, .backward_s = 2.0, .update_s = 0.5});
   CHECK(simulate_step(2, 4, t, one_f_one_b(2)).step_s == doctest::Approx(5 * 3.0 + 0.5));
   // one stage, one micro-batch: f + b + u
@@ -52,7 +52,7 @@ TEST_CASE("an uneven pipeline moves at its slowest stage") {
   CHECK(r.busy_s[1] == doctest::Approx(16 * 9.0));
 }
 
-TEST_CASE("GPipe and 1F1B end together on equal stages; 1F1B keeps fewer micro-batches in flight") {
+TEST_CASE("GPipe and 1F1B end together on equal stages, 1F1B keeps fewer micro-batches in flight") {
   // the simulator does not track memory; the order it plays does: under 1F1B stage 0 never
   // has more than p micro-batches forwarded and not yet backwarded
   auto order = build_schedule(4, 8, one_f_one_b(4));

@@ -1,0 +1,203 @@
+// The machine profile: defaults, the JSON file, calibration micro-benchmarks.
+#include "apps/machine_profile.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "graph/dsl.hpp"
+#include "kernels/dispatch.hpp"
+#include "transport/collectives.hpp"
+#include "transport/in_process.hpp"
+
+namespace cohort::apps {
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+double seconds_of(const std::function<void()>& f, int repeats) {
+  f();  // warm
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    auto t0 = clock_type::now();
+    f();
+    times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double gemm_flops_per_s() {
+  constexpr std::int64_t n = 512;
+  graph g;
+  var a = g.input("a", {n, n}), b = g.input("b", {n, n});
+  (void)matmul(a, b);
+  const node& op = g.nodes().back();
+  std::vector<tensor> in{tensor::full({n, n}, 0.5f), tensor::full({n, n}, 0.25f)};
+  std::vector<tensor> out{tensor::zeros({n, n})};
+  auto table = kernels::cpu_kernels();
+  double s = seconds_of([&] { (void)table[op_kind::matmul]({op, in, out}); }, 7);
+  return 2.0 * n * n * n / s;
+}
+
+double copy_bytes_per_s() {
+  const std::size_t floats = 16u << 20;  // 64 MiB each way
+  std::vector<float> src(floats, 1.0f), dst(floats, 0.0f);
+  double s = seconds_of([&] { std::copy(src.begin(), src.end(), dst.begin()); }, 5);
+  return 2.0 * static_cast<double>(floats) * sizeof(float) / s;  // read + write
+}
+
+// Two threads allreduce `floats` floats `repeats` times; seconds per allreduce.
+double allreduce_seconds(std::int64_t floats, int repeats) {
+  transport::in_process_fabric fabric(2);
+  std::vector<double> per(2, 0.0);
+  auto run = [&](int rank) {
+    tensor buf = tensor::full({floats}, 1.0f);
+    transport::collective_options o;
+    o.timeout = std::chrono::milliseconds(10000);
+    std::vector<double> times;
+    for (int i = 0; i < repeats + 1; ++i) {
+      o.tag = static_cast<std::uint64_t>(i);
+      auto t0 = clock_type::now();
+      (void)transport::allreduce_ring(fabric.endpoint(rank), {0, 1}, buf, o);
+      if (i > 0) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    per[static_cast<std::size_t>(rank)] = times[times.size() / 2];
+  };
+  std::thread other(run, 1);
+  run(0);
+  other.join();
+  return std::max(per[0], per[1]);
+}
+
+template <class T>
+result<T> field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) return make_error(errc::invalid_argument, where + "." + key + ": missing");
+  const json& v = j.at(key);
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return make_error(errc::invalid_argument, where + "." + key + ": expected a string");
+    return v.get<std::string>();
+  } else {
+    if (!v.is_number() || v.get<double>() < 0)
+      return make_error(errc::invalid_argument, where + "." + key + ": expected a non-negative number");
+    return v.get<T>();
+  }
+}
+
+}  // namespace
+
+std::string default_profile_path() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cohort/profile.json";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/cohort/profile.json";
+  return "cohort-profile.json";
+}
+
+result<machine_profile> load_profile(const std::string& path) {
+  machine_profile p;
+  p.cores = planner::detect_cores();
+  std::ifstream in(path);
+  if (!in) return p;
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
+  if (!j.contains("cohort_profile")) return make_error(errc::invalid_argument, path + ": not a cohort profile (no \"cohort_profile\")");
+#define COHORT_READ(target, obj, key, where)                   \
+  {                                                           \
+    auto v = field<std::decay_t<decltype(target)>>(obj, key, where); \
+    if (!v) return v.error();                                 \
+    target = *v;                                              \
+  }
+  const std::string w = path + ": profile";
+  COHORT_READ(p.cores, j, "cores", w);
+  COHORT_READ(p.flops_f32_per_core, j, "flops_f32_per_core", w);
+  COHORT_READ(p.memory_bandwidth_bytes_per_s, j, "memory_bandwidth_bytes_per_s", w);
+  COHORT_READ(p.refits, j, "refits", w);
+  if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
+  COHORT_READ(p.link.bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
+  COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
+  if (!j.contains("efficiency") || !j["efficiency"].is_object()) return make_error(errc::invalid_argument, w + ".efficiency: missing");
+  const json& e = j["efficiency"];
+  COHORT_READ(p.eff.gemm, e, "gemm", w + ".efficiency");
+  COHORT_READ(p.eff.memory, e, "memory", w + ".efficiency");
+  COHORT_READ(p.eff.link, e, "link", w + ".efficiency");
+  COHORT_READ(p.eff.per_op_seconds, e, "per_op_seconds", w + ".efficiency");
+#undef COHORT_READ
+  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bytes_per_s <= 0 ||
+      p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
+    return make_error(errc::invalid_argument, w + ": cores, FLOP/s, bandwidths and efficiencies must be positive");
+  p.source = path;
+  return p;
+}
+
+status save_profile(const std::string& path, const machine_profile& p) {
+  json j = {{"cohort_profile", 1},
+            {"cores", p.cores},
+            {"flops_f32_per_core", p.flops_f32_per_core},
+            {"memory_bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
+            {"link", {{"bandwidth_bytes_per_s", p.link.bytes_per_s}, {"latency_s", p.link.latency_s}}},
+            {"efficiency",
+             {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds}}},
+            {"refits", p.refits}};
+  std::error_code ec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return make_error(errc::io_error, "cannot write the profile " + tmp);
+    out << j.dump(2) << "\n";
+    if (!out) return make_error(errc::io_error, "cannot write the profile " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return make_error(errc::io_error, "cannot replace the profile " + path + ": " + ec.message());
+  return {};
+}
+
+machine_profile calibrate() {
+  machine_profile p;
+  p.cores = planner::detect_cores();
+  p.flops_f32_per_core = gemm_flops_per_s();
+  p.memory_bandwidth_bytes_per_s = copy_bytes_per_s();
+  // two ranks: t = 2 (alpha + bytes / 2 / beta) (transport's ring, n = 2)
+  const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
+  double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 10);
+  double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
+  p.link.bytes_per_s = 1.0 / per_byte;
+  p.link.latency_s = std::max(0.0, ts / 2.0 - static_cast<double>(small) * 4.0 / 2.0 * per_byte);
+  p.source = "calibrated";
+  return p;
+}
+
+planner::topology local_topology(const machine_profile& p, int ranks, int threads) {
+  planner::topology t;
+  ranks = std::max(1, ranks);
+  const double share = static_cast<double>(std::clamp(threads, 1, std::max(1, p.cores))) / ranks;
+  t.devices = ranks;
+  t.devices_per_machine = ranks;
+  t.speed = {p.flops_f32_per_core * share, p.memory_bandwidth_bytes_per_s * std::min(1.0, share)};
+  double memory = planner::detect_memory_bytes();
+  t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;
+  t.intra = t.inter = p.link;
+  return t;
+}
+
+std::string describe(const machine_profile& p) {
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "memory %.2f, link %.2f, %.1f us per op (%s%s)",
+                p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9, p.link.bytes_per_s / 1e9,
+                p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
+                p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
+  return b;
+}
+
+}  // namespace cohort::apps

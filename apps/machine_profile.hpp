@@ -1,0 +1,51 @@
+// This machine as the cost model sees it: per-core GEMM FLOP/s, memory bandwidth, the
+// in-process link's alpha and beta, and the efficiencies the planner applies on top —
+// measured by --cluster.calibrate, refit after every auto-planned run, and kept in a JSON
+// file (default $XDG_CACHE_HOME/cohort/profile.json, else ~/.cache/cohort/profile.json).
+// Without a file the defaults below stand in, and the planner says so.
+//
+//   auto p = load_profile(default_profile_path());          // missing file: defaults
+//   machine_profile fresh = calibrate(/*threads=*/2);        // a few seconds of micro-benchmarks
+//   save_profile(default_profile_path(), fresh);
+//   planner::topology t = local_topology(fresh, /*ranks=*/4, /*threads=*/2);
+#pragma once
+
+#include <string>
+
+#include "graph/error.hpp"
+#include "planner/search.hpp"
+
+namespace cohort::apps {
+
+struct machine_profile {
+  int cores = 1;
+  double flops_f32_per_core = 50e9;             // one core's SGEMM rate on 512 x 512 x 512
+  double memory_bandwidth_bytes_per_s = 10e9;   // one core streaming a 64 MiB copy
+  planner::link_speed link{5e9, 10e-6};         // in-process fabric: allreduce between threads
+  planner::efficiency eff;
+  int refits = 0;                               // online refits folded in since calibration
+  std::string source = "defaults";              // "defaults", "calibrated", or the file it came from
+};
+
+/// $XDG_CACHE_HOME/cohort/profile.json, else $HOME/.cache/cohort/profile.json, else ./cohort-profile.json.
+std::string default_profile_path();
+
+/// A missing file gives the defaults (source "defaults"); a malformed one is an error naming
+/// the file and the field.
+result<machine_profile> load_profile(const std::string& path);
+/// Writes atomically (a temporary file renamed over the old one), creating the directory.
+status save_profile(const std::string& path, const machine_profile& p);
+
+/// Measures this machine: SGEMM FLOP/s on one thread, a streaming copy's bandwidth, and the
+/// in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta). Efficiencies
+/// start at the defaults. Takes a few seconds.
+machine_profile calibrate();
+
+/// `ranks` ranks running in this process on `threads` threads: each gets threads/ranks of a
+/// core (capped by the cores there are) and 1/ranks of the memory.
+planner::topology local_topology(const machine_profile& p, int ranks, int threads);
+
+/// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us (calibrated, 2 refits)".
+std::string describe(const machine_profile& p);
+
+}  // namespace cohort::apps

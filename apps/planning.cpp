@@ -1,0 +1,205 @@
+// Plan selection for the apps: auto, manual or from a file, always with a prediction.
+#include "apps/planning.hpp"
+
+#include <fstream>
+#include <set>
+
+#include "apps/training.hpp"
+
+namespace cohort::apps {
+namespace {
+
+using json = nlohmann::json;
+
+// The constraints an auto plan must satisfy: degrees the user fixed (0: free).
+bool matches(const planner::parallel_plan& p, const plan_options& o) {
+  if (o.dp > 0 && p.dp != o.dp) return false;
+  if (o.tp > 0 && p.tp != o.tp) return false;
+  if (o.pp > 0 && p.pp != o.pp) return false;
+  if (o.micro_batches > 0 && p.micro_batches != o.micro_batches) return false;
+  if (!o.schedule.empty() && p.pp > 1 && planner::to_string(p.schedule) != o.schedule) return false;
+  if (o.shard_params && !p.shard_params) return false;
+  return true;
+}
+
+std::string constraints_text(const plan_options& o) {
+  std::string out;
+  auto add = [&](const char* k, std::int64_t v) {
+    if (v > 0) out += std::string(out.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  };
+  add("dp", o.dp), add("tp", o.tp), add("pp", o.pp), add("micro-batches", o.micro_batches);
+  if (!o.schedule.empty()) out += std::string(out.empty() ? "" : " ") + "schedule=" + o.schedule;
+  if (o.shard_params) out += std::string(out.empty() ? "" : " ") + "shard-params";
+  return out;
+}
+
+}  // namespace
+
+result<planning_setup> prepare_planning(const std::function<var(graph&, std::int64_t)>& model, int optimizer_slots,
+                                        std::int64_t batch, int threads, const plan_options& opts) {
+  planning_setup s;
+  s.threads = threads;
+  auto a = planner::analyze_model(model, optimizer_slots);
+  if (!a) return a.error();
+  s.analysis = std::move(*a);
+  s.profile_path = opts.cluster_profile.empty() ? default_profile_path() : opts.cluster_profile;
+  if (opts.cluster_calibrate) {
+    s.profile = calibrate();
+    if (auto st = save_profile(s.profile_path, s.profile); !st) return st.error();
+    s.profile.source = "calibrated now, saved to " + s.profile_path;
+  } else {
+    auto p = load_profile(s.profile_path);
+    if (!p) return p.error();
+    s.profile = *p;
+    if (s.profile.source == "defaults") s.profile.source = "defaults: no profile at " + s.profile_path + "; --cluster.calibrate measures one";
+  }
+  s.search.batch = batch;
+  s.search.eff = s.profile.eff;
+  s.search.max_micro_batches = static_cast<int>(opts.max_micro_batches);
+  if (!opts.cluster_file.empty()) {
+    auto c = planner::load_cluster_file(opts.cluster_file);
+    if (!c) return c.error();
+    auto t = planner::topology_of(*c, opts.half_precision);
+    if (!t) return t.error();
+    s.search.topo = *t;
+    s.search.half_precision = opts.half_precision;
+    s.search.allow_recompute = opts.recompute;
+    s.cluster = std::move(*c);
+  } else {
+    int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : planner::detect_cores();
+    if (opts.mode == "manual" || !opts.file.empty()) ranks = 0;  // set from the plan in choose_plan
+    s.search.topo = local_topology(s.profile, std::max(1, ranks), threads);
+  }
+  return s;
+}
+
+json plan_choice::to_json() const {
+  json j = {{"mode", how},
+            {"dp", plan.dp},
+            {"tp", plan.tp},
+            {"pp", plan.pp},
+            {"micro_batches", plan.micro_batches},
+            {"schedule", planner::to_string(plan.schedule)},
+            {"shard_params", plan.shard_params},
+            {"ranks", plan.ranks()},
+            {"cuts", cuts}};
+  if (!devices.empty()) j["devices"] = devices;
+  if (predicted && predicted->recompute) j["recompute"] = true;
+  if (predicted) {
+    j["predicted"] = {{"step_s", predicted->step_s},
+                      {"peak_memory_bytes", predicted->peak_memory_bytes},
+                      {"bubble", predicted->bubble},
+                      {"comm_fraction", predicted->step_s > 0 ? predicted->comm_s / predicted->step_s : 0.0},
+                      {"fits", predicted->fits}};
+  }
+  return j;
+}
+
+result<plan_choice> load_plan_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::not_found, "cannot read the plan file " + path);
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
+  plan_choice c;
+  c.how = "file " + path;
+  static const std::set<std::string> known{"mode", "dp", "tp", "pp", "micro_batches", "schedule", "shard_params",
+                                           "ranks", "cuts", "devices", "predicted", "recompute"};
+  for (auto& [k, v] : j.items())
+    if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
+  auto degree = [&](const char* key, int& target) -> status {
+    if (!j.contains(key)) return {};
+    if (!j[key].is_number_integer() || j[key].get<long long>() < 1 || j[key].get<long long>() > 1 << 20)
+      return make_error(errc::invalid_argument, path + ": " + key + ": expected a positive integer");
+    target = j[key].get<int>();
+    return {};
+  };
+  for (auto [key, target] : {std::pair<const char*, int*>{"dp", &c.plan.dp}, {"tp", &c.plan.tp}, {"pp", &c.plan.pp},
+                             {"micro_batches", &c.plan.micro_batches}})
+    if (auto st = degree(key, *target); !st) return st.error();
+  if (j.contains("recompute") && j["recompute"] != false)
+    return make_error(errc::invalid_argument, path + ": recompute: the runtime does not recompute activations yet");
+  if (j.contains("schedule")) {
+    if (!j["schedule"].is_string()) return make_error(errc::invalid_argument, path + ": schedule: expected \"gpipe\" or \"1f1b\"");
+    auto s = planner::parse_schedule(j["schedule"].get<std::string>());
+    if (!s) return make_error(errc::invalid_argument, path + ": schedule: " + s.error().message);
+    c.plan.schedule = *s;
+  }
+  if (j.contains("shard_params")) {
+    if (!j["shard_params"].is_boolean()) return make_error(errc::invalid_argument, path + ": shard_params: expected true or false");
+    c.plan.shard_params = j["shard_params"].get<bool>();
+  }
+  if (j.contains("cuts")) {
+    if (!j["cuts"].is_array()) return make_error(errc::invalid_argument, path + ": cuts: expected an array of node indices");
+    for (std::size_t i = 0; i < j["cuts"].size(); ++i) {
+      const json& v = j["cuts"][i];
+      if (!v.is_number_integer() || v.get<long long>() < 1)
+        return make_error(errc::invalid_argument, path + ": cuts[" + std::to_string(i) + "]: expected a positive integer");
+      c.cuts.push_back(v.get<std::size_t>());
+    }
+    if (!c.cuts.empty() && c.cuts.size() + 1 != static_cast<std::size_t>(c.plan.pp))
+      return make_error(errc::invalid_argument, path + ": cuts: " + std::to_string(c.cuts.size()) + " cuts for pp=" +
+                                                    std::to_string(c.plan.pp) + " (needs pp - 1)");
+  }
+  return c;
+}
+
+result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) {
+  plan_choice c;
+  planner::search_options search = s.search;
+  if (!o.file.empty()) {
+    auto f = load_plan_file(o.file);
+    if (!f) return f.error();
+    c = std::move(*f);
+  } else if (o.mode == "manual") {
+    c.how = "manual";
+    auto sched = planner::parse_schedule(o.schedule.empty() ? "1f1b" : o.schedule);
+    if (!sched) return sched.error();
+    c.plan = {.dp = static_cast<int>(std::max<std::int64_t>(1, o.dp)), .tp = static_cast<int>(std::max<std::int64_t>(1, o.tp)),
+              .pp = static_cast<int>(std::max<std::int64_t>(1, o.pp)),
+              .micro_batches = static_cast<int>(std::max<std::int64_t>(1, o.micro_batches)), .schedule = *sched,
+              .shard_params = o.shard_params};
+    for (auto cut : o.cuts) c.cuts.push_back(static_cast<std::size_t>(cut));
+  } else {
+    c.how = "auto";
+    auto ranked = planner::rank_plans(*s.analysis, search);
+    if (!ranked) return ranked.error();
+    std::vector<planner::planned> allowed;
+    for (auto& p : *ranked)
+      if (matches(p.plan, o)) allowed.push_back(std::move(p));
+    c.table = planner::explain(allowed, o.only ? 40 : 10);
+    if (allowed.empty())
+      return make_error(errc::invalid_argument, "no plan for " + std::to_string(search.topo.devices) + " devices and batch " +
+                                                    std::to_string(search.batch) +
+                                                    (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
+                                                    "; every degree must divide the devices and dp x micro-batches the batch");
+    if (!allowed.front().fits) {
+      std::string advice = planner::what_would_fit(*s.analysis, search);
+      return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);
+    }
+    c.plan = allowed.front().plan;
+    c.cuts = allowed.front().cuts;
+    c.predicted = allowed.front();
+  }
+  if (!c.predicted) {
+    // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices
+    if (!s.cluster) search.topo = local_topology(s.profile, c.plan.ranks(), s.threads);
+    auto p = planner::evaluate_plan(*s.analysis, c.plan, search, c.cuts);
+    if (p) c.predicted = *p;  // a plan the model cannot take fails later with the runtime's own message
+  }
+  if (s.cluster) {
+    // ranks in order: tp innermost, then stages, then replicas, on devices in file order
+    // (the kind topology_of planned for: accelerators when there are any)
+    std::vector<planner::device> devices;
+    bool any_gpu = false;
+    for (const auto& d : s.cluster->devices()) any_gpu = any_gpu || d.kind == planner::device_kind::gpu;
+    for (const auto& d : s.cluster->devices())
+      if ((d.kind == planner::device_kind::gpu) == any_gpu) devices.push_back(d);
+    if (c.plan.ranks() > static_cast<int>(devices.size()))
+      return make_error(errc::invalid_argument, "the plan needs " + std::to_string(c.plan.ranks()) + " devices; " +
+                                                    o.cluster_file + " has " + std::to_string(devices.size()));
+    for (int r = 0; r < c.plan.ranks(); ++r) c.devices.push_back(devices[static_cast<std::size_t>(r)].global_id);
+  }
+  return c;
+}
+
+}  // namespace cohort::apps

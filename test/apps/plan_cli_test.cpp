@@ -1,0 +1,124 @@
+// The planner from the command line: --plan.only prints the ranked plans and the chosen one,
+// --plan.file trains a saved plan, auto honours fixed degrees, a cluster file far bigger than
+// this machine is planned (not trained), nothing fitting says what would, and a trained run
+// reports predicted against measured step time.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "run_app.hpp"
+
+using cohort::test::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_file(const std::string& name, const std::string& text) {
+  auto p = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+const std::string small_gpt = "--model.layers=2 --model.d=64 --model.heads=2 --model.seq=32 --train.batch=8 ";
+
+}  // namespace
+
+TEST_CASE("--plan.only prints the ranked table and the chosen plan as JSON, and trains nothing") {
+  auto r = run(MLP_BINARY, "--data.name=synth --plan.only=true --plan.ranks=4");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("planning for 4 ranks on this machine") != std::string::npos);
+  CHECK(r.out.find("step (ms)  memory (GB)  bubble   comm") != std::string::npos);
+  const auto& plan = r.summary["plan"];
+  CHECK(plan["mode"] == "auto");
+  CHECK(plan["ranks"] == 4);
+  CHECK(plan["dp"].get<int>() * plan["tp"].get<int>() * plan["pp"].get<int>() == 4);
+  CHECK(plan["predicted"]["step_s"].get<double>() > 0);
+  CHECK(!r.summary.contains("final_loss"));
+}
+
+TEST_CASE("auto keeps the degrees the user fixed and chooses the rest") {
+  auto r = run(GPT_BINARY, small_gpt + "--plan.mode=auto --plan.pp=2 --plan.only=true --plan.ranks=4");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.summary["plan"]["pp"] == 2);
+  CHECK(r.summary["plan"]["cuts"].size() == 1);
+}
+
+TEST_CASE("a saved plan trains as saved, and a broken one is refused naming the field") {
+  auto only = run(GPT_BINARY, small_gpt + "--plan.mode=auto --plan.pp=2 --plan.micro-batches=2 --plan.only=true --plan.ranks=2");
+  REQUIRE_MESSAGE(only.exit_code == 0, only.err);
+  auto file = temp_file("plan.json", only.summary["plan"].dump());
+  auto trained = run(GPT_BINARY, small_gpt + "--train.steps=3 --plan.file=" + file.string());
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
+  CHECK(trained.summary["plan"]["pp"] == 2);
+  CHECK(trained.summary["plan"]["micro_batches"] == 2);
+  CHECK(trained.summary["plan"]["cuts"] == only.summary["plan"]["cuts"]);
+  CHECK(trained.summary["plan"]["mode"] == "file " + file.string());
+  CHECK(trained.summary["prediction"]["measured_step_s"].get<double>() > 0);
+
+  auto bad = temp_file("bad-plan.json", R"({"dp": 2, "tp": "two"})");
+  auto r = run(GPT_BINARY, small_gpt + "--plan.file=" + bad.string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "gpt: error: " + bad.string() + ": tp: expected a positive integer\n");
+  auto unknown = temp_file("unknown-plan.json", R"({"dp": 2, "zero": 3})");
+  r = run(GPT_BINARY, small_gpt + "--plan.file=" + unknown.string());
+  CHECK(r.err == "gpt: error: " + unknown.string() + ": unknown key 'zero'\n");
+  auto cuts = temp_file("cuts-plan.json", R"({"pp": 3, "cuts": [4]})");
+  r = run(GPT_BINARY, small_gpt + "--plan.file=" + cuts.string());
+  CHECK(r.err == "gpt: error: " + cuts.string() + ": cuts: 1 cuts for pp=3 (needs pp - 1)\n");
+  for (const auto& f : {file, bad, unknown, cuts}) fs::remove(f);
+}
+
+TEST_CASE("GPT-3 175B on a 64-GPU cluster file is planned in seconds, not trained") {
+  auto r = run(GPT_BINARY, std::string("--model.layers=96 --model.d=12288 --model.heads=96 --model.seq=2048 ") +
+                               "--model.vocab=50257 --train.batch=64 --plan.half-precision=true --plan.recompute=true --plan.only=true "
+                               "--cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_gpu_64.json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto& plan = r.summary["plan"];
+  CHECK(plan["ranks"] == 64);
+  CHECK(plan["tp"].get<int>() <= 8);  // tensor parallelism stays inside a machine
+  CHECK(plan["devices"].size() == 64);
+  CHECK(plan["predicted"]["fits"] == true);
+  CHECK(plan["predicted"]["peak_memory_bytes"].get<double>() <= 0.9 * 80e9);
+  CHECK(plan["recompute"] == true);  // 175B on 64 GPUs fits only when activations are recomputed
+  // training on a cluster file is the multi-process runtime's job
+  auto t = run(GPT_BINARY, small_gpt + "--cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_gpu_64.json");
+  CHECK(t.exit_code == 2);
+  CHECK(t.err.find("--plan.only=true plans for them") != std::string::npos);
+}
+
+TEST_CASE("when nothing fits, the error says what would") {
+  auto tiny = temp_file("tiny.json", R"({"cohort_cluster": 1, "machines": [{"hostname": "h", "devices": [
+      {"kind": "gpu", "model": "tiny", "count": 2, "tflops": {"f32": 10}, "memory_gb": 0.001,
+       "memory_bandwidth_gb_per_s": 100}]}]})");
+  auto r = run(MLP_BINARY, "--data.name=synth --model.dims=784,2048,2048,10 --plan.only=true --cluster.file=" + tiny.string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("no plan fits in memory") != std::string::npos);
+  CHECK(r.err.find("would fit: ") != std::string::npos);
+  CHECK(r.err.find("devices with") != std::string::npos);
+  fs::remove(tiny);
+}
+
+TEST_CASE("calibration writes a profile, and a run refits it and reports predicted against measured") {
+  auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-profile.json");
+  fs::remove(profile);
+  auto r = run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.calibrate=true --cluster.profile=" +
+                               profile.string());
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  REQUIRE(fs::exists(profile));
+  const auto& p = r.summary["prediction"];
+  CHECK(p["predicted_step_s"].get<double>() > 0);
+  CHECK(p["measured_step_s"].get<double>() > 0);
+  CHECK(p["refit"]["compute_factor"].get<double>() > 0);
+  std::ifstream in(profile);
+  auto saved = nlohmann::json::parse(in);
+  CHECK(saved["refits"] == 1);
+  CHECK(saved["flops_f32_per_core"].get<double>() > 1e8);
+  CHECK(saved["efficiency"]["gemm"] == p["refit"]["efficiency"]["gemm"]);
+  // a malformed profile is an error naming the file and the field
+  std::ofstream(profile) << R"({"cohort_profile": 1, "cores": "many"})";
+  auto bad = run(MLP_BINARY, "--data.name=synth --plan.only=true --cluster.profile=" + profile.string());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "mlp: error: " + profile.string() + ": profile.cores: expected a non-negative number\n");
+  fs::remove(profile);
+}
