@@ -48,10 +48,16 @@ double gemm_flops_per_s() {
   return 2.0 * n * n * n / s;
 }
 
-double copy_bytes_per_s() {
-  const std::size_t floats = 16u << 20;  // 64 MiB each way
+double copy_bytes_per_s(std::size_t bytes) {
+  const std::size_t floats = bytes / sizeof(float);
   std::vector<float> src(floats, 1.0f), dst(floats, 0.0f);
-  double s = seconds_of([&] { std::copy(src.begin(), src.end(), dst.begin()); }, 5);
+  const int inner = static_cast<int>(std::max<std::size_t>(1, (64u << 20) / bytes));  // ~64 MiB per timing
+  double s = seconds_of([&] {
+    for (int i = 0; i < inner; ++i) {
+      src[static_cast<std::size_t>(i) % floats] += 1.0f;  // keep the copies from being merged
+      std::copy(src.begin(), src.end(), dst.begin());
+    }
+  }, 5) / inner;
   return 2.0 * static_cast<double>(floats) * sizeof(float) / s;  // read + write
 }
 
@@ -77,6 +83,24 @@ double allreduce_seconds(std::int64_t floats, int repeats) {
   run(0);
   other.join();
   return std::max(per[0], per[1]);
+}
+
+// /sys/devices/system/cpu/cpu0/cache/index*/ : the highest level's size; 8 MiB if unknown.
+double last_level_cache_bytes() {
+  double best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), size(dir + "size");
+    int l = 0;
+    std::string text;
+    if (!(level >> l) || !(size >> text) || text.empty()) continue;
+    double bytes = std::atof(text.c_str());
+    if (text.back() == 'K') bytes *= 1024;
+    if (text.back() == 'M') bytes *= 1024 * 1024;
+    if (l > best_level) best_level = l, best = bytes;
+  }
+  return best > 0 ? best : 8.0 * (1 << 20);
 }
 
 template <class T>
@@ -120,6 +144,8 @@ result<machine_profile> load_profile(const std::string& path) {
   COHORT_READ(p.flops_f32_per_core, j, "flops_f32_per_core", w);
   COHORT_READ(p.memory_bandwidth_bytes_per_s, j, "memory_bandwidth_bytes_per_s", w);
   COHORT_READ(p.refits, j, "refits", w);
+  COHORT_READ(p.cache_bytes, j, "cache_bytes", w);
+  COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
@@ -142,6 +168,8 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"cores", p.cores},
             {"flops_f32_per_core", p.flops_f32_per_core},
             {"memory_bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
+            {"cache_bytes", p.cache_bytes},
+            {"cache_bandwidth_bytes_per_s", p.cache_bandwidth_bytes_per_s},
             {"link", {{"bandwidth_bytes_per_s", p.link.bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
              {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds}}},
@@ -165,10 +193,12 @@ machine_profile calibrate() {
   machine_profile p;
   p.cores = planner::detect_cores();
   p.flops_f32_per_core = gemm_flops_per_s();
-  p.memory_bandwidth_bytes_per_s = copy_bytes_per_s();
+  p.memory_bandwidth_bytes_per_s = copy_bytes_per_s(64u << 20);
+  p.cache_bytes = last_level_cache_bytes();
+  p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
   // two ranks: t = 2 (alpha + bytes / 2 / beta) (transport's ring, n = 2)
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
-  double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 10);
+  double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 20);
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
   p.link.bytes_per_s = 1.0 / per_byte;
   p.link.latency_s = std::max(0.0, ts / 2.0 - static_cast<double>(small) * 4.0 / 2.0 * per_byte);
@@ -179,10 +209,13 @@ machine_profile calibrate() {
 planner::topology local_topology(const machine_profile& p, int ranks, int threads) {
   planner::topology t;
   ranks = std::max(1, ranks);
-  const double share = static_cast<double>(std::clamp(threads, 1, std::max(1, p.cores))) / ranks;
+  threads = std::max(1, threads);
+  const double kernel_threads = std::max(1, threads / ranks);  // as the runtime splits them
   t.devices = ranks;
   t.devices_per_machine = ranks;
-  t.speed = {p.flops_f32_per_core * share, p.memory_bandwidth_bytes_per_s * std::min(1.0, share)};
+  t.speed = {p.flops_f32_per_core * kernel_threads, p.memory_bandwidth_bytes_per_s * kernel_threads,
+             p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads};
+  t.shared_cores = std::min(threads, std::max(1, p.cores));
   double memory = planner::detect_memory_bytes();
   t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;
   t.intra = t.inter = p.link;
@@ -192,9 +225,10 @@ planner::topology local_topology(const machine_profile& p, int ranks, int thread
 std::string describe(const machine_profile& p) {
   char b[320];
   std::snprintf(b, sizeof b,
-                "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op (%s%s)",
-                p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9, p.link.bytes_per_s / 1e9,
+                p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
+                p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.link.bytes_per_s / 1e9,
                 p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
                 p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;

@@ -21,6 +21,8 @@ struct machine_profile {
   int cores = 1;
   double flops_f32_per_core = 50e9;             // one core's SGEMM rate on 512 x 512 x 512
   double memory_bandwidth_bytes_per_s = 10e9;   // one core streaming a 64 MiB copy
+  double cache_bytes = 8 << 20;                 // the last-level cache
+  double cache_bandwidth_bytes_per_s = 30e9;    // one core copying within half of it
   planner::link_speed link{5e9, 10e-6};         // in-process fabric: allreduce between threads
   planner::efficiency eff;
   int refits = 0;                               // online refits folded in since calibration
@@ -36,13 +38,15 @@ result<machine_profile> load_profile(const std::string& path);
 /// Writes atomically (a temporary file renamed over the old one), creating the directory.
 status save_profile(const std::string& path, const machine_profile& p);
 
-/// Measures this machine: SGEMM FLOP/s on one thread, a streaming copy's bandwidth, and the
+/// Measures this machine: SGEMM FLOP/s on one thread, a streaming copy's bandwidth from memory
+/// and within the last-level cache, and the
 /// in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta). Efficiencies
 /// start at the defaults. Takes a few seconds.
 machine_profile calibrate();
 
-/// `ranks` ranks running in this process on `threads` threads: each gets threads/ranks of a
-/// core (capped by the cores there are) and 1/ranks of the memory.
+/// `ranks` ranks running in this process on `threads` threads, as the runtime runs them: each
+/// rank computes on max(1, threads / ranks) kernel threads, and all share min(threads, cores)
+/// cores (processor sharing when ranks outnumber them); 1/ranks of the memory each.
 planner::topology local_topology(const machine_profile& p, int ranks, int threads);
 
 /// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us (calibrated, 2 refits)".

@@ -73,6 +73,15 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   return s;
 }
 
+json plan_choice::to_json(const planner::planned& p, const std::string& how) {
+  plan_choice c;
+  c.plan = p.plan;
+  c.cuts = p.cuts;
+  c.how = how;
+  c.predicted = p;
+  return c.to_json();
+}
+
 json plan_choice::to_json() const {
   json j = {{"mode", how},
             {"dp", plan.dp},
@@ -179,6 +188,7 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
     c.plan = allowed.front().plan;
     c.cuts = allowed.front().cuts;
     c.predicted = allowed.front();
+    c.candidates = std::move(allowed);
   }
   if (!c.predicted) {
     // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices

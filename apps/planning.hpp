@@ -48,7 +48,10 @@ struct plan_choice {
   std::optional<planner::planned> predicted;
   std::string table;              // the ranked candidates (auto only)
   std::vector<int> devices;       // rank -> device global id (cluster files), tp innermost
+  std::vector<planner::planned> candidates;  // every plan auto considered, best first (auto only)
   nlohmann::json to_json() const;
+  /// A candidate in the same form (usable as a --plan.file).
+  static nlohmann::json to_json(const planner::planned& p, const std::string& how);
 };
 
 /// Picks the plan per opts.mode / opts.file. Errors: a plan file that is unreadable or

@@ -26,6 +26,7 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.cuts", cuts, "pipeline cuts as forward-node indices (empty: balanced)")
       .add("plan.only", only, "print the ranked plans and the chosen one as JSON; train nothing")
       .add("plan.file", file, "train with this saved plan (JSON as --plan.only prints it)")
+      .add("plan.list", list, "write every candidate plan (auto) to this file, one JSON per line, best first")
       .add("plan.ranks", ranks, "devices to plan for on this machine (0: one per core)")
       .add("plan.max-micro-batches", max_micro_batches, "the most micro-batches the planner considers")
       .add("plan.refit", refit, "refit the cost model from this run's task times and save it with the profile")
@@ -225,6 +226,12 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (!setup) return setup.error();
   auto choice = choose_plan(*setup, plan);
   if (!choice) return choice.error();
+  if (!plan.list.empty()) {
+    std::FILE* f = std::fopen(plan.list.c_str(), "w");
+    if (f == nullptr) return make_error(errc::io_error, "cannot write --plan.list file " + plan.list);
+    for (const auto& c : choice->candidates) std::fprintf(f, "%s\n", plan_choice::to_json(c, "candidate").dump().c_str());
+    std::fclose(f);
+  }
   if (plan.only) {
     std::printf("planning for %d %s (%s)\n", setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
                 setup->cluster ? plan.cluster_file.c_str() : describe(setup->profile).c_str());

@@ -34,6 +34,7 @@ struct plan_options {
   std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
   bool only = false;                    // print the ranked plans and the chosen one, train nothing
   std::string file;                     // a saved plan (JSON, as --plan.only prints it)
+  std::string list;                     // write every candidate plan here, one JSON per line
   std::int64_t ranks = 0;               // devices to plan for on this machine (0: its cores)
   std::int64_t max_micro_batches = 64;
   bool refit = true;                    // refit the cost model from this run, save it with the profile

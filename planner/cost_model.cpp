@@ -29,7 +29,8 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
 
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e) {
   double flop_s = p.gemm ? p.flops / (d.flops_per_s * e.gemm) : 0.0;
-  double byte_s = p.bytes / (d.memory_bytes_per_s * e.memory);
+  const bool cached = d.cache_bytes > 0 && d.cache_bytes_per_s > 0 && p.bytes <= d.cache_bytes;
+  double byte_s = p.bytes / ((cached ? d.cache_bytes_per_s : d.memory_bytes_per_s) * e.memory);
   return std::max(flop_s, byte_s) + e.per_op_seconds;
 }
 

@@ -36,6 +36,10 @@ struct efficiency {
 struct device_speed {
   double flops_per_s = 1e11;
   double memory_bytes_per_s = 1e10;
+  /// An operation whose bytes fit in the last-level cache streams at the cache's rate
+  /// (0: no cache level modelled, as for accelerators whose HBM dominates).
+  double cache_bytes = 0;
+  double cache_bytes_per_s = 0;
 };
 
 struct link_speed {
@@ -46,6 +50,8 @@ struct link_speed {
 /// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
 op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 
+/// max(FLOPs / (peak x gemm efficiency) for matrix multiplies, bytes / (bandwidth x memory
+/// efficiency)) + the per-operation cost; the bandwidth is the cache's when the bytes fit in it.
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e);
 
 /// One message of `bytes` over a link.

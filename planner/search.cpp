@@ -245,7 +245,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     peak = std::max(peak, memory);
     out.compute_s = std::max(out.compute_s, (timing[k].forward_s + timing[k].backward_s) * p.micro_batches);
   }
-  auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int st) { return p.buffer_size(st); });
+  auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int st) { return p.buffer_size(st); },
+                           core_sharing{o.topo.shared_cores, p.dp * p.tp});
   out.step_s = sim.step_s;
   out.bubble = sim.bubble;
   out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;

@@ -32,6 +32,9 @@ struct topology {
   device_speed speed;
   double memory_bytes = 8e9;
   link_speed intra{1e10, 2e-6}, inter{1e9, 2e-5};
+  /// > 0: the ranks share this many cores (ranks of one process on a small machine; the
+  /// simulator's processor sharing). 0: every device computes on its own.
+  double shared_cores = 0;
 };
 
 /// The uniform view of a cluster: its accelerators if it has any, else its CPU devices; the

@@ -1,4 +1,4 @@
-// Discrete-event simulation of one pipeline step.
+// Discrete-event simulation of one pipeline step, in time order, with processor sharing.
 #include "planner/simulator.hpp"
 
 #include <algorithm>
@@ -7,50 +7,76 @@
 namespace cohort::planner {
 
 simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,
-                         const std::function<int(int)>& buffer_size) {
+                         const std::function<int(int)>& buffer_size, const core_sharing& sharing) {
   const auto p = static_cast<std::size_t>(stages);
   const auto m = static_cast<std::size_t>(micro_batches);
+  const double inf = std::numeric_limits<double>::infinity();
   auto order = build_schedule(stages, micro_batches, buffer_size);
-  constexpr double unknown = -1;
-  std::vector<std::vector<double>> f_end(p, std::vector<double>(m, unknown)), b_end(p, std::vector<double>(m, unknown));
-  std::vector<double> free_at(p, 0.0), busy(p, 0.0), pipeline_end(p, 0.0);
+  std::vector<std::vector<double>> f_end(p, std::vector<double>(m, inf)), b_end(p, std::vector<double>(m, inf));
   std::vector<std::size_t> next(p, 0);
-  // Advance every stage as far as its next task's inputs allow; repeat until all are done.
-  bool progressed = true;
-  while (progressed) {
-    progressed = false;
+  std::vector<bool> running(p, false);
+  std::vector<double> remaining(p, 0.0), duration(p, 0.0), busy(p, 0.0), pipeline_end(p, 0.0), free_at(p, 0.0);
+  double now = 0;
+
+  // When stage s's next task may start (inf: an input is not produced yet), and how long it takes.
+  auto ready_time = [&](std::size_t s) -> double {
+    const task& t = order[s][next[s]];
+    const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
+    if (t.kind == task_kind::forward)
+      return s == 0 ? free_at[s] : std::max(free_at[s], f_end[s - 1][i] + timing[s - 1].send_forward_s);
+    if (t.kind == task_kind::backward) {
+      if (s + 1 < p) return std::max(free_at[s], b_end[s + 1][i] + timing[s + 1].send_backward_s);
+      return std::max(free_at[s], f_end[s][i]);
+    }
+    return free_at[s];
+  };
+  auto length = [&](std::size_t s) {
+    const task& t = order[s][next[s]];
+    return t.kind == task_kind::forward ? timing[s].forward_s
+         : t.kind == task_kind::backward ? timing[s].backward_s : timing[s].update_s;
+  };
+
+  for (;;) {
+    // start every task whose inputs have arrived
+    double next_arrival = inf;
+    bool any_left = false;
     for (std::size_t s = 0; s < p; ++s) {
-      while (next[s] < order[s].size()) {
-        const task& t = order[s][next[s]];
-        const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
-        double ready = free_at[s];
-        double duration = 0;
-        if (t.kind == task_kind::forward) {
-          if (s > 0) {
-            if (f_end[s - 1][i] == unknown) break;
-            ready = std::max(ready, f_end[s - 1][i] + timing[s - 1].send_forward_s);
-          }
-          duration = timing[s].forward_s;
-        } else if (t.kind == task_kind::backward) {
-          if (s + 1 < p) {
-            if (b_end[s + 1][i] == unknown) break;
-            ready = std::max(ready, b_end[s + 1][i] + timing[s + 1].send_backward_s);
-          } else if (f_end[s][i] == unknown) {
-            break;
-          }
-          duration = timing[s].backward_s;
-        } else {
-          duration = timing[s].update_s;
-          pipeline_end[s] = ready;
-        }
-        double end = ready + duration;
-        if (t.kind == task_kind::forward) f_end[s][i] = end;
-        if (t.kind == task_kind::backward) b_end[s][i] = end;
-        if (t.kind != task_kind::update) busy[s] += duration;
-        free_at[s] = end;
-        ++next[s];
-        progressed = true;
+      if (running[s] || next[s] >= order[s].size()) continue;
+      any_left = true;
+      double r = ready_time(s);
+      if (r <= now) {
+        running[s] = true;
+        duration[s] = remaining[s] = length(s);
+        if (order[s][next[s]].kind == task_kind::update) pipeline_end[s] = now;
+      } else {
+        next_arrival = std::min(next_arrival, r);
       }
+    }
+    std::size_t active = 0;
+    for (std::size_t s = 0; s < p; ++s) active += running[s] ? 1 : 0;
+    if (active == 0) {
+      if (!any_left || next_arrival == inf) break;  // done (inf: cannot happen with a valid order)
+      now = next_arrival;
+      continue;
+    }
+    const double busy_ranks = static_cast<double>(active) * sharing.ranks_per_stage;
+    const double rate = sharing.cores > 0 ? std::min(1.0, sharing.cores / busy_ranks) : 1.0;
+    double dt = next_arrival - now;
+    for (std::size_t s = 0; s < p; ++s)
+      if (running[s]) dt = std::min(dt, remaining[s] / rate);
+    now += dt;
+    for (std::size_t s = 0; s < p; ++s) {
+      if (!running[s]) continue;
+      remaining[s] -= dt * rate;
+      if (remaining[s] > 1e-12 * std::max(1.0, duration[s])) continue;
+      const task& t = order[s][next[s]];
+      const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
+      if (t.kind == task_kind::forward) f_end[s][i] = now;
+      if (t.kind == task_kind::backward) b_end[s][i] = now;
+      if (t.kind != task_kind::update) busy[s] += duration[s];
+      free_at[s] = now;
+      running[s] = false;
+      ++next[s];
     }
   }
   simulation out;

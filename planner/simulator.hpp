@@ -1,13 +1,18 @@
 // The simulator: plays one training step of a plan on modelled durations, as discrete
-// events. Each stage is one compute stream that runs its task order (planner/schedule.hpp:
-// the same order the runtime's workers run); a forward task waits for the previous stage's
-// activation, a backward task for the next stage's gradient, each plus its transfer time;
-// the amplifier (gradient reduction, update) runs after a stage's last backward. It judges
-// schedules the closed forms cannot (uneven stages, transfers, GPipe against 1F1B) and
-// predicts plans far too big to run here.
+// events in time order. Each stage is one compute stream that runs its task order
+// (planner/schedule.hpp: the same order the runtime's workers run); a forward task waits for
+// the previous stage's activation, a backward task for the next stage's gradient, each plus
+// its transfer time; the amplifier (gradient reduction, update) runs after a stage's last
+// backward. It judges schedules the closed forms cannot (uneven stages, transfers, GPipe
+// against 1F1B) and predicts plans far too big to run here.
+//
+// Shared cores: when ranks outnumber the cores they run on (this machine running a 4-rank
+// plan on 2 cores), the running stages share the cores — processor sharing: each of the
+// busy ranks progresses at min(1, cores / busy ranks) of its own speed, so a stage computing
+// while the others wait in the pipeline's bubble gets a whole core.
 //
 //   stage_timing t{.forward_s = 1, .backward_s = 2};
-//   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), 1f1b_buffers);
+//   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), [](int s) { return 4 - s; });
 //   r.step_s == (8 + 3) * 3;   r.bubble == 3.0 / 11
 #pragma once
 
@@ -26,6 +31,12 @@ struct stage_timing {
   double update_s = 0;         // the amplifier, once per step
 };
 
+/// Cores shared by the ranks: `cores` = 0 means every rank has its own (no sharing).
+struct core_sharing {
+  double cores = 0;
+  int ranks_per_stage = 1;     // dp x tp: ranks that run each stage's tasks at the same time
+};
+
 struct simulation {
   double step_s = 0;                  // from the first task's start to the last task's end
   std::vector<double> busy_s;         // per stage: time spent computing
@@ -33,6 +44,6 @@ struct simulation {
 };
 
 simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,
-                         const std::function<int(int stage)>& buffer_size);
+                         const std::function<int(int stage)>& buffer_size, const core_sharing& sharing = {});
 
 }  // namespace cohort::planner

@@ -19,6 +19,10 @@ TEST_CASE("compute time is the roofline's larger side plus the per-operation cos
   CHECK(compute_seconds({1e9, 1e9, true}, d, e) == doctest::Approx(0.2 + 1e-6).epsilon(1e-12));
   // an element-wise op: its FLOPs never bound it, 1e8 bytes / 5e9 = 20 ms
   CHECK(compute_seconds({1e12, 1e8, false}, d, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
+  // with a 1 MB cache at 1e11 B/s: 1e6 bytes fit (1e6 / 5e10 = 20 us), 1e8 do not
+  device_speed cached{1e11, 1e10, 1e6, 1e11};
+  CHECK(compute_seconds({0, 1e6, false}, cached, e) == doctest::Approx(2e-5 + 1e-6).epsilon(1e-12));
+  CHECK(compute_seconds({0, 1e8, false}, cached, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
 }
 
 TEST_CASE("collectives follow the alpha-beta model of the ring") {

@@ -63,3 +63,19 @@ TEST_CASE("GPipe and 1F1B end together on equal stages, 1F1B keeps fewer micro-b
   }
   CHECK(most == 4);
 }
+
+TEST_CASE("shared cores: processor sharing between the stages that compute at the same time") {
+  std::vector<stage_timing> t(2, stage_timing{.forward_s = 1.0, .backward_s = 2.0});
+  // one micro-batch: the stages never overlap, sharing one core changes nothing
+  CHECK(simulate_step(2, 1, t, one_f_one_b(2), {.cores = 1}).step_s == doctest::Approx(6.0));
+  // four micro-batches on one core: the core is never idle, the step is all the work
+  CHECK(simulate_step(2, 4, t, one_f_one_b(2), {.cores = 1}).step_s == doctest::Approx(2 * 4 * 3.0));
+  // on two cores nothing is shared: the closed form
+  CHECK(simulate_step(2, 4, t, one_f_one_b(2), {.cores = 2}).step_s == doctest::Approx(5 * 3.0));
+  // two replicas per stage (dp 2) on two cores: overlapping stages run at half speed
+  auto r = simulate_step(2, 4, t, one_f_one_b(2), {.cores = 2, .ranks_per_stage = 2});
+  CHECK(r.step_s == doctest::Approx(2 * 4 * 3.0));
+  // one stage alone: sharing with nobody
+  std::vector<stage_timing> one(1, stage_timing{.forward_s = 1.0, .backward_s = 2.0});
+  CHECK(simulate_step(1, 3, one, one_f_one_b(1), {.cores = 1}).step_s == doctest::Approx(9.0));
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# How right is the planner? For mlp (synth) and gpt (GPL-3), on 2 and on 4 ranks of this
+# machine: every candidate plan the planner lists (up to 8 micro-batches) is trained for a
+# few steps and its median step time compared with the prediction. Twice: predictions from
+# the freshly calibrated profile ("before"), and from the profile after one online refit
+# ("after": the auto-chosen plan trained once with --plan.refit, as a user's first run
+# does). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
+# plan measured against the best measured one.
+#   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per plan)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+steps=${1:-12}
+warmup=3
+stamp=$(date +%Y%m%d-%H%M%S)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+profile="$work/profile.json"
+out="$root/bench/results/planner-accuracy-$stamp.jsonl"
+: >"$out"
+gpl=/usr/share/common-licenses/GPL-3
+threads=2
+
+args_for() {  # the model's options
+  case $1 in
+    mlp) echo "--data.name=synth --train.batch=128 --train.threads=$threads" ;;
+    gpt) echo "--data.file=$gpl --train.batch=16 --train.threads=$threads" ;;
+  esac
+}
+binary_for() { echo "$root/build/apps/$1"; }
+
+# a fresh measured profile for the whole run
+"$root/build/apps/mlp" --data.name=synth --plan.only=true --cluster.calibrate=true --cluster.profile="$profile" \
+  | head -n 1 >&2
+
+for model in mlp gpt; do
+  for ranks in 2 4; do
+    base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8 --cluster.profile=$profile"
+    bin=$(binary_for $model)
+    cp "$profile" "$work/before.json"
+    # predictions before refit, and the plan auto chooses
+    $bin $base --cluster.profile="$work/before.json" --plan.only=true --plan.list="$work/before.jsonl" >/dev/null
+    # one run of the auto plan with refit: the "after" profile
+    cp "$profile" "$work/after.json"
+    $bin $base --cluster.profile="$work/after.json" --train.steps=$((steps + warmup)) --train.warmup=$warmup \
+      >/dev/null 2>&1
+    $bin $base --cluster.profile="$work/after.json" --plan.only=true --plan.list="$work/after.jsonl" >/dev/null
+    # measure every fitting candidate (refit off: the profile stays as it is)
+    i=0
+    while IFS= read -r plan; do
+      i=$((i + 1))
+      echo "$plan" >"$work/plan-$i.json"
+      line=$($bin $base --cluster.profile="$work/before.json" --plan.refit=false --plan.file="$work/plan-$i.json" \
+               --train.steps=$((steps + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
+      echo "{\"model\":\"$model\",\"ranks\":$ranks,\"index\":$i,\"plan\":$plan,\"result\":$line}" >>"$out"
+    done < <(grep '"fits":true' "$work/before.jsonl")
+    $py - "$model" "$ranks" "$work/before.jsonl" "$work/after.jsonl" >>"$out.predictions" <<'PY'
+import json, sys
+model, ranks, before, after = sys.argv[1:5]
+def key(p): return (p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"])
+b = [json.loads(l) for l in open(before)]
+a = {key(p): p for p in map(json.loads, open(after))}
+for p in b:
+    q = a.get(key(p))
+    print(json.dumps({"model": model, "ranks": int(ranks), "key": list(key(p)), "before": p["predicted"]["step_s"],
+                      "after": q["predicted"]["step_s"] if q else None, "auto_before": p is b[0],
+                      "auto_after": q is not None and key(q) == key(next(iter(a.values())))}))
+PY
+  done
+done
+
+$py - "$out" "$out.predictions" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+preds = [json.loads(l) for l in open(sys.argv[2])]
+def key(p): return [p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]]
+def ranks_of(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]: j += 1
+        for k in range(i, j + 1): r[order[k]] = (i + j) / 2
+        i = j + 1
+    return r
+def spearman(x, y):
+    rx, ry = ranks_of(x), ranks_of(y)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return num / den if den else float("nan")
+print(f"{'model':5} {'ranks':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':>10} {'rho before':>10} {'rho after':>9} "
+      f"{'auto/best before':>16} {'auto/best after':>15}")
+for model in ("mlp", "gpt"):
+    for ranks in (2, 4):
+        sel = [r for r in rows if r["model"] == model and r["ranks"] == ranks and "prediction" in r["result"]]
+        if not sel: continue
+        measured = {json.dumps(key(r["plan"])): r["result"]["prediction"]["measured_step_s"] for r in sel}
+        p = [q for q in preds if q["model"] == model and q["ranks"] == ranks and json.dumps(q["key"]) in measured]
+        m = [measured[json.dumps(q["key"])] for q in p]
+        before = [q["before"] for q in p]
+        after = [q["after"] for q in p]
+        mape = lambda xs: 100 * statistics.mean(abs(x - y) / y for x, y in zip(xs, m))
+        best = min(m)
+        auto_b = next((measured[json.dumps(q["key"])] for q in p if q["auto_before"]), float("nan"))
+        ia = min(range(len(p)), key=lambda i: after[i]) if all(a is not None for a in after) else None
+        auto_a = m[ia] if ia is not None else float("nan")
+        print(f"{model:5} {ranks:5} {len(p):5} {mape(before):10.1f}% {mape(after):9.1f}% {spearman(before, m):10.2f} "
+              f"{spearman(after, m):9.2f} {auto_b / best:16.2f} {auto_a / best:15.2f}")
+        for q, x in sorted(zip(p, m), key=lambda t: t[1])[:3]:
+            print(f"      best measured: {q['key']}  {x * 1e3:.2f} ms (predicted {q['before'] * 1e3:.2f} -> {q['after'] * 1e3:.2f})")
+PY
+echo "raw: $out"
