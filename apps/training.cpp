@@ -188,9 +188,20 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   }
   auto fit = planner::refit(obs, setup.profile.eff);
   if (!fit.changed) return out;
+  // What the tasks do not explain (messages, waking threads, the commit) is the runtime's
+  // overhead per step and rank: the measured step against the refit model's.
+  if (!setup.cluster) {
+    planner::search_options again = setup.search;
+    again.eff = fit.eff;
+    again.eff.per_rank_step_seconds = 0;
+    again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
+    if (auto q = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute))
+      fit.eff.per_rank_step_seconds = std::max(0.0, measured - q->step_s) / plan.ranks();
+  }
   out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor},
                   {"efficiency", {{"gemm", fit.eff.gemm}, {"memory", fit.eff.memory}, {"link", fit.eff.link},
-                                  {"per_op_seconds", fit.eff.per_op_seconds}}}};
+                                  {"per_op_seconds", fit.eff.per_op_seconds},
+                                  {"per_rank_step_seconds", fit.eff.per_rank_step_seconds}}}};
   if (p.refit && !setup.cluster) {
     setup.profile.eff = fit.eff;
     ++setup.profile.refits;
@@ -222,10 +233,12 @@ result<training_result> train(const training_job& job, const plan_options& plan,
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
     return train_serial(job, loop);
   }
+  const auto planning_start = std::chrono::steady_clock::now();
   auto setup = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, plan);
   if (!setup) return setup.error();
   auto choice = choose_plan(*setup, plan);
   if (!choice) return choice.error();
+  const double planning_s = seconds_since(planning_start);
   if (!plan.list.empty()) {
     std::FILE* f = std::fopen(plan.list.c_str(), "w");
     if (f == nullptr) return make_error(errc::io_error, "cannot write --plan.list file " + plan.list);
@@ -239,6 +252,16 @@ result<training_result> train(const training_job& job, const plan_options& plan,
     training_result r;
     r.plan_only = true;
     r.plan = choice->to_json();
+    r.plan["planning_s"] = planning_s;  // calibration included when --cluster.calibrate
+    r.plan["parameters"] = setup->analysis->param_bytes / 4.0;
+    if (choice->predicted) {
+      // model FLOPs utilisation: the step's forward and backward FLOPs (recomputation not
+      // counted) over the step time and every device's peak
+      const double flops = planner::model_flops(*setup->analysis, job.batch);
+      const auto& topo = setup->search.topo;
+      r.plan["predicted"]["model_flops_per_step"] = flops;
+      r.plan["predicted"]["mfu"] = flops / (choice->predicted->step_s * choice->plan.ranks() * topo.speed.flops_per_s);
+    }
     return r;
   }
   if (setup->cluster)

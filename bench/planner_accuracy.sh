@@ -6,7 +6,7 @@
 # ("after": the auto-chosen plan trained once with --plan.refit, as a user's first run
 # does). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
 # plan measured against the best measured one.
-#   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per plan)
+#   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 steps=${1:-12}
@@ -22,7 +22,7 @@ threads=2
 
 args_for() {  # the model's options
   case $1 in
-    mlp) echo "--data.name=synth --train.batch=128 --train.threads=$threads" ;;
+    mlp) echo "--data.name=synth --train.batch=128 --train.threads=$threads" ;;  # ~10 ms steps: 10x the steps
     gpt) echo "--data.file=$gpl --train.batch=16 --train.threads=$threads" ;;
   esac
 }
@@ -36,12 +36,13 @@ for model in mlp gpt; do
   for ranks in 2 4; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8 --cluster.profile=$profile"
     bin=$(binary_for $model)
+    n=$steps; [ $model = mlp ] && n=$((steps * 10))
     cp "$profile" "$work/before.json"
     # predictions before refit, and the plan auto chooses
     $bin $base --cluster.profile="$work/before.json" --plan.only=true --plan.list="$work/before.jsonl" >/dev/null
     # one run of the auto plan with refit: the "after" profile
     cp "$profile" "$work/after.json"
-    $bin $base --cluster.profile="$work/after.json" --train.steps=$((steps + warmup)) --train.warmup=$warmup \
+    $bin $base --cluster.profile="$work/after.json" --train.steps=$((n + warmup)) --train.warmup=$warmup \
       >/dev/null 2>&1
     $bin $base --cluster.profile="$work/after.json" --plan.only=true --plan.list="$work/after.jsonl" >/dev/null
     # measure every fitting candidate (refit off: the profile stays as it is)
@@ -50,7 +51,7 @@ for model in mlp gpt; do
       i=$((i + 1))
       echo "$plan" >"$work/plan-$i.json"
       line=$($bin $base --cluster.profile="$work/before.json" --plan.refit=false --plan.file="$work/plan-$i.json" \
-               --train.steps=$((steps + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
+               --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
       echo "{\"model\":\"$model\",\"ranks\":$ranks,\"index\":$i,\"plan\":$plan,\"result\":$line}" >>"$out"
     done < <(grep '"fits":true' "$work/before.jsonl")
     $py - "$model" "$ranks" "$work/before.jsonl" "$work/after.jsonl" >>"$out.predictions" <<'PY'

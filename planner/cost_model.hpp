@@ -31,6 +31,9 @@ struct efficiency {
   double memory = 0.5;           // of peak memory bandwidth, everything else
   double link = 0.8;             // of link bandwidth, communication
   double per_op_seconds = 2e-6;  // launch / dispatch / bookkeeping per operation
+  /// Runtime overhead per step and rank outside the tasks (messages, waking threads,
+  /// commit); fitted from measured step times, 0 until then.
+  double per_rank_step_seconds = 0;
 };
 
 struct device_speed {

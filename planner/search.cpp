@@ -233,9 +233,6 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
                                    : allreduce_ring_seconds(grads, p.dp, dp_link, o.eff);
     double update = owned * (3.0 + 2.0 * slots) / (o.topo.speed.memory_bytes_per_s * o.eff.memory);
     timing[k].update_s = reduce + update;
-    out.stages[k].forward_s = timing[k].forward_s * p.micro_batches;
-    out.stages[k].backward_s = timing[k].backward_s * p.micro_batches;
-    out.stages[k].update_s = reduce + update;
     out.stages[k].update_comm_s = reduce;
     dp_comm = std::max(dp_comm, reduce);
     // parameters and gradients in the compute type; master weights (mixed precision) and
@@ -247,7 +244,13 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   }
   auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int st) { return p.buffer_size(st); },
                            core_sharing{o.topo.shared_cores, p.dp * p.tp});
-  out.step_s = sim.step_s;
+  // what each stage's tasks take from start to end, as the runtime measures them
+  for (std::size_t k = 0; k < stages; ++k) {
+    out.stages[k].forward_s = sim.task_wall_s[k][0];
+    out.stages[k].backward_s = sim.task_wall_s[k][1];
+    out.stages[k].update_s = sim.task_wall_s[k][2];
+  }
+  out.step_s = sim.step_s + o.eff.per_rank_step_seconds * p.ranks();
   out.bubble = sim.bubble;
   out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;
   out.peak_memory_bytes = peak;

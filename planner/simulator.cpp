@@ -15,7 +15,9 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
   std::vector<std::vector<double>> f_end(p, std::vector<double>(m, inf)), b_end(p, std::vector<double>(m, inf));
   std::vector<std::size_t> next(p, 0);
   std::vector<bool> running(p, false);
-  std::vector<double> remaining(p, 0.0), duration(p, 0.0), busy(p, 0.0), pipeline_end(p, 0.0), free_at(p, 0.0);
+  std::vector<double> remaining(p, 0.0), duration(p, 0.0), busy(p, 0.0), pipeline_end(p, 0.0), free_at(p, 0.0),
+      started(p, 0.0);
+  std::vector<std::array<double, 3>> wall(p, std::array<double, 3>{});
   double now = 0;
 
   // When stage s's next task may start (inf: an input is not produced yet), and how long it takes.
@@ -46,6 +48,7 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
       double r = ready_time(s);
       if (r <= now) {
         running[s] = true;
+        started[s] = now;
         duration[s] = remaining[s] = length(s);
         if (order[s][next[s]].kind == task_kind::update) pipeline_end[s] = now;
       } else {
@@ -74,6 +77,7 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
       if (t.kind == task_kind::forward) f_end[s][i] = now;
       if (t.kind == task_kind::backward) b_end[s][i] = now;
       if (t.kind != task_kind::update) busy[s] += duration[s];
+      wall[s][static_cast<std::size_t>(t.kind)] += now - started[s];
       free_at[s] = now;
       running[s] = false;
       ++next[s];
@@ -81,6 +85,7 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
   }
   simulation out;
   out.busy_s = busy;
+  out.task_wall_s = wall;
   out.step_s = *std::max_element(free_at.begin(), free_at.end());
   double span = *std::max_element(pipeline_end.begin(), pipeline_end.end());
   double busiest = *std::max_element(busy.begin(), busy.end());

@@ -16,6 +16,7 @@
 //   r.step_s == (8 + 3) * 3;   r.bubble == 3.0 / 11
 #pragma once
 
+#include <array>
 #include <functional>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct simulation {
   double step_s = 0;                  // from the first task's start to the last task's end
   std::vector<double> busy_s;         // per stage: time spent computing
   double bubble = 0;                  // 1 - (busiest compute before the update) / (pipeline span)
+  /// Per stage, wall seconds from start to end of its forward, backward and update tasks
+  /// (more than their durations when shared cores slow them): what the runtime measures.
+  std::vector<std::array<double, 3>> task_wall_s;
 };
 
 simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The planner at scale, simulated: GPT-3 175B and a 260B-parameter transformer planned for
+# 64 to 4,096 H100s (configs/scale/h100_N.json: 8 per machine, NVLink inside, 400 Gb/s
+# InfiniBand between), one core, mixed precision, activation recomputation allowed. Weak
+# scaling: the global batch grows with the devices (one 2,048-token sequence per device).
+# Reports planning time, the chosen layout, predicted step time, model-FLOPs utilisation and
+# weak-scaling efficiency against 64 devices. Nothing here runs on a GPU: these are the
+# cost model's and the simulator's predictions.
+#   bench/planner_scale.sh [SIZES...]     (default 64 128 256 512 1024 2048 4096)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$root/build" --target gpt >/dev/null
+mkdir -p "$root/bench/results"
+out="$root/bench/results/planner-scale-$(date +%Y%m%d-%H%M%S).jsonl"
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(64 128 256 512 1024 2048 4096)
+declare -A shape=(
+  [gpt3-175b]="--model.layers=96 --model.d=12288 --model.heads=96"
+  [t-260b]="--model.layers=80 --model.d=16384 --model.heads=128"
+)
+for model in gpt3-175b t-260b; do
+  for n in "${sizes[@]}"; do
+    line=$(taskset -c 0 "$root/build/apps/gpt" ${shape[$model]} --model.seq=2048 --model.vocab=50257 \
+             --train.batch="$n" --plan.half-precision=true --plan.recompute=true --plan.only=true \
+             --cluster.file="$root/configs/scale/h100_$n.json" 2>&1 | tail -n 1)
+    echo "{\"model\":\"$model\",\"devices\":$n,\"result\":$line}" | tee -a "$out" >/dev/null
+  done
+done
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(f"{'model':10} {'GPUs':>5} {'batch':>5} {'plan (s)':>8}  {'layout':34} {'step (s)':>8} {'mem GB':>6} {'MFU':>5} {'weak':>6}")
+base = {}
+for r in rows:
+    res = r["result"]
+    if "plan" not in res:
+        print(f"{r['model']:10} {r['devices']:5}  error: {res}")
+        continue
+    p = res["plan"]; pr = p["predicted"]
+    layout = f"dp{p['dp']} tp{p['tp']} pp{p['pp']} m{p['micro_batches']} {p['schedule']}" + \
+             (" sharded" if p["shard_params"] else "") + (" recompute" if p.get("recompute") else "")
+    per_device = r["devices"] / pr["step_s"] / r["devices"]  # sequences per second per device (batch = devices)
+    base.setdefault(r["model"], per_device)
+    print(f"{r['model']:10} {r['devices']:5} {r['devices']:5} {p['planning_s']:8.2f}  {layout:34} {pr['step_s']:8.2f} "
+          f"{pr['peak_memory_bytes'] / 1e9:6.1f} {100 * pr['mfu']:4.1f}% {100 * per_device / base[r['model']]:5.1f}%")
+print(f"parameters: " + ", ".join(f"{m} {next(r['result']['plan']['parameters'] for r in rows if r['model'] == m) / 1e9:.1f}B"
+                                  for m in dict.fromkeys(r["model"] for r in rows)))
+PY
+echo "raw: $out"
