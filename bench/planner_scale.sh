@@ -21,9 +21,13 @@ declare -A shape=(
 )
 for model in gpt3-175b t-260b; do
   for n in "${sizes[@]}"; do
-    line=$(taskset -c 0 "$root/build/apps/gpt" ${shape[$model]} --model.seq=2048 --model.vocab=50257 \
+    all=$(taskset -c 0 "$root/build/apps/gpt" ${shape[$model]} --model.seq=2048 --model.vocab=50257 \
              --train.batch="$n" --plan.half-precision=true --plan.recompute=true --plan.only=true \
-             --cluster.file="$root/configs/scale/h100_$n.json" 2>&1 | tail -n 1)
+             --cluster.file="$root/configs/scale/h100_$n.json" 2>&1 || true)
+    line=$(echo "$all" | grep -v '^$' | tail -n 1)
+    # a plan that does not fit ends with the planner's advice, not JSON: keep it as text
+    echo "$line" | /usr/bin/python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null \
+      || line=$(/usr/bin/python3 -c 'import json,sys; print(json.dumps({"error": sys.argv[1]}))' "$(echo "$all" | head -n 2 | tr '\n' ' ')")
     echo "{\"model\":\"$model\",\"devices\":$n,\"result\":$line}" | tee -a "$out" >/dev/null
   done
 done
@@ -35,7 +39,7 @@ base = {}
 for r in rows:
     res = r["result"]
     if "plan" not in res:
-        print(f"{r['model']:10} {r['devices']:5}  error: {res}")
+        print(f"{r['model']:10} {r['devices']:5}  {res.get('error', res)}")
         continue
     p = res["plan"]; pr = p["predicted"]
     layout = f"dp{p['dp']} tp{p['tp']} pp{p['pp']} m{p['micro_batches']} {p['schedule']}" + \
@@ -44,7 +48,8 @@ for r in rows:
     base.setdefault(r["model"], per_device)
     print(f"{r['model']:10} {r['devices']:5} {r['devices']:5} {p['planning_s']:8.2f}  {layout:34} {pr['step_s']:8.2f} "
           f"{pr['peak_memory_bytes'] / 1e9:6.1f} {100 * pr['mfu']:4.1f}% {100 * per_device / base[r['model']]:5.1f}%")
-print(f"parameters: " + ", ".join(f"{m} {next(r['result']['plan']['parameters'] for r in rows if r['model'] == m) / 1e9:.1f}B"
-                                  for m in dict.fromkeys(r["model"] for r in rows)))
+params = {r["model"]: r["result"]["plan"]["parameters"] for r in rows if "plan" in r["result"]}
+print("parameters: " + ", ".join(f"{m} {v / 1e9:.1f}B" for m, v in params.items()) +
+      "; weak scaling: sequences/s per device against the smallest cluster that fits")
 PY
 echo "raw: $out"

@@ -325,7 +325,9 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
     if (n % tp != 0) continue;
     if (!o.tp_across_machines && tp > std::max(1, o.topo.devices_per_machine)) break;
     if (!a.completion(tp)) continue;  // the model's shapes cannot take this degree
-    for (int pp = 1; pp <= n / tp && static_cast<std::size_t>(pp) <= forward; ++pp) {
+    // at most one stage per layer (per operation for graphs too small to have layers)
+    const std::size_t most_stages = forward < 200 ? forward : a.boundaries.size() + 1;
+    for (int pp = 1; pp <= n / tp && static_cast<std::size_t>(pp) <= most_stages; ++pp) {
       if ((n / tp) % pp != 0) continue;
       const int dp = n / tp / pp;
       if (o.batch % dp != 0) continue;
