@@ -94,6 +94,7 @@ json plan_choice::to_json() const {
             {"cuts", cuts}};
   if (!devices.empty()) j["devices"] = devices;
   if (predicted && predicted->recompute) j["recompute"] = true;
+  if (predicted && predicted->embedding_on_host) j["embedding_on_host"] = true;
   if (predicted) {
     j["predicted"] = {{"step_s", predicted->step_s},
                       {"peak_memory_bytes", predicted->peak_memory_bytes},
@@ -112,7 +113,8 @@ result<plan_choice> load_plan_file(const std::string& path) {
   plan_choice c;
   c.how = "file " + path;
   static const std::set<std::string> known{"mode", "dp", "tp", "pp", "micro_batches", "schedule", "shard_params",
-                                           "ranks", "cuts", "devices", "predicted", "recompute"};
+                                           "ranks", "cuts", "devices", "predicted", "recompute",
+                                           "embedding_on_host"};
   for (auto& [k, v] : j.items())
     if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
   auto degree = [&](const char* key, int& target) -> status {
@@ -127,6 +129,8 @@ result<plan_choice> load_plan_file(const std::string& path) {
     if (auto st = degree(key, *target); !st) return st.error();
   if (j.contains("recompute") && j["recompute"] != false)
     return make_error(errc::invalid_argument, path + ": recompute: the runtime does not recompute activations yet");
+  if (j.contains("embedding_on_host") && j["embedding_on_host"] != false)
+    return make_error(errc::invalid_argument, path + ": embedding_on_host: the runtime does not place layers on host CPUs yet");
   if (j.contains("schedule")) {
     if (!j["schedule"].is_string()) return make_error(errc::invalid_argument, path + ": schedule: expected \"gpipe\" or \"1f1b\"");
     auto s = planner::parse_schedule(j["schedule"].get<std::string>());

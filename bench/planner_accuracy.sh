@@ -108,6 +108,15 @@ for model in ("mlp", "gpt"):
         auto_a = m[ia] if ia is not None else float("nan")
         print(f"{model:5} {ranks:5} {len(p):5} {mape(before):10.1f}% {mape(after):9.1f}% {spearman(before, m):10.2f} "
               f"{spearman(after, m):9.2f} {auto_b / best:16.2f} {auto_a / best:15.2f}")
+        # the noise floor: plans that do identical work (GPipe and 1F1B predicted equal)
+        pairs = {}
+        for q, x in zip(p, m):
+            k = q["key"]
+            if k[2] > 1: pairs.setdefault(json.dumps(k[:4] + k[5:]), []).append(x)
+        diffs = sorted(abs(v[0] - v[1]) / min(v) for v in pairs.values() if len(v) == 2)
+        if diffs:
+            print(f"      noise: {len(diffs)} GPipe/1F1B pairs of identical predicted work differ by median "
+                  f"{100 * diffs[len(diffs) // 2]:.1f}%, at most {100 * diffs[-1]:.1f}%")
         for q, x in sorted(zip(p, m), key=lambda t: t[1])[:3]:
             print(f"      best measured: {q['key']}  {x * 1e3:.2f} ms (predicted {q['before'] * 1e3:.2f} -> {q['after'] * 1e3:.2f})")
 PY

@@ -138,10 +138,16 @@ result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, 
 }
 
 result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                         const std::vector<std::size_t>& given_cuts, bool recompute, search_cache& cache) {
+                         const std::vector<std::size_t>& given_cuts, bool recompute, bool on_host,
+                         search_cache& cache) {
   planned out;
   out.plan = p;
   out.recompute = recompute;
+  out.embedding_on_host = on_host;
+  if (on_host && (!o.topo.host || a.boundaries.empty()))
+    return make_error(errc::invalid_argument, "no host CPUs or no first layer to put on them");
+  // forward nodes [0, head) run on the host
+  const std::size_t head = on_host ? a.boundaries.front() : 0;
   if (auto st = validate(p, o.batch); !st) return st.error();
   auto it = cache.views.find(p.tp);
   if (it == cache.views.end()) {
@@ -159,13 +165,21 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
 
   // Time per micro-batch charged to each forward node (its own and its backward nodes').
   std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0);
+  stage_timing host_stage;
+  double host_params = 0;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {
     op_profile cost = a.node_cost[i].at(rows);
     cost.bytes *= bytes_scale;
+    auto owner = static_cast<std::size_t>(a.owner[i]);
+    if (owner < head) {  // on the host: whole (no tensor parallelism), replicas sharing its CPUs
+      const double sharing = std::max(1.0, static_cast<double>(p.dp) / o.topo.host->devices);
+      double seconds = compute_seconds(cost, o.topo.host->speed, o.eff) * sharing;
+      (i < forward ? host_stage.forward_s : host_stage.backward_s) += seconds;
+      continue;
+    }
     if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm};
     double seconds = compute_seconds(cost, o.topo.speed, o.eff);
     double comm = allreduce_ring_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
-    auto owner = static_cast<std::size_t>(a.owner[i]);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
     comm_s[owner] += comm;
   }
@@ -206,6 +220,11 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing[s].backward_s += bwd_s[i] + (recompute ? fwd_s[i] : 0.0);
     out.stages[s].compute_comm_s += comm_s[i] * p.micro_batches;
     tp_comm += comm_s[i] * p.micro_batches;
+    if (i < head) {  // the host holds these parameters and activations
+      for (auto v : g.nodes()[i].inputs)
+        if (g.value(v).kind == value_kind::parameter) host_params += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+      continue;
+    }
     double bytes = view.activation_bytes[i].at(rows) * bytes_scale;
     if (!recompute) {
       activations[s] += bytes;
@@ -242,19 +261,44 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     peak = std::max(peak, memory);
     out.compute_s = std::max(out.compute_s, (timing[k].forward_s + timing[k].backward_s) * p.micro_batches);
   }
-  auto sim = simulate_step(p.pp, p.micro_batches, timing, [&](int st) { return p.buffer_size(st); },
+  const std::size_t first = on_host ? 1 : 0;  // the simulator's index of the first accelerator stage
+  if (on_host) {
+    // the host stage in front: the first layer's activation over the host link, its
+    // gradients reduced over dp and its optimizer on the host
+    const auto& host = *o.topo.host;
+    double handoff = p2p_seconds(a.cut_bytes(head, rows) * bytes_scale / p.tp, host.link, o.eff);
+    host_stage.send_forward_s = handoff;
+    timing[0].send_backward_s = handoff;
+    double owned = p.shard_params ? host_params / p.dp : host_params;
+    host_stage.update_s = allreduce_ring_seconds(host_params * bytes_scale, p.dp, dp_link, o.eff) +
+                          owned * (3.0 + 2.0 * slots) / (host.speed.memory_bytes_per_s * o.eff.memory);
+    double host_memory = host_params * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
+                         a.cut_bytes(head, rows) * bytes_scale * p.micro_batches;
+    if (host_memory > host.memory_bytes * o.memory_margin) {
+      out.fits = false;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "the host side needs %.3g GB, %.0f%% of %.3g GB may be used", host_memory / 1e9,
+                    100 * o.memory_margin, host.memory_bytes / 1e9);
+      out.rejected = buf;
+    }
+    timing.insert(timing.begin(), host_stage);
+  }
+  const int sim_stages = p.pp + static_cast<int>(first);
+  auto sim = simulate_step(sim_stages, p.micro_batches, timing,
+                           [&](int st) { return p.schedule == schedule_kind::gpipe ? p.micro_batches
+                                                                                   : std::min(p.micro_batches, sim_stages - st); },
                            core_sharing{o.topo.shared_cores, p.dp * p.tp});
-  // what each stage's tasks take from start to end, as the runtime measures them
+  // what each accelerator stage's tasks take from start to end, as the runtime measures them
   for (std::size_t k = 0; k < stages; ++k) {
-    out.stages[k].forward_s = sim.task_wall_s[k][0];
-    out.stages[k].backward_s = sim.task_wall_s[k][1];
-    out.stages[k].update_s = sim.task_wall_s[k][2];
+    out.stages[k].forward_s = sim.task_wall_s[k + first][0];
+    out.stages[k].backward_s = sim.task_wall_s[k + first][1];
+    out.stages[k].update_s = sim.task_wall_s[k + first][2];
   }
   out.step_s = sim.step_s + o.eff.per_rank_step_seconds * p.ranks();
   out.bubble = sim.bubble;
   out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;
   out.peak_memory_bytes = peak;
-  if (peak > o.topo.memory_bytes * o.memory_margin) {
+  if (out.fits && peak > o.topo.memory_bytes * o.memory_margin) {
     out.fits = false;
     char buf[160];
     std::snprintf(buf, sizeof buf, "needs %.3g GB per device, %.0f%% of %.3g GB may be used", peak / 1e9,
@@ -287,7 +331,9 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
   link_cost intra{std::numeric_limits<double>::infinity(), 0};
   for (std::size_t m = 0; m < c.machines().size(); ++m) {
     link_cost l = c.intra_link(static_cast<int>(m));
-    const auto& ids = c.machines()[m].devices;
+    std::vector<int> ids;  // the machine's devices of the kind planned for
+    for (int id : c.machines()[m].devices)
+      if ((c.device_by_id(id).kind == device_kind::gpu) == any_gpu) ids.push_back(id);
     for (std::size_t i = 0; i + 1 < ids.size() && i < 64; ++i) {  // explicit links between neighbours
       link_cost e = c.between(ids[i], ids[i + 1]);
       if (e.bandwidth_bytes_per_s < l.bandwidth_bytes_per_s) l = e;
@@ -296,11 +342,38 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
     intra.latency_s = std::max(intra.latency_s, l.latency_s);
   }
   t.intra = {intra.bandwidth_bytes_per_s, intra.latency_s};
+  // a heterogeneous cluster: its CPU devices are the host side
+  if (any_gpu) {
+    topology::host_side host;
+    double host_flops = std::numeric_limits<double>::infinity(), host_memory = host_flops, host_bandwidth = host_flops;
+    int a_cpu = -1, a_gpu = -1;
+    for (const device& d : c.devices()) {
+      if (d.kind == device_kind::gpu) continue;
+      ++host.devices;
+      if (a_cpu < 0) a_cpu = d.global_id;
+      host_flops = std::min(host_flops, half_precision ? d.flops_f16_per_s : d.flops_f32_per_s);
+      host_memory = std::min(host_memory, d.memory_bytes);
+      host_bandwidth = std::min(host_bandwidth, d.memory_bandwidth_bytes_per_s);
+    }
+    for (const device& d : c.devices())  // an accelerator next to the first CPU, else any
+      if (d.kind == device_kind::gpu && (a_gpu < 0 || c.same_machine(a_cpu, d.global_id)) &&
+          !(a_gpu >= 0 && c.same_machine(a_cpu, a_gpu)))
+        a_gpu = d.global_id;
+    if (host.devices > 0) {
+      host.speed = {host_flops, host_bandwidth};
+      host.memory_bytes = host_memory;
+      link_cost l = c.between(a_cpu, a_gpu);
+      host.link = {l.bandwidth_bytes_per_s, l.latency_s};
+      t.host = host;
+    }
+  }
   t.inter = c.machines().size() > 1 ? link_speed{c.inter_link().bandwidth_bytes_per_s, c.inter_link().latency_s} : t.intra;
   return t;
 }
 
-std::string describe(const planned& p) { return describe(p.plan) + (p.recompute ? " recompute" : ""); }
+std::string describe(const planned& p) {
+  return describe(p.plan) + (p.recompute ? " recompute" : "") + (p.embedding_on_host ? " embedding-on-host" : "");
+}
 
 std::string describe(const parallel_plan& p) {
   std::string out = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " m" +
@@ -311,9 +384,9 @@ std::string describe(const parallel_plan& p) {
 }
 
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                              const std::vector<std::size_t>& given_cuts, bool recompute) {
+                              const std::vector<std::size_t>& given_cuts, bool recompute, bool embedding_on_host) {
   search_cache cache;
-  return evaluate(a, p, o, given_cuts, recompute, cache);
+  return evaluate(a, p, o, given_cuts, recompute, embedding_on_host, cache);
 }
 
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o) {
@@ -339,11 +412,12 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
             parallel_plan p{.dp = dp, .tp = tp, .pp = pp, .micro_batches = m,
                             .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
                             .shard_params = shard == 1};
-            for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc) {
-              auto r = evaluate(a, p, o, {}, rc == 1, cache);
-              if (!r) break;  // e.g. more stages than the model has layers
-              (r->fits ? fitting : rejected).push_back(std::move(*r));
-            }
+            for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
+              for (int host = 0; host < (o.topo.host && !a.boundaries.empty() ? 2 : 1); ++host) {
+                auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
+                if (!r) break;  // e.g. more stages than the model has layers
+                (r->fits ? fitting : rejected).push_back(std::move(*r));
+              }
           }
       }
     }

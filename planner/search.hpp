@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ struct topology {
   /// > 0: the ranks share this many cores (ranks of one process on a small machine; the
   /// simulator's processor sharing). 0: every device computes on its own.
   double shared_cores = 0;
+  /// The host CPUs next to the accelerators, on a heterogeneous cluster: where the planner
+  /// may put the model's first layer (the embedding table) when that pays.
+  struct host_side {
+    int devices = 0;
+    device_speed speed;
+    double memory_bytes = 0;
+    link_speed link;  // host <-> accelerator
+  };
+  std::optional<host_side> host;
 };
 
 /// The uniform view of a cluster: its accelerators if it has any, else its CPU devices; the
@@ -56,6 +66,7 @@ struct planned {
   std::vector<stage_prediction> stages;
   std::vector<std::size_t> cuts;   // forward nodes where stages 1.. begin
   bool recompute = false;          // activations recomputed in the backward pass (planning only)
+  bool embedding_on_host = false;  // the first layer runs on the host CPUs (planning only)
   double step_s = 0;               // predicted
   double compute_s = 0;            // the busiest stage's computation per step
   double peak_memory_bytes = 0;    // the fullest rank
@@ -82,12 +93,16 @@ struct search_options {
   bool allow_recompute = false;
 };
 
-/// Predicts one plan (stage cuts chosen here unless `cuts` is given).
+/// Predicts one plan (stage cuts chosen here unless `cuts` is given). `embedding_on_host`
+/// runs the forward operations before the first layer boundary (and their backward) on
+/// o.topo.host as an extra pipeline stage in front of the accelerators.
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
-                              const std::vector<std::size_t>& cuts = {}, bool recompute = false);
+                              const std::vector<std::size_t>& cuts = {}, bool recompute = false,
+                              bool embedding_on_host = false);
 
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
-/// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides).
+/// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides). With
+/// o.topo.host, every candidate is also tried with the embedding on the host CPUs.
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o);
 
 /// When nothing fits: what would — the fewest devices of the same kind that fit (up to 64x),
@@ -99,7 +114,7 @@ std::string explain(const std::vector<planned>& ranked, std::size_t rows);
 
 /// "dp2 tp2 pp2 m4 1f1b sharded"
 std::string describe(const parallel_plan& p);
-/// describe(plan) and " recompute" when it recomputes.
+/// describe(plan), " recompute" when it recomputes, " embedding-on-host" when it moves the first layer.
 std::string describe(const planned& p);
 
 /// FLOPs of one training step's forward and backward passes at `batch` rows.

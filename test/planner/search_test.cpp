@@ -168,3 +168,24 @@ TEST_CASE("the uniform view of a cluster: its accelerators, the slowest of them,
   CHECK(t->inter.bytes_per_s == doctest::Approx(25e9));
   CHECK(t->inter.latency_s == doctest::Approx(10e-6));
 }
+
+TEST_CASE("a heterogeneous cluster: the embedding goes to the host CPUs when only that fits, not otherwise") {
+  // 100,000 x 64 table: 25.6 MB of parameters, 102 MB with gradients and AdamW state
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_embedding_model(g, 100000, 64, r); }, 2);
+  topology t = two_devices(1e10, 50e6);
+  t.host = topology::host_side{.devices = 1, .speed = {1e10, 1e10}, .memory_bytes = 64e9, .link = {16e9, 5e-6}};
+  search_options o = options(32, t);
+  auto ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  INFO(explain(*ranked, 12));
+  REQUIRE(ranked->front().fits);
+  CHECK(ranked->front().embedding_on_host);
+  for (const planned& p : *ranked) CHECK(p.fits == p.embedding_on_host);
+  CHECK(describe(ranked->front()).find("embedding-on-host") != std::string::npos);
+  // with memory to spare, the slow host only costs time: the embedding stays
+  o.topo.memory_bytes = 64e9;
+  ranked = rank_plans(a, o);
+  REQUIRE(ranked);
+  INFO(explain(*ranked, 12));
+  CHECK(!ranked->front().embedding_on_host);
+}

@@ -31,4 +31,14 @@ inline var toy_wide_linear(graph& g, std::int64_t in, std::int64_t out, std::int
   return softmax_cross_entropy(linear(x, out, "wide"), y);
 }
 
+/// A large embedding table in front of a small MLP: what a recommender or a language model's
+/// input layer looks like to the planner.
+inline var toy_embedding_model(graph& g, std::int64_t vocab, std::int64_t d, std::int64_t rows) {
+  var ids = g.input("ids", {rows}, dtype::i32);
+  var y = g.input("y", {rows}, dtype::i32);
+  var h = embed(ids, vocab, d, "tok");
+  h = relu(linear(h, d, "fc1"));
+  return softmax_cross_entropy(linear(h, 10, "fc2"), y);
+}
+
 }  // namespace cohort::test
