@@ -147,8 +147,10 @@ result<machine_profile> load_profile(const std::string& path) {
   COHORT_READ(p.flops_f32_per_core, j, "flops_f32_per_core", w);
   COHORT_READ(p.memory_bandwidth_bytes_per_s, j, "memory_bandwidth_bytes_per_s", w);
   COHORT_READ(p.refits, j, "refits", w);
-  COHORT_READ(p.cache_bytes, j, "cache_bytes", w);
-  COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
+  // added after the first profiles were written: optional, the defaults stand in
+  if (j.contains("cache_bytes")) COHORT_READ(p.cache_bytes, j, "cache_bytes", w);
+  if (j.contains("cache_bandwidth_bytes_per_s"))
+    COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
@@ -158,7 +160,8 @@ result<machine_profile> load_profile(const std::string& path) {
   COHORT_READ(p.eff.memory, e, "memory", w + ".efficiency");
   COHORT_READ(p.eff.link, e, "link", w + ".efficiency");
   COHORT_READ(p.eff.per_op_seconds, e, "per_op_seconds", w + ".efficiency");
-  COHORT_READ(p.eff.per_rank_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
+  if (e.contains("per_rank_step_seconds"))
+    COHORT_READ(p.eff.per_rank_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
 #undef COHORT_READ
   if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bytes_per_s <= 0 ||
       p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)

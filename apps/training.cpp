@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 
 #include "actors/runtime.hpp"
@@ -177,14 +178,28 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   out["predicted_step_s"] = predicted;
   out["measured_step_s"] = measured;
   out["error_pct"] = 100.0 * (predicted - measured) / measured;
+  // One observation per stage: forward and backward averaged over the stage's ranks; the
+  // update (the dp reduction) from the rank that waited least in it, the last to arrive,
+  // whose time is the reduction itself rather than waiting for slower replicas.
   std::vector<planner::task_observation> obs;
   const auto& plan = choice.plan;
+  const auto stages = choice.predicted->stages.size();
+  std::vector<std::array<double, 3>> per_stage(stages, {0.0, 0.0, std::numeric_limits<double>::infinity()});
+  std::vector<int> count(stages, 0);
   for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
     const auto stage = static_cast<std::size_t>((static_cast<int>(r) / plan.tp) % plan.pp);
-    if (stage >= choice.predicted->stages.size()) continue;
-    std::array<double, 3> mean{};
-    for (std::size_t k = 0; k < 3; ++k) mean[k] = t.per_rank[r][k] / static_cast<double>(t.steps);
-    obs.push_back({choice.predicted->stages[stage], mean});
+    if (stage >= stages) continue;
+    const double n = static_cast<double>(t.steps);
+    per_stage[stage][0] += t.per_rank[r][0] / n;
+    per_stage[stage][1] += t.per_rank[r][1] / n;
+    per_stage[stage][2] = std::min(per_stage[stage][2], t.per_rank[r][2] / n);
+    ++count[stage];
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (count[s] == 0) continue;
+    per_stage[s][0] /= count[s];
+    per_stage[s][1] /= count[s];
+    obs.push_back({choice.predicted->stages[s], per_stage[s]});
   }
   auto fit = planner::refit(obs, setup.profile.eff);
   if (!fit.changed) return out;
