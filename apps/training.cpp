@@ -285,9 +285,12 @@ result<training_result> train(const training_job& job, const plan_options& plan,
                       "yet; --plan.only=true plans for them");
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   training_job with_note = job;
-  char line[256];
-  std::snprintf(line, sizeof line, "plan: %s (%s%s)", planner::describe(choice->plan).c_str(), choice->how.c_str(),
-                choice->predicted ? (", predicted " + std::to_string(choice->predicted->step_s * 1e3).substr(0, 6) + " ms per step").c_str() : "");
+  char line[320];
+  if (choice->predicted)
+    std::snprintf(line, sizeof line, "plan: %s (%s, predicted %.4g ms per step)", planner::describe(choice->plan).c_str(),
+                  choice->how.c_str(), choice->predicted->step_s * 1e3);
+  else
+    std::snprintf(line, sizeof line, "plan: %s (%s)", planner::describe(choice->plan).c_str(), choice->how.c_str());
   with_note.note = job.note.empty() ? line : job.note + "\n" + line;
   task_totals totals;
   auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals);
