@@ -1,6 +1,7 @@
 // Plan selection for the apps: auto, manual or from a file, always with a prediction.
 #include "apps/planning.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -174,11 +175,23 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
     for (auto cut : o.cuts) c.cuts.push_back(static_cast<std::size_t>(cut));
   } else {
     c.how = "auto";
-    auto ranked = planner::rank_plans(*s.analysis, search);
-    if (!ranked) return ranked.error();
+    // On this machine without --plan.ranks, fewer ranks with more threads each are
+    // candidates too (one rank on every core can beat two ranks that must communicate).
+    const int most = search.topo.devices;
+    const int fewest = !s.cluster && o.ranks == 0 ? 1 : most;
     std::vector<planner::planned> allowed;
-    for (auto& p : *ranked)
-      if (matches(p.plan, o)) allowed.push_back(std::move(p));
+    for (int ranks = fewest; ranks <= most; ++ranks) {
+      planner::search_options here = search;
+      if (!s.cluster) here.topo = local_topology(s.profile, ranks, s.threads);
+      auto ranked = planner::rank_plans(*s.analysis, here);
+      if (!ranked) return ranked.error();
+      for (auto& p : *ranked)
+        if (matches(p.plan, o)) allowed.push_back(std::move(p));
+    }
+    std::stable_sort(allowed.begin(), allowed.end(), [](const planner::planned& x, const planner::planned& y) {
+      if (x.fits != y.fits) return x.fits;
+      return x.fits ? x.step_s < y.step_s : x.peak_memory_bytes < y.peak_memory_bytes;
+    });
     c.table = planner::explain(allowed, o.only ? 40 : 10);
     if (allowed.empty())
       return make_error(errc::invalid_argument, "no plan for " + std::to_string(search.topo.devices) + " devices and batch " +

@@ -261,7 +261,8 @@ result<training_result> train(const training_job& job, const plan_options& plan,
     std::fclose(f);
   }
   if (plan.only) {
-    std::printf("planning for %d %s (%s)\n", setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
+    std::printf("planning for %s%d %s (%s)\n", !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
+                setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
                 setup->cluster ? plan.cluster_file.c_str() : describe(setup->profile).c_str());
     if (!choice->table.empty()) std::printf("%s", choice->table.c_str());
     training_result r;
