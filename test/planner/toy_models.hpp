@@ -1,6 +1,5 @@
-// Small models for the planner tests, written with the DSL directly (the planner does not
-// depend on the apps): an MLP with Megatron pairs, and one wide linear layer without
-// tensor-parallel annotations.
+// Small models for the planner tests: the apps' MLP (Megatron pairs), one wide linear layer
+// without tensor-parallel annotations, and a large embedding in front of a small MLP.
 #pragma once
 
 #include <cstdint>
@@ -8,21 +7,14 @@
 #include <vector>
 
 #include "graph/dsl.hpp"
+#include "apps/models.hpp"
 #include "graph/layers.hpp"
 
 namespace cohort::test {
 
+// The apps' MLP (Megatron pairs: fc1 column-parallel, fc2 row-parallel, ...).
 inline var toy_mlp(graph& g, const std::vector<std::int64_t>& dims, std::int64_t rows) {
-  var h = g.input("x", {rows, dims.front()});
-  var y = g.input("y", {rows}, dtype::i32);
-  const std::size_t layers = dims.size() - 1;
-  for (std::size_t i = 1; i <= layers; ++i) {
-    bool paired = (i % 2 == 1) ? i < layers : true;
-    tp_style style = !paired ? tp_style::none : (i % 2 == 1 ? tp_style::column : tp_style::row);
-    h = linear(h, dims[i], "fc" + std::to_string(i), true, style);
-    if (i < layers) h = relu(h);
-  }
-  return softmax_cross_entropy(h, y);
+  return apps::build_mlp(g, dims, rows).loss;
 }
 
 inline var toy_wide_linear(graph& g, std::int64_t in, std::int64_t out, std::int64_t rows) {
