@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <cstdio>
 
@@ -110,7 +111,7 @@ struct task_totals {
 
 result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
                                       const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      task_totals& totals) {
+                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals) {
   actors::run_options o;
   o.plan = choice.plan;
   o.batch = job.batch;
@@ -136,6 +137,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
         for (std::size_t k = 0; k < 3; ++k) totals.per_rank[r][k] += m.task_seconds[r][k];
       totals.step_seconds.push_back(m.seconds);
       ++totals.steps;
+      if (on_totals) on_totals(totals);
     }
     loop.on_step(m.step, static_cast<float>(m.loss),
                  {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
@@ -168,7 +170,9 @@ result<training_result> train_runtime(const training_job& job, const plan_option
 
 // Predicted against measured step time, and the refit of the cost model from the task
 // times (saved with the profile when --plan.refit).
-json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t) {
+// `first` counts the refit in the profile (a run's later refits replace its first).
+json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t,
+                       bool first) {
   json out = json::object();
   if (!choice.predicted || t.steps == 0) return out;
   std::vector<double> steps = t.step_seconds;
@@ -201,7 +205,7 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
     per_stage[s][1] /= count[s];
     obs.push_back({choice.predicted->stages[s], per_stage[s]});
   }
-  auto fit = planner::refit(obs, setup.profile.eff);
+  auto fit = planner::refit(obs, setup.search.eff);  // the constants the prediction was made with
   if (!fit.changed) return out;
   // What the tasks do not explain (messages, waking threads, the commit) is the runtime's
   // overhead per step and rank: the measured step against the refit model's.
@@ -219,7 +223,7 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
                                   {"per_rank_step_seconds", fit.eff.per_rank_step_seconds}}}};
   if (p.refit && !setup.cluster) {
     setup.profile.eff = fit.eff;
-    ++setup.profile.refits;
+    if (first) ++setup.profile.refits;
     if (auto st = save_profile(setup.profile_path, setup.profile); !st)
       std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());
     else
@@ -293,10 +297,24 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   else
     std::snprintf(line, sizeof line, "plan: %s (%s)", planner::describe(choice->plan).c_str(), choice->how.c_str());
   with_note.note = job.note.empty() ? line : job.note + "\n" + line;
+  // Online refit: once after refit_after_steps timed steps (saved, so a run that is stopped
+  // later still leaves it behind), and again from every timed step at the end.
+  constexpr std::int64_t refit_after_steps = 10;
+  bool refit_saved = false;
   task_totals totals;
-  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals);
+  auto mid_run = [&](const task_totals& t) {
+    if (t.steps != refit_after_steps || t.steps == job.steps - job.warmup) return;
+    json early = compare_and_refit(*choice, *setup, plan, t, !refit_saved);
+    if (!early.contains("refit")) return;
+    refit_saved = refit_saved || early.contains("profile");
+    std::fprintf(stderr, "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, reduction x%.3g\n",
+                 static_cast<long long>(t.steps), early["predicted_step_s"].get<double>() * 1e3,
+                 early["measured_step_s"].get<double>() * 1e3, early["refit"]["compute_factor"].get<double>(),
+                 early["refit"]["reduce_factor"].get<double>());
+  };
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, mid_run);
   if (!r) return r;
-  r->prediction = compare_and_refit(*choice, *setup, plan, totals);
+  r->prediction = compare_and_refit(*choice, *setup, plan, totals, !refit_saved);
   return r;
 }
 
