@@ -152,7 +152,7 @@ result<machine_profile> load_profile(const std::string& path) {
   if (j.contains("cache_bandwidth_bytes_per_s"))
     COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
-  COHORT_READ(p.link.bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
+  COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
   if (!j.contains("efficiency") || !j["efficiency"].is_object()) return make_error(errc::invalid_argument, w + ".efficiency: missing");
   const json& e = j["efficiency"];
@@ -163,7 +163,7 @@ result<machine_profile> load_profile(const std::string& path) {
   if (e.contains("per_rank_step_seconds"))
     COHORT_READ(p.eff.per_rank_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
 #undef COHORT_READ
-  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bytes_per_s <= 0 ||
+  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bandwidth_bytes_per_s <= 0 ||
       p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
     return make_error(errc::invalid_argument, w + ": cores, FLOP/s, bandwidths and efficiencies must be positive");
   p.source = path;
@@ -177,7 +177,7 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"memory_bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
             {"cache_bytes", p.cache_bytes},
             {"cache_bandwidth_bytes_per_s", p.cache_bandwidth_bytes_per_s},
-            {"link", {{"bandwidth_bytes_per_s", p.link.bytes_per_s}, {"latency_s", p.link.latency_s}}},
+            {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
              {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds},
               {"per_rank_step_seconds", p.eff.per_rank_step_seconds}}},
@@ -208,7 +208,7 @@ machine_profile calibrate() {
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
   double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 20);
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
-  p.link.bytes_per_s = 1.0 / per_byte;
+  p.link.bandwidth_bytes_per_s = 1.0 / per_byte;
   p.link.latency_s = std::max(0.0, ts / 2.0 - static_cast<double>(small) * 4.0 / 2.0 * per_byte);
   p.source = "calibrated";
   return p;
@@ -236,7 +236,7 @@ std::string describe(const machine_profile& p) {
                 "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
-                p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.link.bytes_per_s / 1e9,
+                p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.link.bandwidth_bytes_per_s / 1e9,
                 p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
                 p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;

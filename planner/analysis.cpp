@@ -19,7 +19,6 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   constexpr std::int64_t r1 = 3, r2 = 5;
   auto a = std::make_unique<model_analysis>();
   a->g = std::make_unique<graph>();
-  a->rows = r1;
   graph other;
   var l1 = model(*a->g, r1);
   var l2 = model(other, r2);

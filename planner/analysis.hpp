@@ -31,9 +31,8 @@ struct affine_cost {
 };
 
 struct model_analysis {
-  std::unique_ptr<graph> g;         // built at `rows` rows
+  std::unique_ptr<graph> g;         // built at 3 rows (costs come from node_cost, not its shapes)
   gradients grads;
-  std::int64_t rows = 0;
   std::vector<affine_cost> node_cost;        // every node of g
   std::vector<double> value_bytes_fixed;     // every value: bytes = fixed + per_row * rows
   std::vector<double> value_bytes_per_row;

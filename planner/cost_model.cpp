@@ -34,30 +34,28 @@ double compute_seconds(const op_profile& p, const device_speed& d, const efficie
   return std::max(flop_s, byte_s) + e.per_op_seconds;
 }
 
-double p2p_seconds(double bytes, const link_speed& l, const efficiency& e) {
-  return l.latency_s + bytes / (l.bytes_per_s * e.link);
+double p2p_seconds(double bytes, const link_cost& l, const efficiency& e) {
+  return l.latency_s + bytes / (l.bandwidth_bytes_per_s * e.link);
 }
 
-double allreduce_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
   if (ranks <= 1) return 0;
   double n = ranks;
-  return 2.0 * (n - 1.0) * (l.latency_s + bytes / n / (l.bytes_per_s * e.link));
+  return 2.0 * (n - 1.0) * (l.latency_s + bytes / n / (l.bandwidth_bytes_per_s * e.link));
 }
 
-double reduce_scatter_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
   if (ranks <= 1) return 0;
   double n = ranks;
-  return (n - 1.0) * (l.latency_s + bytes / n / (l.bytes_per_s * e.link));
+  return (n - 1.0) * (l.latency_s + bytes / n / (l.bandwidth_bytes_per_s * e.link));
 }
 
-double all_gather_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e) {
+double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
   return reduce_scatter_ring_seconds(bytes, ranks, l, e);
 }
 
 double bubble_fraction(int stages, int micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
 }
-
-double optimizer_state_factor(int state_slots) { return static_cast<double>(state_slots); }
 
 }  // namespace cohort::planner

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "planner/cluster.hpp"  // link_cost
 
 namespace cohort::planner {
 
@@ -45,11 +46,6 @@ struct device_speed {
   double cache_bytes_per_s = 0;
 };
 
-struct link_speed {
-  double bytes_per_s = 1e10;
-  double latency_s = 1e-5;
-};
-
 /// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
 op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 
@@ -58,17 +54,15 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e);
 
 /// One message of `bytes` over a link.
-double p2p_seconds(double bytes, const link_speed& l, const efficiency& e);
+double p2p_seconds(double bytes, const link_cost& l, const efficiency& e);
 /// Ring allreduce of `bytes` over `ranks`: 2(n-1) steps of bytes/n.
-double allreduce_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
+double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 /// Ring reduce-scatter or all-gather of a `bytes` buffer: n-1 steps of bytes/n.
-double reduce_scatter_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
-double all_gather_ring_seconds(double bytes, int ranks, const link_speed& l, const efficiency& e);
+double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
+double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 
 /// The idle fraction of a synchronous pipeline: (p - 1) / (m + p - 1).
 double bubble_fraction(int stages, int micro_batches);
 
-/// Bytes an optimizer keeps per parameter byte (SGD: 0 or 1 momentum slot; AdamW: 2).
-double optimizer_state_factor(int state_slots);
 
 }  // namespace cohort::planner

@@ -78,7 +78,7 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
   return out;
 }
 
-link_speed link_for(const search_options& o, int span) {
+link_cost link_for(const search_options& o, int span) {
   return span <= o.topo.devices_per_machine ? o.topo.intra : o.topo.inter;
 }
 
@@ -91,7 +91,7 @@ struct search_cache {
 
 // Least loaded busiest stage, by dynamic programming over the candidate cut positions.
 result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, const std::vector<double>& node_s,
-                                               double rows, double byte_scale, const link_speed& link,
+                                               double rows, double byte_scale, const link_cost& link,
                                                const efficiency& eff) {
   const std::size_t forward = a.forward_nodes();
   std::vector<std::size_t> candidates = a.boundaries;
@@ -161,7 +161,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   const double rows = static_cast<double>(rows_int);
   const std::size_t forward = a.forward_nodes();
   const double bytes_scale = o.half_precision ? 0.5 : 1.0;  // activations and messages
-  const link_speed tp_link = link_for(o, p.tp), pp_link = link_for(o, p.tp * p.pp), dp_link = link_for(o, p.ranks());
+  const link_cost tp_link = link_for(o, p.tp), pp_link = link_for(o, p.tp * p.pp), dp_link = link_for(o, p.ranks());
 
   // Time per micro-batch charged to each forward node (its own and its backward nodes').
   std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0);
@@ -243,7 +243,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     p2p_total += 2 * timing[c].send_forward_s * p.micro_batches;
   }
   double dp_comm = 0, peak = 0;
-  const double slots = optimizer_state_factor(a.optimizer_slots);
+  const double slots = a.optimizer_slots;  // bytes of optimizer state per parameter byte
   for (std::size_t k = 0; k < stages; ++k) {
     double owned = p.shard_params ? params[k] / p.dp : params[k];
     double grads = params[k] * bytes_scale;
@@ -259,7 +259,6 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     double memory = params[k] * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
                     activations[k] * p.buffer_size(static_cast<int>(k)) + layer_peak[k];
     peak = std::max(peak, memory);
-    out.compute_s = std::max(out.compute_s, (timing[k].forward_s + timing[k].backward_s) * p.micro_batches);
   }
   const std::size_t first = on_host ? 1 : 0;  // the simulator's index of the first accelerator stage
   if (on_host) {
@@ -341,7 +340,7 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
     if (l.bandwidth_bytes_per_s < intra.bandwidth_bytes_per_s) intra = l;
     intra.latency_s = std::max(intra.latency_s, l.latency_s);
   }
-  t.intra = {intra.bandwidth_bytes_per_s, intra.latency_s};
+  t.intra = intra;
   // a heterogeneous cluster: its CPU devices are the host side
   if (any_gpu) {
     topology::host_side host;
@@ -362,12 +361,11 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
     if (host.devices > 0) {
       host.speed = {host_flops, host_bandwidth};
       host.memory_bytes = host_memory;
-      link_cost l = c.between(a_cpu, a_gpu);
-      host.link = {l.bandwidth_bytes_per_s, l.latency_s};
+      host.link = c.between(a_cpu, a_gpu);
       t.host = host;
     }
   }
-  t.inter = c.machines().size() > 1 ? link_speed{c.inter_link().bandwidth_bytes_per_s, c.inter_link().latency_s} : t.intra;
+  t.inter = c.machines().size() > 1 ? c.inter_link() : t.intra;
   return t;
 }
 

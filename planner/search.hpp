@@ -32,7 +32,7 @@ struct topology {
   int devices_per_machine = 1;
   device_speed speed;
   double memory_bytes = 8e9;
-  link_speed intra{1e10, 2e-6}, inter{1e9, 2e-5};
+  link_cost intra{1e10, 2e-6}, inter{1e9, 2e-5};
   /// > 0: the ranks share this many cores (ranks of one process on a small machine; the
   /// simulator's processor sharing). 0: every device computes on its own.
   double shared_cores = 0;
@@ -42,7 +42,7 @@ struct topology {
     int devices = 0;
     device_speed speed;
     double memory_bytes = 0;
-    link_speed link;  // host <-> accelerator
+    link_cost link;  // host <-> accelerator
   };
   std::optional<host_side> host;
 };
@@ -68,7 +68,6 @@ struct planned {
   bool recompute = false;          // activations recomputed in the backward pass (planning only)
   bool embedding_on_host = false;  // the first layer runs on the host CPUs (planning only)
   double step_s = 0;               // predicted
-  double compute_s = 0;            // the busiest stage's computation per step
   double peak_memory_bytes = 0;    // the fullest rank
   double bubble = 0;               // idle fraction of the pipeline
   double comm_s = 0;               // communication on the step's critical path (estimate)

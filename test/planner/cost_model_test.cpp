@@ -26,7 +26,7 @@ TEST_CASE("compute time is the roofline's larger side plus the per-operation cos
 }
 
 TEST_CASE("collectives follow the alpha-beta model of the ring") {
-  link_speed l{1e9, 1e-5};
+  link_cost l{1e9, 1e-5};
   efficiency e{.link = 0.5};
   // 8 MB over 4 ranks: 2(n-1) = 6 steps of 2 MB at 0.5 GB/s = 4 ms, plus 10 us each
   CHECK(allreduce_ring_seconds(8e6, 4, l, e) == doctest::Approx(6 * (1e-5 + 4e-3)).epsilon(1e-12));

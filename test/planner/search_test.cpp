@@ -164,8 +164,8 @@ TEST_CASE("the uniform view of a cluster: its accelerators, the slowest of them,
   CHECK(t->speed.flops_per_s == doctest::Approx(312e12));
   CHECK(t->speed.memory_bytes_per_s == doctest::Approx(1555e9));
   CHECK(t->memory_bytes == doctest::Approx(40e9));
-  CHECK(t->intra.bytes_per_s == doctest::Approx(300e9));
-  CHECK(t->inter.bytes_per_s == doctest::Approx(25e9));
+  CHECK(t->intra.bandwidth_bytes_per_s == doctest::Approx(300e9));
+  CHECK(t->inter.bandwidth_bytes_per_s == doctest::Approx(25e9));
   CHECK(t->inter.latency_s == doctest::Approx(10e-6));
 }
 
