@@ -1,4 +1,4 @@
-// Mailboxes guarded by a mutex and a condition variable per receiving rank.
+// In-process endpoints: a send puts the tensor into the receiver's mailbox.
 #include "transport/in_process.hpp"
 
 #include <string>
@@ -14,37 +14,17 @@ class in_process_fabric::endpoint_impl : public channel {
   status send(int peer, std::uint64_t tag, tensor t, milliseconds) override {
     if (peer < 0 || peer >= size())
       return make_error(errc::invalid_argument, "send: rank " + std::to_string(rank_) + " to nonexistent peer " + std::to_string(peer));
-    mailbox& box = *fabric_.mailboxes_[static_cast<std::size_t>(peer)];
-    {
-      std::lock_guard<std::mutex> lock(box.mutex);
-      if (box.closed) return make_error(errc::closed, "send: channel closed");
-      box.queues[{rank_, tag}].push_back(std::move(t));
+    if (!fabric_.mailboxes_[static_cast<std::size_t>(peer)]->put(rank_, tag, std::move(t))) {
+      const std::string why = fabric_.closed_reason();
+      return make_error(errc::closed, "send: channel closed" + (why.empty() ? std::string() : ": " + why));
     }
-    box.arrived.notify_all();
     return {};
   }
 
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
     if (peer < 0 || peer >= size())
       return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));
-    mailbox& box = *fabric_.mailboxes_[static_cast<std::size_t>(rank_)];
-    std::unique_lock<std::mutex> lock(box.mutex);
-    auto key = std::make_pair(peer, tag);
-    bool ready = box.arrived.wait_for(lock, timeout, [&] {
-      if (box.closed) return true;
-      auto it = box.queues.find(key);
-      return it != box.queues.end() && !it->second.empty();
-    });
-    if (box.closed) return make_error(errc::closed, "recv: channel closed");
-    if (!ready)
-      return make_error(errc::timeout, "recv: rank " + std::to_string(rank_) + " waited " +
-                                           std::to_string(timeout.count()) + " ms for rank " +
-                                           std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
-    auto it = box.queues.find(key);
-    tensor t = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) box.queues.erase(it);
-    return t;
+    return fabric_.mailboxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
   }
 
  private:
@@ -63,14 +43,17 @@ in_process_fabric::~in_process_fabric() = default;
 
 channel& in_process_fabric::endpoint(int rank) { return *endpoints_.at(static_cast<std::size_t>(rank)); }
 
-void in_process_fabric::close() {
-  for (auto& box : mailboxes_) {
-    {
-      std::lock_guard<std::mutex> lock(box->mutex);
-      box->closed = true;
-    }
-    box->arrived.notify_all();
+void in_process_fabric::close(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_why_.empty()) closed_why_ = why.empty() ? "closed" : why;
   }
+  for (auto& box : mailboxes_) box->close(why);
+}
+
+std::string in_process_fabric::closed_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_why_;
 }
 
 }  // namespace cohort::transport

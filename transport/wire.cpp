@@ -32,21 +32,27 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
-std::vector<std::byte> encode_frame(const frame_meta& meta, const tensor& t) {
-  const tensor c = t.is_contiguous() ? t : t.contiguous();
+std::vector<std::byte> encode_frame_prefix(const frame_meta& meta, const tensor& c) {
   const std::uint64_t payload = static_cast<std::uint64_t>(c.numel()) * size_of(c.type());
   std::vector<std::byte> out;
-  out.reserve(frame_header_bytes + c.shape().dims().size() * 8 + payload);
+  out.reserve(frame_header_bytes + c.shape().dims().size() * 8);
   put<std::uint32_t>(out, frame_magic);
   put<std::uint16_t>(out, frame_version);
   put<std::uint8_t>(out, static_cast<std::uint8_t>(c.type()));
   put<std::uint8_t>(out, static_cast<std::uint8_t>(c.shape().rank()));
   put<std::uint32_t>(out, meta.source);
-  put<std::uint32_t>(out, 0);
+  put<std::uint32_t>(out, meta.destination);
   put<std::uint64_t>(out, meta.generation);
   put<std::uint64_t>(out, meta.tag);
   put<std::uint64_t>(out, payload);
   for (auto d : c.shape().dims()) put<std::int64_t>(out, d);
+  return out;
+}
+
+std::vector<std::byte> encode_frame(const frame_meta& meta, const tensor& t) {
+  const tensor c = t.is_contiguous() ? t : t.contiguous();
+  std::vector<std::byte> out = encode_frame_prefix(meta, c);
+  const std::size_t payload = static_cast<std::size_t>(c.numel()) * size_of(c.type());
   const auto* p = c.data<std::byte>();
   out.insert(out.end(), p, p + payload);
   return out;
@@ -69,7 +75,9 @@ result<frame_prefix> decode_frame_header(std::span<const std::byte> in, const de
   f.meta.source = get<std::uint32_t>(in, 8);
   if (limits.ranks > 0 && f.meta.source >= limits.ranks)
     return bad("source rank " + std::to_string(f.meta.source) + " out of range (" + std::to_string(limits.ranks) + " ranks)");
-  if (get<std::uint32_t>(in, 12) != 0) return bad("reserved field is not zero");
+  f.meta.destination = get<std::uint32_t>(in, 12);
+  if (limits.ranks > 0 && f.meta.destination >= limits.ranks)
+    return bad("destination rank " + std::to_string(f.meta.destination) + " out of range (" + std::to_string(limits.ranks) + " ranks)");
   f.meta.generation = get<std::uint64_t>(in, 16);
   f.meta.tag = get<std::uint64_t>(in, 24);
   f.payload_bytes = get<std::uint64_t>(in, 32);
@@ -82,17 +90,13 @@ result<frame_prefix> decode_frame_header(std::span<const std::byte> in, const de
   return f;
 }
 
-result<frame> decode_frame(std::span<const std::byte> in, const decode_limits& limits) {
-  auto prefix = decode_frame_header(in, limits);
-  if (!prefix) return prefix.error();
-  const frame_prefix& f = *prefix;
-  const std::size_t shape_end = frame_header_bytes + static_cast<std::size_t>(f.rank) * 8;
-  if (in.size() < shape_end)
-    return bad("truncated shape: " + std::to_string(in.size()) + " of " + std::to_string(shape_end) + " bytes");
+result<shape> decode_frame_shape(const frame_prefix& f, std::span<const std::byte> in) {
+  if (in.size() != static_cast<std::size_t>(f.rank) * 8)
+    return bad("truncated shape: " + std::to_string(in.size()) + " of " + std::to_string(f.rank * 8) + " bytes");
   std::vector<std::int64_t> dims;
   std::uint64_t numel = 1;
   for (int i = 0; i < f.rank; ++i) {
-    auto d = get<std::int64_t>(in, frame_header_bytes + static_cast<std::size_t>(i) * 8);
+    auto d = get<std::int64_t>(in, static_cast<std::size_t>(i) * 8);
     if (d < 0) return bad("negative extent " + std::to_string(d) + " on axis " + std::to_string(i));
     const auto u = static_cast<std::uint64_t>(d);
     if (u != 0 && numel > std::numeric_limits<std::uint64_t>::max() / u) return bad("element count overflows");
@@ -103,6 +107,19 @@ result<frame> decode_frame(std::span<const std::byte> in, const decode_limits& l
   if (numel > f.payload_bytes / element || numel * element != f.payload_bytes)
     return bad("shape of " + std::to_string(numel) + " elements does not match a payload of " +
                std::to_string(f.payload_bytes) + " bytes");
+  return shape(std::move(dims));
+}
+
+result<frame> decode_frame(std::span<const std::byte> in, const decode_limits& limits) {
+  auto prefix = decode_frame_header(in, limits);
+  if (!prefix) return prefix.error();
+  const frame_prefix& f = *prefix;
+  const std::size_t shape_end = frame_header_bytes + static_cast<std::size_t>(f.rank) * 8;
+  if (in.size() < shape_end)
+    return bad("truncated shape: " + std::to_string(in.size() - frame_header_bytes) + " of " +
+               std::to_string(shape_end - frame_header_bytes) + " bytes");
+  auto s = decode_frame_shape(f, in.subspan(frame_header_bytes, shape_end - frame_header_bytes));
+  if (!s) return s.error();
   const std::uint64_t expected = shape_end + f.payload_bytes;
   if (in.size() < expected)
     return bad("truncated payload: " + std::to_string(in.size() - shape_end) + " of " + std::to_string(f.payload_bytes) +
@@ -110,7 +127,7 @@ result<frame> decode_frame(std::span<const std::byte> in, const decode_limits& l
   if (in.size() > expected) return bad(std::to_string(in.size() - expected) + " bytes after the payload");
   frame out;
   out.meta = f.meta;
-  out.data = tensor::empty(shape(std::move(dims)), f.type);
+  out.data = tensor::empty(std::move(*s), f.type);
   if (f.payload_bytes > 0) std::memcpy(out.data.data<std::byte>(), in.data() + shape_end, f.payload_bytes);
   return out;
 }

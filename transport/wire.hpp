@@ -4,7 +4,7 @@
 // field was wrong. The TCP and UCX data planes (issue 4) carry these frames.
 //
 //   header (40 bytes, little-endian):
-//     u32 magic 'CHRT' | u16 version | u8 dtype | u8 rank | u32 source | u32 reserved (0)
+//     u32 magic 'CHRT' | u16 version | u8 dtype | u8 rank | u32 source | u32 destination
 //     u64 generation | u64 tag | u64 payload_bytes
 //   then rank x i64 dims, then payload_bytes of tensor data (numel x dtype size exactly).
 //
@@ -32,6 +32,7 @@ struct frame_meta {
   std::uint64_t generation = 0;  // the job's generation when sent: stale frames are refused
   std::uint64_t tag = 0;
   std::uint32_t source = 0;      // the sending rank
+  std::uint32_t destination = 0; // the receiving rank
 };
 
 struct frame {
@@ -44,11 +45,15 @@ struct decode_limits {
   /// When set, a frame of another generation is refused (errc::closed: from a previous job).
   bool check_generation = false;
   std::uint64_t expected_generation = 0;
-  std::uint32_t ranks = 0;  // when > 0, source must be below it
+  std::uint32_t ranks = 0;  // when > 0, source and destination must be below it
 };
 
 /// The whole frame for a contiguous tensor (views are copied out in order).
 std::vector<std::byte> encode_frame(const frame_meta& meta, const tensor& t);
+
+/// The header and the shape of a frame, without the payload: a stream writes these bytes,
+/// then the tensor's own storage (no copy of the payload).
+std::vector<std::byte> encode_frame_prefix(const frame_meta& meta, const tensor& contiguous);
 
 /// Reads the header alone (for a stream: then read header_and_shape_bytes() + payload).
 struct frame_prefix {
@@ -60,9 +65,13 @@ struct frame_prefix {
 };
 result<frame_prefix> decode_frame_header(std::span<const std::byte> bytes, const decode_limits& limits);
 
+/// The shape that follows a header (prefix.rank x i64, exactly), checked against the
+/// payload size: then allocate the tensor and read the payload into it.
+result<shape> decode_frame_shape(const frame_prefix& prefix, std::span<const std::byte> dims);
+
 /// A complete frame: exactly total_bytes() long. Errors (errc::io_error unless stale):
 /// truncated or trailing bytes, bad magic, unknown version, unknown dtype, rank over the
-/// limit, a reserved field set, a negative extent, extents whose element count overflows or
+/// limit, a negative extent, extents whose element count overflows or
 /// disagrees with payload_bytes, a payload over the limit, a source out of range; a stale
 /// generation is errc::closed.
 result<frame> decode_frame(std::span<const std::byte> bytes, const decode_limits& limits);

@@ -1,5 +1,5 @@
 // The wire format: round trips for every dtype and rank, a clear error for each kind of bad
-// frame (bad magic, version, dtype, rank, reserved field, extents, lengths, truncation at every
+// frame (bad magic, version, dtype, rank, destination, extents, lengths, truncation at every
 // byte, trailing bytes, stale generation, source out of range), and a seeded mutation loop that
 // drives the decoder with damaged frames: it must answer every one with a frame or an error —
 // no crash, and (under the ASan preset) no read outside the buffer.
@@ -37,13 +37,14 @@ TEST_CASE("frames round-trip every dtype and rank") {
   for (shape s : {shape{}, shape{0}, shape{1}, shape{7}, shape{3, 5}, shape{2, 3, 4}, shape{1, 1, 1, 1, 1, 1, 1, 2}}) {
     CAPTURE(s.rank());
     tensor t = ramp(s);
-    auto bytes = encode_frame({.generation = 9, .tag = 123456789012ull, .source = 3}, t);
+    auto bytes = encode_frame({.generation = 9, .tag = 123456789012ull, .source = 3, .destination = 2}, t);
     CHECK(bytes.size() == frame_header_bytes + static_cast<std::size_t>(s.rank()) * 8 + static_cast<std::size_t>(t.numel()) * 4);
     auto f = decode_frame(bytes, {.check_generation = true, .expected_generation = 9, .ranks = 4});
     REQUIRE(f);
     CHECK(f->meta.generation == 9);
     CHECK(f->meta.tag == 123456789012ull);
     CHECK(f->meta.source == 3);
+    CHECK(f->meta.destination == 2);
     CHECK(f->data.shape() == s);
     CHECK(std::memcmp(f->data.data<float>(), t.data<float>(), static_cast<std::size_t>(t.numel()) * 4) == 0);
   }
@@ -65,7 +66,7 @@ TEST_CASE("each kind of bad frame is refused with a message naming what is wrong
   CHECK(message_of(with(4, std::byte{2})) == "frame: unsupported version 2 (this build speaks 1)");
   CHECK(message_of(with(6, std::byte{9})) == "frame: unknown dtype code 9");
   CHECK(message_of(with(7, std::byte{9})) == "frame: rank 9 over the limit of 8");
-  CHECK(message_of(with(12, std::byte{1})) == "frame: reserved field is not zero");
+  CHECK(message_of(with(12, std::byte{7}), {.ranks = 4}) == "frame: destination rank 7 out of range (4 ranks)");
   auto negative = good;
   set_u64(negative, frame_header_bytes, static_cast<std::uint64_t>(-2));
   CHECK(message_of(negative) == "frame: negative extent -2 on axis 0");

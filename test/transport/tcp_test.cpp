@@ -1,0 +1,253 @@
+// The TCP data plane and the control plane across real OS processes on loopback: the ring
+// collectives give exactly the in-process results with 2 and 4 processes (one and two ranks
+// per process); a wrong job secret and a stale generation are refused while the right node
+// joins; a node killed with SIGKILL, or stopped with SIGSTOP, is reported as lost, naming it;
+// a peer sending a malformed data frame closes the fabric with a reason, not a crash.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "support/spawn_processes.hpp"
+#include "transport/auth.hpp"
+#include "transport/collectives.hpp"
+#include "transport/control_plane.hpp"
+#include "transport/tcp_fabric.hpp"
+#include "transport/wire.hpp"
+
+using namespace cohort;
+using namespace cohort::transport;
+using namespace std::chrono_literals;
+using cohort::test::spawn_processes;
+
+namespace {
+
+float value(int r, std::int64_t j) { return static_cast<float>((r + 1) * (j % 13 + 1)); }
+
+status expect(bool ok, const std::string& what) {
+  return ok ? status{} : status(make_error(errc::invalid_argument, what));
+}
+
+// The listeners every process of a job needs, opened before forking.
+struct job_ports {
+  tcp_listener control;
+  std::vector<tcp_listener> data;
+  explicit job_ports(int processes) {
+    control = tcp_listener::open("127.0.0.1", 0).value();
+    for (int p = 0; p < processes; ++p) data.push_back(tcp_listener::open("127.0.0.1", 0).value());
+  }
+};
+
+result<std::unique_ptr<control_plane>> join_job(job_ports& ports, int process, int world, control_options o = {}) {
+  o.world = world;
+  o.process = process;
+  o.master_port = ports.control.port();
+  o.join_timeout = 20s;
+  const int data_port = ports.data[static_cast<std::size_t>(process)].port();
+  if (process == 0) return control_plane::coordinate(o, std::move(ports.control), data_port);
+  return control_plane::join(o, data_port);
+}
+
+// One process of a job with `per_process` ranks each: every collective, checked exactly.
+status run_collectives(job_ports& ports, int process, int processes, int per_process) {
+  auto cp = join_job(ports, process, processes);
+  if (!cp) return cp.error();
+  const int ranks = processes * per_process;
+  tcp_fabric_options fo;
+  for (int r = 0; r < ranks; ++r) fo.process_of_rank.push_back(r / per_process);
+  fo.process = process;
+  for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
+  fo.timeout = 20s;
+  auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
+  if (!fabric) return fabric.error();
+  std::vector<int> group;
+  for (int r = 0; r < ranks; ++r) group.push_back(r);
+  std::vector<std::thread> threads;
+  std::vector<status> results(static_cast<std::size_t>(per_process));
+  for (int k = 0; k < per_process; ++k) {
+    threads.emplace_back([&, k] {
+      const int me = process * per_process + k;
+      channel& ch = (*fabric)->endpoint(me);
+      for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{(1 << 20) + 3}}) {
+        tensor buf = tensor::empty({n});
+        for (std::int64_t j = 0; j < n; ++j) buf.data<float>()[j] = value(me, j);
+        if (auto st = allreduce_ring(ch, group, buf, {.tag = 1, .timeout = 20s}); !st) {
+          results[static_cast<std::size_t>(k)] = st;
+          return;
+        }
+        for (std::int64_t j = 0; j < n; ++j)
+          if (buf.data<float>()[j] != static_cast<float>(ranks * (ranks + 1) / 2 * (j % 13 + 1))) {
+            results[static_cast<std::size_t>(k)] = expect(false, "allreduce wrong at " + std::to_string(j));
+            return;
+          }
+      }
+      tensor b = tensor::full({7}, me == 1 ? 3.5f : 0.f);
+      if (auto st = broadcast(ch, group, 1, b, {.tag = 2, .timeout = 20s}); !st) {
+        results[static_cast<std::size_t>(k)] = st;
+        return;
+      }
+      results[static_cast<std::size_t>(k)] = expect(b.data<float>()[6] == 3.5f, "broadcast value");
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& st : results)
+    if (!st) return st;
+  auto total = (*cp)->sum(7, {static_cast<double>(process) + 0.25});
+  if (!total) return total.error();
+  if (auto st = expect((*total)[0] == processes * (processes - 1) / 2.0 + 0.25 * processes, "control sum"); !st) return st;
+  return (*cp)->finish(10s);
+}
+
+}  // namespace
+
+TEST_CASE("ring collectives across 2 and 4 OS processes over TCP give the exact sums") {
+  for (auto [processes, per_process] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
+    CAPTURE(processes);
+    CAPTURE(per_process);
+    job_ports ports(processes);
+    auto codes = spawn_processes(processes, [&](int p) { return run_collectives(ports, p, processes, per_process); });
+    for (int c : codes) CHECK(c == 0);
+  }
+}
+
+TEST_CASE("a wrong job secret or a stale generation is refused; the right node then joins") {
+  job_ports ports(2);
+  const int port = ports.control.port();
+  std::thread coordinator_thread;
+  result<std::unique_ptr<control_plane>> coord = make_error(errc::closed, "not run");
+  control_options o;
+  o.world = 2;
+  o.master_port = port;
+  o.secret = "right secret";
+  o.join_timeout = 20s;
+  coordinator_thread = std::thread([&] { coord = control_plane::coordinate(o, std::move(ports.control), ports.data[0].port()); });
+
+  control_options wrong = o;
+  wrong.process = 1;
+  wrong.secret = "wrong secret";
+  auto bad = control_plane::join(wrong, ports.data[1].port());
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("authentication failed") != std::string::npos);
+
+  control_options stale = o;
+  stale.process = 1;
+  stale.generation = 0;
+  auto old = control_plane::join(stale, ports.data[1].port());
+  REQUIRE_FALSE(old);
+  CHECK(old.error().message.find("refused") != std::string::npos);
+
+  control_options good = o;
+  good.process = 1;
+  auto node = control_plane::join(good, ports.data[1].port());
+  coordinator_thread.join();
+  REQUIRE(node);
+  REQUIRE(coord);
+  CHECK((*node)->process() == 1);
+  CHECK((*coord)->roster()[1].data_port == ports.data[1].port());
+  CHECK((*coord)->finish(5s).ok());
+  CHECK((*node)->finish(5s).ok());
+}
+
+TEST_CASE("job secrets: a file others can read is refused; the environment variables are read") {
+  char path[] = "/tmp/cohort-secret-XXXXXX";
+  int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, "abc\n", 4) == 4);
+  ::close(fd);
+  ::chmod(path, 0644);
+  auto loose = read_secret_file(path);
+  REQUIRE_FALSE(loose);
+  CHECK(loose.error().message.find("mode 0644") != std::string::npos);
+  ::chmod(path, 0600);
+  auto tight = read_secret_file(path);
+  REQUIRE(tight);
+  CHECK(*tight == "abc");
+  ::setenv("COHORT_JOB_SECRET_FILE", path, 1);
+  auto env = load_job_secret();
+  ::unsetenv("COHORT_JOB_SECRET_FILE");
+  ::unlink(path);
+  REQUIRE(env);
+  CHECK(*env == "abc");
+}
+
+namespace {
+
+// The coordinator's view of a node that joins and then meets `fate` (a signal it raises).
+lost_node lose_a_node(int signal_number) {
+  job_ports ports(2);
+  control_options o;
+  o.heartbeat = 100ms;
+  o.heartbeat_timeout = 800ms;
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto cp = join_job(ports, 1, 2, o);
+    if (!cp) ::_exit(3);
+    (*cp)->set_step(4);
+    std::this_thread::sleep_for(200ms);
+    ::raise(signal_number);
+    std::this_thread::sleep_for(60s);
+    ::_exit(0);
+  }
+  auto cp = join_job(ports, 0, 2, o);
+  REQUIRE(cp);
+  (*cp)->set_step(4);
+  auto lost = (*cp)->wait_lost(10s);
+  ::kill(child, SIGKILL);
+  int ws = 0;
+  ::waitpid(child, &ws, 0);
+  REQUIRE(lost);
+  return *lost;
+}
+
+}  // namespace
+
+TEST_CASE("a node killed with SIGKILL is reported at once, naming it, the step and the reason") {
+  lost_node n = lose_a_node(SIGKILL);
+  CHECK(n.process == 1);
+  CHECK(n.step == 4);
+  CHECK(n.reason.find("connection closed without a goodbye") != std::string::npos);
+  CHECK(n.describe().find("lost node 1 (pid ") == 0);
+}
+
+TEST_CASE("a node stopped with SIGSTOP is reported when its heartbeats stop") {
+  lost_node n = lose_a_node(SIGSTOP);
+  CHECK(n.process == 1);
+  CHECK(n.reason.find("no heartbeat for 800 ms") != std::string::npos);
+}
+
+TEST_CASE("a malformed data frame from a peer closes the fabric with a reason") {
+  job_ports ports(2);
+  auto codes = spawn_processes(2, [&](int p) -> status {
+    tcp_fabric_options fo;
+    fo.process_of_rank = {0, 1};
+    fo.process = p;
+    for (auto& l : ports.data) fo.peers.push_back({"127.0.0.1", l.port()});
+    fo.timeout = 10s;
+    if (p == 0) {  // not a fabric: connect by hand, handshake, hello, then garbage
+      auto s = tcp_socket::connect("127.0.0.1", ports.data[1].port(), 10s);
+      if (!s) return s.error();
+      if (auto st = authenticate_client(*s, "", 10s); !st) return st;
+      auto hello = encode_frame({.generation = 1, .tag = ~std::uint64_t{0}, .source = 0, .destination = 1}, tensor::empty(shape{0}));
+      auto bad = encode_frame({.generation = 1, .tag = 5, .source = 0, .destination = 1}, tensor::full({4}, 1.f));
+      bad[0] = std::byte{0};  // bad magic
+      if (auto st = s->send_all(hello.data(), hello.size(), 10s); !st) return st;
+      if (auto st = s->send_all(bad.data(), bad.size(), 10s); !st) return st;
+      std::this_thread::sleep_for(2s);
+      return {};
+    }
+    // process 1 accepts process 0 (lower processes connect to higher ones)
+    auto f = tcp_fabric::connect(ports.data[1], fo);
+    if (!f) return f.error();
+    auto r = (*f)->endpoint(1).recv(0, 5, 10s);
+    if (r) return make_error(errc::invalid_argument, "a bad frame was delivered");
+    if (r.error().code != errc::closed || r.error().message.find("bad magic") == std::string::npos)
+      return make_error(errc::invalid_argument, "unexpected error: " + r.error().message);
+    return {};
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+}

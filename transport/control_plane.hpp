@@ -1,0 +1,137 @@
+// The control plane of a multi-process job: who is in it, whether they are alive, and the
+// few small collectives the processes need besides the data plane (the plan, the step's
+// loss, the trained parameters at the end).
+//
+// Process 0 is the coordinator: it listens on MASTER_PORT, authenticates every node with the
+// job secret (transport/auth.hpp), checks its hello (generation, world size, rank), and once
+// all have joined sends everyone the roster (each process's host, data port and pid). Then
+// every process and the coordinator exchange heartbeats (default every 1 s); a connection
+// that closes without a goodbye (the process died: SIGKILL is seen at once) or stays silent
+// past the heartbeat timeout (default 5 s: a stopped or hung process) is a lost node. The
+// coordinator then tells the others to abort, and every process's on_lost callback runs
+// once with a report naming the node, its pid and address, the step and the reason.
+//
+//   control_options o{.world = 2, .process = rank, .master_port = 29500};
+//   auto cp = rank == 0 ? control_plane::coordinate(o, std::move(control_listener), data_listener)
+//                       : control_plane::join(o, data_listener);
+//   (*cp)->on_lost([&](const lost_node& n) { fabric->close(n.describe()); });
+//   auto total = (*cp)->sum(/*key=*/step, {local_loss});   // on every process
+//   (*cp)->finish(10s);                                    // orderly goodbye
+//
+// Why not CAF's middleman: its BASP handshake deserializes messages from any peer that can
+// reach the port before the application sees it, so it cannot authenticate first; and its
+// serializer corrupts floats (../shared/STACK.md §3a). This plane reads fixed-size
+// handshakes and bounded wire frames only.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "graph/tensor.hpp"
+#include "transport/socket.hpp"
+
+namespace cohort::transport {
+
+struct control_options {
+  int world = 1;                        // processes in the job
+  int process = 0;                      // 0: the coordinator; -1: a node numbered in join order
+  std::string master_host = "127.0.0.1";
+  int master_port = 29500;
+  std::string secret;                   // the job secret ("" on loopback-only jobs)
+  std::uint64_t generation = 1;
+  milliseconds heartbeat{1000}, heartbeat_timeout{5000};
+  milliseconds join_timeout{60000};     // the coordinator waiting for every node; a node for the roster
+  milliseconds auth_timeout{5000};      // one peer's handshake
+};
+
+struct node_entry {
+  int process = 0;
+  std::string host;
+  int data_port = 0;
+  std::int64_t pid = 0;
+};
+
+struct lost_node {
+  int process = -1;
+  std::string address;                  // host:port of its control connection
+  std::int64_t pid = 0;
+  std::int64_t step = -1;               // the step in flight when it was lost
+  std::string reason;
+  double silent_s = 0;                  // since the last message heard from it
+  /// "lost node 1 (pid 4242 at 127.0.0.1:39120) at step 7: connection closed without a goodbye
+  /// (the process died or was killed); last heard 0.02 s before"
+  std::string describe() const;
+};
+
+class control_plane {
+ public:
+  /// Process 0: waits on `listener` for world-1 nodes, then sends the roster. `data_port`:
+  /// this process's data listener.
+  static result<std::unique_ptr<control_plane>> coordinate(const control_options& o, tcp_listener listener, int data_port);
+  /// Any other process: joins the coordinator at master_host:master_port.
+  static result<std::unique_ptr<control_plane>> join(const control_options& o, int data_port);
+  ~control_plane();
+
+  int process() const { return process_; }
+  int world() const { return o_.world; }
+  const std::vector<node_entry>& roster() const { return roster_; }
+
+  /// Collectives: every process calls them in the same order with the same key.
+  /// The coordinator's text, on every process (at most 1 MiB).
+  result<std::string> broadcast_text(std::uint64_t key, const std::string& text);
+  /// The element-wise sum over processes, on every process (exact in double).
+  result<std::vector<double>> sum(std::uint64_t key, const std::vector<double>& values);
+  /// Tensors by index: each process gives the ones it holds; the coordinator gets all
+  /// `total` (owner[i] = the process that must send index i), the others an empty vector.
+  result<std::vector<tensor>> gather(std::uint64_t key, const std::vector<std::pair<int, tensor>>& mine,
+                                     const std::vector<int>& owner);
+
+  /// The step in flight, for the loss report.
+  void set_step(std::int64_t step) { step_ = step; }
+  /// Called once, from the monitor thread, when a node (or the coordinator) is lost.
+  void on_lost(std::function<void(const lost_node&)> fn);
+  std::optional<lost_node> lost() const;
+  /// Waits up to `timeout` for a loss to be known (after a data-plane failure, to report it).
+  std::optional<lost_node> wait_lost(milliseconds timeout) const;
+  /// An orderly end: goodbyes exchanged, so closing connections are not losses.
+  status finish(milliseconds timeout);
+
+ private:
+  struct peer;
+  struct message {
+    std::uint32_t source = 0;  // a piece's index; otherwise the sending process
+    tensor body;
+  };
+  control_plane(const control_options& o, int process);
+  void monitor();
+  void handle_frame(int p, std::uint64_t tag, message m);
+  void declare_lost(int p, const std::string& reason);
+  status send(int p, std::uint64_t tag, const tensor& body);
+  result<message> take(int p, std::uint64_t tag, milliseconds timeout);
+  void start_monitor();
+
+  control_options o_;
+  int process_ = 0;
+  std::vector<node_entry> roster_;
+  std::vector<std::unique_ptr<peer>> peers_;  // by process; the coordinator has all, a node only 0
+  std::thread monitor_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::int64_t> step_{-1};
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::map<std::pair<int, std::uint64_t>, std::deque<message>> inbox_;
+  std::optional<lost_node> lost_;
+  std::function<void(const lost_node&)> on_lost_;
+};
+
+}  // namespace cohort::transport

@@ -1,0 +1,32 @@
+// A fabric: the channels of one job's ranks, as this process sees them. The in-process
+// fabric holds every rank; the TCP fabric holds this process's ranks and reaches the others
+// over sockets. Closing a fabric wakes every waiter with errc::closed and the reason given,
+// so ranks blocked on a peer that died or hung are released at once.
+//
+//   std::shared_ptr<fabric> f = std::make_shared<in_process_fabric>(4);
+//   channel& me = f->endpoint(rank);            // rank must be local to this process
+//   f->close("rank 3's process died");          // later sends and receives fail with this
+#pragma once
+
+#include <string>
+
+#include "transport/channel.hpp"
+
+namespace cohort::transport {
+
+class fabric {
+ public:
+  virtual ~fabric() = default;
+  /// Ranks in the job (local and remote).
+  virtual int size() const = 0;
+  /// Whether `rank`'s endpoint lives in this process.
+  virtual bool is_local(int rank) const = 0;
+  /// A local rank's endpoint.
+  virtual channel& endpoint(int rank) = 0;
+  /// Wakes all waiters with errc::closed naming `why`; later sends and receives fail the same way.
+  virtual void close(const std::string& why) = 0;
+  /// Why the fabric was closed (empty while open).
+  virtual std::string closed_reason() const = 0;
+};
+
+}  // namespace cohort::transport

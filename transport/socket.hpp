@@ -1,0 +1,76 @@
+// TCP sockets with deadlines: listen, accept, connect (retrying until the peer listens),
+// and whole-buffer sends and receives that wait at most a given time. Every failure is an
+// error value naming the address and what went wrong; a peer that closed is errc::closed.
+//
+//   auto l = tcp_listener::open("127.0.0.1", 0);            // port 0: any free port
+//   auto s = tcp_socket::connect("127.0.0.1", l->port(), 5s);
+//   auto a = l->accept(5s);
+//   s->send_all(buf, n, 1s);  a->recv_exact(out, n, 1s);
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "graph/error.hpp"
+
+namespace cohort::transport {
+
+using std::chrono::milliseconds;
+
+class tcp_socket {
+ public:
+  tcp_socket() = default;
+  explicit tcp_socket(int fd) : fd_(fd) {}
+  ~tcp_socket();
+  tcp_socket(tcp_socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  tcp_socket& operator=(tcp_socket&& o) noexcept;
+
+  /// Connects to host:port, retrying refused connections until `timeout` (the peer may not
+  /// be listening yet). TCP_NODELAY is set.
+  static result<tcp_socket> connect(const std::string& host, int port, milliseconds timeout);
+
+  status send_all(const void* data, std::size_t bytes, milliseconds timeout);
+  /// Two buffers in one gather write (a frame's header and its payload).
+  status send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout);
+  /// Exactly `bytes` bytes; errc::closed when the peer closes first, errc::timeout when late.
+  status recv_exact(void* data, std::size_t bytes, milliseconds timeout);
+  /// Waits until there is something to read (or the peer closed): false on timeout.
+  bool wait_readable(milliseconds timeout) const;
+
+  /// Ends both directions: a thread blocked reading this socket wakes with errc::closed.
+  void shutdown();
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  /// "127.0.0.1:41234" of the other side ("?" when unknown).
+  std::string peer_name() const;
+  /// The peer's IPv4 address as text.
+  std::string peer_host() const;
+
+ private:
+  int fd_ = -1;
+};
+
+class tcp_listener {
+ public:
+  tcp_listener() = default;
+  ~tcp_listener();
+  tcp_listener(tcp_listener&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
+  tcp_listener& operator=(tcp_listener&& o) noexcept;
+
+  /// Binds host:port (IPv4 address text; port 0 picks a free one) and listens.
+  static result<tcp_listener> open(const std::string& host, int port);
+  result<tcp_socket> accept(milliseconds timeout);
+  int port() const { return port_; }
+  void close();
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+/// Whether `host` is a loopback address (127.0.0.0/8 or "localhost").
+bool is_loopback(const std::string& host);
+
+}  // namespace cohort::transport

@@ -1,0 +1,235 @@
+// The TCP mesh: connection set-up, validated reader threads, framed sends.
+#include "transport/tcp_fabric.hpp"
+
+#include <cstdio>
+
+#include "transport/auth.hpp"
+#include "transport/wire.hpp"
+
+namespace cohort::transport {
+namespace {
+
+constexpr std::uint64_t hello_tag = ~std::uint64_t{0};  // the first frame on a connection
+
+}  // namespace
+
+struct tcp_fabric::connection {
+  tcp_socket socket;
+  std::mutex write;
+  std::vector<std::byte> discard;  // scratch for a stale frame's body
+};
+
+class tcp_fabric::endpoint_impl : public channel {
+ public:
+  endpoint_impl(tcp_fabric& f, int rank) : f_(f), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return f_.size(); }
+
+  status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) override {
+    if (peer < 0 || peer >= size())
+      return make_error(errc::invalid_argument, "send: rank " + std::to_string(rank_) + " to nonexistent peer " + std::to_string(peer));
+    if (f_.is_local(peer)) {
+      if (!f_.boxes_[static_cast<std::size_t>(peer)]->put(rank_, tag, std::move(t)))
+        return make_error(errc::closed, "send: channel closed: " + f_.closed_reason());
+      return {};
+    }
+    return f_.send_remote(rank_, peer, tag, t, timeout);
+  }
+
+  result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
+    if (peer < 0 || peer >= size())
+      return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));
+    return f_.boxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
+  }
+
+ private:
+  tcp_fabric& f_;
+  int rank_;
+};
+
+tcp_fabric::tcp_fabric(const tcp_fabric_options& o) : o_(o) {
+  for (int r = 0; r < size(); ++r) {
+    const bool local = is_local(r);
+    boxes_.push_back(local ? std::make_unique<mailbox>() : nullptr);
+    endpoints_.push_back(local ? std::make_unique<endpoint_impl>(*this, r) : nullptr);
+  }
+  conns_.resize(o.peers.size());
+}
+
+bool tcp_fabric::is_local(int rank) const {
+  return rank >= 0 && rank < size() && o_.process_of_rank[static_cast<std::size_t>(rank)] == o_.process;
+}
+
+channel& tcp_fabric::endpoint(int rank) {
+  if (!is_local(rank)) throw std::invalid_argument("tcp_fabric: rank " + std::to_string(rank) + " is not in this process");
+  return *endpoints_[static_cast<std::size_t>(rank)];
+}
+
+result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, const tcp_fabric_options& o) {
+  const int processes = static_cast<int>(o.peers.size());
+  if (o.process < 0 || o.process >= processes)
+    return make_error(errc::invalid_argument, "tcp fabric: process " + std::to_string(o.process) + " of " + std::to_string(processes));
+  for (int p : o.process_of_rank)
+    if (p < 0 || p >= processes) return make_error(errc::invalid_argument, "tcp fabric: a rank on nonexistent process " + std::to_string(p));
+  std::shared_ptr<tcp_fabric> f(new tcp_fabric(o));
+  const decode_limits limits{.max_payload_bytes = 0, .check_generation = true, .expected_generation = o.generation,
+                             .ranks = static_cast<std::uint32_t>(processes)};
+  // Accept the processes before this one while connecting to those after it.
+  status accepted;
+  std::thread acceptor([&] {
+    for (int n = 0; n < o.process; ++n) {
+      auto s = listener.accept(o.timeout);
+      if (!s) {
+        accepted = make_error(s.error().code, "tcp fabric: process " + std::to_string(o.process) + " waiting for " +
+                                                  std::to_string(o.process - n) + " more peers: " + s.error().message);
+        return;
+      }
+      if (auto st = authenticate_server(*s, o.secret, o.timeout); !st) {
+        std::fprintf(stderr, "cohort: refused a data connection: %s\n", st.error().message.c_str());
+        --n;
+        continue;
+      }
+      std::byte head[frame_header_bytes];
+      auto st = s->recv_exact(head, sizeof head, o.timeout);
+      auto h = st ? decode_frame_header(head, limits) : result<frame_prefix>(st.error());
+      if (h && (h->meta.tag != hello_tag || h->meta.destination != static_cast<std::uint32_t>(o.process) ||
+                h->meta.source >= static_cast<std::uint32_t>(o.process) || h->rank != 1 || h->payload_bytes != 0 ||
+                f->conns_[h->meta.source]))
+        h = make_error(errc::io_error, "unexpected hello from " + s->peer_name());
+      std::byte dims[8];
+      if (h) {
+        if (auto d = s->recv_exact(dims, sizeof dims, o.timeout); !d) h = d.error();
+      }
+      if (!h) {
+        std::fprintf(stderr, "cohort: refused a data connection: %s\n", h.error().message.c_str());
+        --n;
+        continue;
+      }
+      auto c = std::make_unique<connection>();
+      c->socket = std::move(*s);
+      f->conns_[h->meta.source] = std::move(c);
+    }
+  });
+  status connected;
+  for (int p = o.process + 1; p < processes && connected; ++p) {
+    const auto& peer = o.peers[static_cast<std::size_t>(p)];
+    auto s = tcp_socket::connect(peer.host, peer.port, o.timeout);
+    if (s) {
+      if (auto st = authenticate_client(*s, o.secret, o.timeout); !st) s = st.error();
+    }
+    if (s) {
+      const auto hello = encode_frame({.generation = o.generation, .tag = hello_tag, .source = static_cast<std::uint32_t>(o.process),
+                                       .destination = static_cast<std::uint32_t>(p)},
+                                      tensor::empty(shape{0}));
+      if (auto st = s->send_all(hello.data(), hello.size(), o.timeout); !st) s = st.error();
+    }
+    if (!s) {
+      connected = make_error(s.error().code, "tcp fabric: process " + std::to_string(o.process) + " to process " +
+                                                 std::to_string(p) + " (" + peer.host + ":" + std::to_string(peer.port) +
+                                                 "): " + s.error().message);
+      break;
+    }
+    auto c = std::make_unique<connection>();
+    c->socket = std::move(*s);
+    f->conns_[static_cast<std::size_t>(p)] = std::move(c);
+  }
+  acceptor.join();
+  if (!connected) return connected.error();
+  if (!accepted) return accepted.error();
+  for (int p = 0; p < processes; ++p)
+    if (p != o.process) f->readers_.emplace_back([raw = f.get(), p] { raw->read_loop(p); });
+  return f;
+}
+
+tcp_fabric::~tcp_fabric() {
+  stopping_ = true;
+  for (auto& c : conns_)
+    if (c) c->socket.shutdown();
+  for (auto& t : readers_) t.join();
+  close("the fabric was shut down");
+}
+
+status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout) {
+  if (auto why = closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
+  const int p = o_.process_of_rank[static_cast<std::size_t>(to)];
+  connection& c = *conns_[static_cast<std::size_t>(p)];
+  const tensor body = t.is_contiguous() ? t : t.contiguous();
+  const auto prefix = encode_frame_prefix(
+      {.generation = o_.generation, .tag = tag, .source = static_cast<std::uint32_t>(from), .destination = static_cast<std::uint32_t>(to)},
+      body);
+  const std::size_t payload = static_cast<std::size_t>(body.numel()) * size_of(body.type());
+  status st;
+  {
+    std::lock_guard<std::mutex> lock(c.write);
+    st = c.socket.send_all(prefix.data(), prefix.size(), payload ? body.data<std::byte>() : nullptr, payload, timeout);
+  }
+  if (!st) {
+    const std::string why = "sending to rank " + std::to_string(to) + " (process " + std::to_string(p) + "): " + st.error().message;
+    close(why);
+    return make_error(st.error().code, why);
+  }
+  sent_ += prefix.size() + payload;
+  return {};
+}
+
+status tcp_fabric::read_frame(connection& c, int p) {
+  std::byte head[frame_header_bytes];
+  if (auto st = c.socket.recv_exact(head, sizeof head, o_.timeout); !st) return st;
+  const decode_limits limits{.ranks = static_cast<std::uint32_t>(size())};
+  auto h = decode_frame_header(head, limits);
+  if (!h) return h.error();
+  std::vector<std::byte> dims(static_cast<std::size_t>(h->rank) * 8);
+  if (auto st = c.socket.recv_exact(dims.data(), dims.size(), o_.timeout); !st) return st;
+  auto s = decode_frame_shape(*h, dims);
+  if (!s) return s.error();
+  if (h->meta.generation != o_.generation) {  // a frame of an older job: skip its body, log it
+    std::fprintf(stderr, "cohort: dropped a frame of generation %llu from process %d (the job is at %llu)\n",
+                 static_cast<unsigned long long>(h->meta.generation), p, static_cast<unsigned long long>(o_.generation));
+    for (std::uint64_t left = h->payload_bytes; left > 0;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, 1 << 20));
+      c.discard.resize(n);
+      if (auto st = c.socket.recv_exact(c.discard.data(), n, o_.timeout); !st) return st;
+      left -= n;
+    }
+    return {};
+  }
+  const int from = static_cast<int>(h->meta.source), to = static_cast<int>(h->meta.destination);
+  if (o_.process_of_rank[static_cast<std::size_t>(from)] != p)
+    return make_error(errc::io_error, "frame: source rank " + std::to_string(from) + " does not live in process " + std::to_string(p));
+  if (!is_local(to))
+    return make_error(errc::io_error, "frame: destination rank " + std::to_string(to) + " does not live in this process");
+  tensor t = tensor::empty(std::move(*s), h->type);
+  if (h->payload_bytes > 0)
+    if (auto st = c.socket.recv_exact(t.data<std::byte>(), h->payload_bytes, o_.timeout); !st) return st;
+  boxes_[static_cast<std::size_t>(to)]->put(from, h->meta.tag, std::move(t));
+  return {};
+}
+
+void tcp_fabric::read_loop(int p) {
+  connection& c = *conns_[static_cast<std::size_t>(p)];
+  while (!stopping_) {
+    if (!c.socket.wait_readable(milliseconds(200))) continue;
+    if (auto st = read_frame(c, p); !st) {
+      if (!stopping_)
+        close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
+      return;
+    }
+  }
+}
+
+void tcp_fabric::close(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!closed_why_.empty()) return;
+    closed_why_ = why.empty() ? "closed" : why;
+  }
+  for (auto& b : boxes_)
+    if (b) b->close(why);
+}
+
+std::string tcp_fabric::closed_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_why_;
+}
+
+}  // namespace cohort::transport

@@ -1,0 +1,79 @@
+// The TCP data plane: this process's ranks reach the ranks of other processes over one TCP
+// connection per pair of processes (a full mesh), carrying wire frames (transport/wire.hpp).
+// Ranks in the same process exchange through mailboxes without copying, as in-process.
+//
+// Every connection starts with the job-secret handshake (transport/auth.hpp) and a hello
+// frame naming the connecting process and the generation. A reader thread per connection
+// validates every frame before use: the header against the limits, the source rank against
+// the ranks that process hosts, the destination against this process's ranks, the shape
+// against the payload size; a bad frame or a closed connection closes the fabric with a
+// reason that names the peer, which wakes every waiting rank.
+//
+//   tcp_fabric_options o{.process_of_rank = {0, 1}, .process = me, .peers = roster, .generation = 1};
+//   auto f = tcp_fabric::connect(listener, o);      // listener: this process's data port
+//   (*f)->endpoint(me).send(1, /*tag=*/7, t, 5s);
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/fabric.hpp"
+#include "transport/mailbox.hpp"
+#include "transport/socket.hpp"
+
+namespace cohort::transport {
+
+struct process_address {
+  std::string host;
+  int port = 0;
+};
+
+struct tcp_fabric_options {
+  std::vector<int> process_of_rank;     // rank -> the process hosting it
+  int process = 0;                      // this process
+  std::vector<process_address> peers;   // every process's data listener, by process
+  std::uint64_t generation = 1;
+  std::string secret;                   // the job secret ("" on loopback-only jobs)
+  milliseconds timeout{30000};          // connecting, the handshake, and one frame's body
+};
+
+class tcp_fabric : public fabric {
+ public:
+  /// Connects to every other process (to those after this one; accepts those before it on
+  /// `listener`). Errors: a peer that does not come within the timeout, fails the handshake
+  /// or names itself wrongly.
+  static result<std::shared_ptr<tcp_fabric>> connect(tcp_listener& listener, const tcp_fabric_options& o);
+  ~tcp_fabric() override;
+
+  int size() const override { return static_cast<int>(o_.process_of_rank.size()); }
+  bool is_local(int rank) const override;
+  channel& endpoint(int rank) override;
+  void close(const std::string& why) override;
+  std::string closed_reason() const override;
+
+  std::uint64_t bytes_sent() const { return sent_.load(); }
+
+ private:
+  struct connection;
+  class endpoint_impl;
+  explicit tcp_fabric(const tcp_fabric_options& o);
+  status send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout);
+  void read_loop(int process);
+  status read_frame(connection& c, int process);
+
+  tcp_fabric_options o_;
+  std::vector<std::unique_ptr<mailbox>> boxes_;      // by rank (local ranks only)
+  std::vector<std::unique_ptr<endpoint_impl>> endpoints_;
+  std::vector<std::unique_ptr<connection>> conns_;   // by process (null for this one)
+  std::vector<std::thread> readers_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> sent_{0};
+  mutable std::mutex mutex_;
+  std::string closed_why_;
+};
+
+}  // namespace cohort::transport
