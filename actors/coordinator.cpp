@@ -19,8 +19,10 @@ void start_step(self_ptr self);
 void finish(self_ptr self, const status& st) {
   auto& s = self->state;
   s.summary.seconds = since(s.run_start);
-  for (auto& w : s.workers) self->send_exit(w, caf::exit_reason::user_shutdown);
-  for (auto& p : s.params) self->send_exit(p, caf::exit_reason::user_shutdown);
+  for (auto& w : s.workers)
+    if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
+  for (auto& p : s.params)
+    if (p) self->send_exit(p, caf::exit_reason::user_shutdown);
   self->send_exit(s.data, caf::exit_reason::user_shutdown);
   if (st) s.done.deliver(s.summary);
   else s.done.deliver(caf::make_error(caf::sec::runtime_error, st.error().message));
@@ -40,10 +42,19 @@ void after_commit(self_ptr self) {
   m.generation = s.generation;
   m.seconds = since(s.step_start);
   for (auto& o : s.outcomes) {
+    if (!o) continue;  // a rank of another process
     std::array<double, 3> secs{0, 0, 0};
     for (const auto& t : o->report.timings) secs[static_cast<std::size_t>(t.t.kind)] += t.seconds;
     m.task_seconds.push_back(secs);
     if (o->report.reports_loss) m.loss += o->report.loss_share;
+  }
+  if (s.options.combine_loss) {
+    auto total = s.options.combine_loss(s.step, m.loss);
+    if (!total) {
+      finish(self, make_error(total.error().code, "step " + std::to_string(s.step) + ": " + total.error().message));
+      return;
+    }
+    m.loss = *total;
   }
   s.summary.losses.push_back(m.loss);
   if (s.options.on_step) s.options.on_step(m);
@@ -63,6 +74,12 @@ void recover(self_ptr self) {
   std::string first;
   for (auto& o : s.outcomes)
     if (o && !o->failure.empty() && first.empty()) first = "rank " + std::to_string(o->rank) + ": " + o->failure;
+  if (s.options.fabric) {  // across processes: detection only, recovery is not built yet
+    const std::string why = s.fabric->closed_reason();
+    finish(self, make_error(errc::closed, "step " + std::to_string(s.step) + " failed: " + first +
+                                              (why.empty() || first.find(why) != std::string::npos ? "" : " (" + why + ")")));
+    return;
+  }
   if (++s.summary.restarts > s.options.max_restarts) {
     finish(self, make_error(errc::closed, "step " + std::to_string(s.step) + " failed " + std::to_string(s.summary.restarts) +
                                               " times (max-restarts " + std::to_string(s.options.max_restarts) + "); last: " + first));
@@ -102,7 +119,7 @@ void on_outcome(self_ptr self, std::size_t rank, step_outcome o) {
   if (!o.failure.empty() && !s.recovering) {
     s.recovering = true;
     s.detected_at = std::chrono::steady_clock::now();
-    s.fabric->close();  // release the workers waiting on the failed one
+    s.fabric->close("rank " + std::to_string(rank) + " failed");  // release the workers waiting on it
   }
   s.outcomes[rank] = std::move(o);
   if (--s.outstanding > 0) return;
@@ -118,22 +135,31 @@ void collect_and_finish(self_ptr self) {
     return;
   }
   auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
-  auto left = std::make_shared<std::size_t>(s.params.size());
-  for (std::size_t r = 0; r < s.params.size(); ++r)
+  auto left = std::make_shared<std::size_t>(0);
+  for (auto& p : s.params) *left += p ? 1 : 0;
+  auto assemble = [=] {
+    auto& st = self->state;
+    if (st.options.gather_pieces) {
+      auto all = st.options.gather_pieces(std::move(*pieces));
+      if (!all) return finish(self, make_error(all.error().code, "collecting parameters: " + all.error().message));
+      if (all->empty()) return finish(self, {});  // another process assembles the model
+      *pieces = std::move(*all);
+    }
+    auto full = assemble_parameters(*st.model, *pieces);
+    if (!full) return finish(self, full.error());
+    st.summary.parameters = std::move(*full);
+    finish(self, {});
+  };
+  for (std::size_t r = 0; r < s.params.size(); ++r) {
+    if (!s.params[r]) continue;
     self->request(s.params[r], s.options.timeout, fetch_atom::value, s.committed)
         .then(
             [=](tensor& piece) {
               (*pieces)[r] = std::move(piece);
-              if (--*left > 0) return;
-              auto full = assemble_parameters(*self->state.model, *pieces);
-              if (!full) {
-                finish(self, full.error());
-                return;
-              }
-              self->state.summary.parameters = std::move(*full);
-              finish(self, {});
+              if (--*left == 0) assemble();
             },
             [=](caf::error& e) { finish(self, make_error(errc::closed, "collecting parameters: " + to_string(e))); });
+  }
 }
 
 void start_step(self_ptr self) {
@@ -143,11 +169,13 @@ void start_step(self_ptr self) {
     return;
   }
   s.outcomes.assign(s.workers.size(), std::nullopt);
-  s.outstanding = static_cast<int>(s.workers.size());
+  s.outstanding = 0;
+  for (auto& w : s.workers) s.outstanding += w ? 1 : 0;
   s.step_start = std::chrono::steady_clock::now();
   const std::int64_t gen = s.generation, step = s.step;
   const auto step_timeout = s.options.timeout * 4;
   for (std::size_t r = 0; r < s.workers.size(); ++r)
+    if (s.workers[r])
     self->request(s.workers[r], step_timeout, step_atom::value, gen, step, s.committed)
         .then(
             [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
@@ -166,9 +194,11 @@ void setup(self_ptr self, batch_fn data) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
-  s.fabric = std::make_shared<transport::in_process_fabric>(ranks);
-  const int kernel_threads = std::max(1, s.options.threads / ranks);
-  const bool spare_core = kernel_threads * ranks < kernels::available_cores();
+  s.fabric = s.options.fabric ? s.options.fabric : std::make_shared<transport::in_process_fabric>(ranks);
+  int local = 0;
+  for (int r = 0; r < ranks; ++r) local += s.fabric->is_local(r) ? 1 : 0;
+  const int kernel_threads = std::max(1, s.options.threads / local);
+  const bool spare_core = kernel_threads * local < kernels::available_cores();
   s.data = self->spawn(data_actor, std::move(data), plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
@@ -184,12 +214,12 @@ void setup(self_ptr self, batch_fn data) {
     spec->table = table;
     spec->coordinator = caf::actor_cast<caf::actor>(self);
     spec->data = s.data;
-    s.params.push_back(self->spawn(param_actor, s.options.optimizer));
+    s.params.push_back(s.fabric->is_local(r) ? self->spawn(param_actor, s.options.optimizer) : caf::actor{});
     spec->params = s.params.back();
     spec->inject = s.options.inject;
     s.specs.push_back(spec);
   }
-  for (int r = 0; r < ranks; ++r) s.workers.push_back(spawn_worker(self, r));
+  for (int r = 0; r < ranks; ++r) s.workers.push_back(s.fabric->is_local(r) ? spawn_worker(self, r) : caf::actor{});
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 
 #include "actors/worker_step.hpp"
 #include "graph/tensor.hpp"
+#include "transport/fabric.hpp"
 #include "transport/in_process.hpp"
 
 namespace cohort::actors {
@@ -52,7 +53,7 @@ struct micro_batch {
 };
 
 /// A fabric shared by the actors of one generation (closed when the generation ends).
-using fabric_ptr = std::shared_ptr<transport::in_process_fabric>;
+using fabric_ptr = std::shared_ptr<transport::fabric>;
 
 /// What a worker reports for a step; an error leaves `report` empty and sets `failure`.
 struct step_outcome {

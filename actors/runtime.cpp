@@ -10,7 +10,15 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   auto cm = compile(model, o.plan, o.batch, o.stage_cuts);
   if (!cm) return cm.error();
   if (o.steps < 1) return make_error(errc::invalid_argument, "train: steps must be >= 1");
-  kernels::set_math_threads(std::max(1, o.threads / o.plan.ranks()));
+  int local = o.plan.ranks();
+  if (o.fabric) {
+    if (o.fabric->size() != o.plan.ranks() || !o.combine_loss || !o.gather_pieces)
+      return make_error(errc::invalid_argument, "train: a multi-process fabric of " + std::to_string(o.fabric->size()) +
+                                                    " ranks for a plan of " + std::to_string(o.plan.ranks()));
+    local = 0;
+    for (int r = 0; r < o.plan.ranks(); ++r) local += o.fabric->is_local(r) ? 1 : 0;
+  }
+  kernels::set_math_threads(std::max(1, o.threads / std::max(1, local)));
   if (o.on_start) o.on_start();
   auto shared = std::make_shared<const compiled_model>(std::move(*cm));
   auto coord = sys.spawn(coordinator, shared, o, std::move(data));

@@ -20,6 +20,7 @@
 
 #include "actors/compile.hpp"
 #include "actors/data_actor.hpp"
+#include "actors/messages.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
 
@@ -64,6 +65,15 @@ struct run_options {
   bool collect_parameters = true;                 // return the trained parameters in the summary
   std::function<void(const step_metrics&)> on_step;  // called by the coordinator, in order
   std::function<void()> on_start;                  // once the plan compiled, before any actor runs
+
+  // Multi-process jobs (all three set together): the job's fabric, whose local ranks alone
+  // run in this process; a failure ends the run (recovery across processes is not built yet).
+  fabric_ptr fabric;
+  /// This process's share of a step's loss -> the job's loss (called in step order).
+  std::function<result<double>(std::int64_t step, double local_loss)> combine_loss;
+  /// This process's parameter pieces by rank (empty where not local) -> every rank's piece
+  /// on the process that assembles the model; an empty vector elsewhere (no parameters).
+  std::function<result<std::vector<tensor>>(std::vector<tensor> pieces)> gather_pieces;
 };
 
 /// Trains `steps` steps of `model` on `data` under `o.plan`. Errors: the plan cannot run

@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("gpt", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
-  plan.finish(opts);
+  if (auto st = plan.finish(opts); !st) return fail("gpt", st.error().message, 2);
+  if (plan.dist.launches()) return launch_processes(argc, argv, plan.dist, opts);
   if (o.steps < 1 || o.batch < 1 || o.threads < 1 || o.warmup < 0 || o.lr <= 0)
     return fail("gpt", "--train.steps, --train.batch, --train.threads and --train.lr must be positive", 2);
   if (o.model.layers < 1 || o.model.d < 1 || o.model.heads < 1 || o.model.seq < 1 || o.model.d % o.model.heads != 0)
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   job.metrics_path = o.metrics;
   auto r = train(job, plan, opts.caf_arguments());
   if (!r) return fail("gpt", r.error().message, exit_code_for(r.error()));
+  if (!r->report) return 0;  // process 0 of the job reports
   if (r->plan_only) {
     print_summary({{"app", "gpt"}, {"plan", r->plan}});
     return 0;

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("mlp", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
-  plan.finish(opts);
+  if (auto st = plan.finish(opts); !st) return fail("mlp", st.error().message, 2);
+  if (plan.dist.launches()) return launch_processes(argc, argv, plan.dist, opts);
   if (o.steps < 1 || o.batch < 1 || o.threads < 1 || o.warmup < 0 || o.lr <= 0)
     return fail("mlp", "--train.steps, --train.batch, --train.threads and --train.lr must be positive", 2);
   if (o.optimizer != "sgd" && o.optimizer != "adamw")
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
   job.note = data->note;
   auto r = train(job, plan, opts.caf_arguments());
   if (!r) return fail("mlp", r.error().message, exit_code_for(r.error()));
+  if (!r->report) return 0;  // process 0 of the job reports
   if (r->plan_only) {
     print_summary({{"app", "mlp"}, {"plan", r->plan}});
     return 0;

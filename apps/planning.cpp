@@ -111,8 +111,15 @@ result<plan_choice> load_plan_file(const std::string& path) {
   if (!in) return make_error(errc::not_found, "cannot read the plan file " + path);
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
+  auto c = plan_from_json(j, path);
+  if (c) c->how = "file " + path;
+  return c;
+}
+
+result<plan_choice> plan_from_json(const json& j, const std::string& path) {
+  if (!j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
   plan_choice c;
-  c.how = "file " + path;
+  c.how = path;
   static const std::set<std::string> known{"mode", "dp", "tp", "pp", "micro_batches", "schedule", "shard_params",
                                            "ranks", "cuts", "devices", "predicted", "recompute",
                                            "embedding_on_host", "parameters", "planning_s"};  // the last: information

@@ -63,4 +63,7 @@ result<plan_choice> choose_plan(const planning_setup& setup, const plan_options&
 /// "shard_params":..,"cuts":[..]}; missing keys default as on the command line).
 result<plan_choice> load_plan_file(const std::string& path);
 
+/// The same from JSON already parsed; `origin` prefixes the error messages.
+result<plan_choice> plan_from_json(const nlohmann::json& j, const std::string& origin);
+
 }  // namespace cohort::apps

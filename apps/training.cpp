@@ -8,7 +8,9 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <csignal>
 #include <cstdio>
+#include <optional>
 
 #include "actors/runtime.hpp"
 #include "apps/planning.hpp"
@@ -42,13 +44,15 @@ void plan_options::add_to(option_set& opts) {
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
       .add("fault.inject-step", inject_step, "... at this step ...")
       .add("fault.inject-task", inject_task, "... before this task of its schedule");
+  dist.add_to(opts);
 }
 
-void plan_options::finish(const option_set& opts) {
-  if (opts.was_set("plan.mode")) return;
-  for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
-                          "plan.cuts"})
-    if (opts.was_set(key)) mode = "manual";
+status plan_options::finish(const option_set& opts) {
+  if (!opts.was_set("plan.mode"))
+    for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
+                            "plan.cuts"})
+      if (opts.was_set(key)) mode = "manual";
+  return dist.finish(opts);
 }
 
 namespace {
@@ -60,6 +64,8 @@ struct loop_state {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
   training_result out;
 
+  bool quiet = false;  // another process reports
+
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
 
   void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
@@ -68,6 +74,7 @@ struct loop_state {
     out.final_loss = loss;
     double elapsed = seconds_since(start);
     double rate = static_cast<double>((step + 1) * job.batch * job.items_per_sample) / elapsed;
+    if (quiet) return;
     progress.update(step + 1, loss, rate, job.rate_unit);
     json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
     rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
@@ -76,7 +83,7 @@ struct loop_state {
   }
 
   void finish() {
-    progress.finish();
+    if (!quiet) progress.finish();
     std::int64_t timed = job.steps > job.warmup ? job.steps - job.warmup : job.steps;
     if (job.steps <= job.warmup) timed_start = start;
     out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
@@ -111,7 +118,8 @@ struct task_totals {
 
 result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
                                       const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals) {
+                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals,
+                                      const std::function<void(actors::run_options&)>& customize = {}) {
   actors::run_options o;
   o.plan = choice.plan;
   o.batch = job.batch;
@@ -143,8 +151,9 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                  {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
   };
   o.on_start = [&] {
-    if (!job.note.empty()) std::fprintf(stderr, "%s\n", job.note.c_str());
+    if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
   };
+  if (customize) customize(o);
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", std::max(1, job.threads));
@@ -232,6 +241,105 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   return out;
 }
 
+
+// One process of a multi-process job: join (or coordinate) it; process 0 plans and shares
+// the plan; every process runs its block of ranks over the TCP fabric; a lost process ends
+// the job with a report naming it.
+result<training_result> train_processes(const training_job& job, const plan_options& p,
+                                        const std::vector<std::string>& caf_arguments) {
+  if (p.only) return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
+  auto formed = form_process_group(p.dist);
+  if (!formed) return formed.error();
+  process_group& g = **formed;
+  const int world = g.world();
+  const bool coordinator = g.process() == 0;
+  // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
+  std::optional<planning_setup> setup;
+  result<plan_choice> choice = make_error(errc::closed, "no plan");
+  if (coordinator) {
+    plan_options q = p;
+    if (q.ranks == 0 && q.mode == "auto") q.ranks = world;
+    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, q);
+    choice = s ? choose_plan(*s, q) : result<plan_choice>(s.error());
+    if (choice && choice->plan.ranks() % world != 0)
+      choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
+                                                      std::to_string(choice->plan.ranks()) + " ranks, which " +
+                                                      std::to_string(world) + " processes cannot split evenly");
+    if (s) setup = std::move(*s);
+    const std::string text = choice ? choice->to_json().dump() : "error: " + choice.error().message;
+    if (auto shared = g.control->broadcast_text(1, text); !shared) return shared.error();
+    if (!choice) return choice.error();
+  } else {
+    auto text = g.control->broadcast_text(1, "");
+    if (!text) return text.error();
+    if (text->rfind("error: ", 0) == 0) return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
+    json j = json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
+    j.erase("predicted");
+    j.erase("how");
+    choice = plan_from_json(j, "the coordinator's plan");
+    if (!choice) return choice.error();
+    choice->how = "from the coordinator";
+  }
+  auto fabric = g.connect(choice->plan.ranks());
+  if (!fabric) return fabric.error();
+  std::shared_ptr<transport::tcp_fabric> data_plane = *fabric;
+  g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
+
+  loop_state loop(job);
+  loop.quiet = !coordinator;
+  if (coordinator)
+    if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+  training_job with_note = job;
+  with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
+                   ") over " + std::to_string(world) + " processes";
+  const auto owner = g.owners(choice->plan.ranks());
+  auto customize = [&](actors::run_options& o) {
+    o.fabric = data_plane;
+    o.combine_loss = [&](std::int64_t step, double local) -> result<double> {
+      auto total = g.control->sum(16 + static_cast<std::uint64_t>(step), {local});
+      if (!total) return total.error();
+      return (*total)[0];
+    };
+    o.gather_pieces = [&](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
+      std::vector<std::pair<int, tensor>> mine;
+      for (std::size_t r = 0; r < pieces.size(); ++r)
+        if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
+      return g.control->gather(2, mine, owner);
+    };
+    auto inner = o.on_step;
+    o.on_step = [&, inner](const actors::step_metrics& m) {
+      g.control->set_step(m.step + 2);  // 1-based, the step now in flight
+      inner(m);
+      const auto& d = p.dist;
+      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == m.step + 1) {
+        std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
+                     static_cast<long long>(m.step + 1));
+        std::fflush(stderr);
+        ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
+      }
+    };
+  };
+  task_totals totals;
+  g.control->set_step(1);
+  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, totals, {}, customize);
+  if (!r) {
+    // a data-plane error usually arrives just before the control plane's verdict: wait for it
+    if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
+      return make_error(errc::closed, lost->describe());
+    return r;
+  }
+  if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
+  r->report = coordinator;
+  r->plan["processes"] = world;
+  if (coordinator && setup && choice->predicted && totals.steps > 0) {
+    std::vector<double> steps = totals.step_seconds;
+    std::sort(steps.begin(), steps.end());
+    r->prediction = {{"predicted_step_s", choice->predicted->step_s}, {"measured_step_s", steps[steps.size() / 2]},
+                     {"note", "the cost model is not refit from multi-process runs yet"}};
+  }
+  return r;
+}
 }  // namespace
 
 result<training_result> train(const training_job& job, const plan_options& plan,
@@ -245,6 +353,10 @@ result<training_result> train(const training_job& job, const plan_options& plan,
                                               "the runtime here trains in f32 without recomputation");
   if (plan.max_micro_batches < 1 || plan.ranks < 0)
     return make_error(errc::invalid_argument, "--plan.max-micro-batches must be positive and --plan.ranks not negative");
+  if (plan.dist.multi_process()) {
+    if (plan.mode == "serial") return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
+    return train_processes(job, plan, caf_arguments);
+  }
   loop_state loop(job);
   if (plan.mode == "serial") {
     if (plan.only || !plan.file.empty() || !plan.cluster_file.empty())

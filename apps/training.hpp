@@ -6,6 +6,7 @@
 //
 //   plan_options plan;  plan.add_to(opts);            // --plan.dp=2 --plan.tp=2 ...
 //   opts.parse(argc, argv);  plan.finish(opts);
+//   if (plan.dist.launches()) return launch_processes(argc, argv, plan.dist, opts);
 //   training_job job{.model = ..., .data = ..., .batch = 64, .steps = 100, ...};
 //   auto r = train(job, plan, opts.caf_arguments());
 //   summary["plan"] = r->plan;  summary["final_loss"] = r->final_loss;
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "apps/options.hpp"
+#include "apps/processes.hpp"
 #include "apps/report.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
@@ -44,9 +46,11 @@ struct plan_options {
   bool recompute = false;               // may plan activation recomputation (cluster files)
   std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
   std::int64_t timeout_ms = 60000;
+  process_options dist;                 // --launch.*, --join, --dist.*: several processes
   void add_to(option_set& opts);
-  /// After parsing: a degree, schedule or cut given without --plan.mode means manual.
-  void finish(const option_set& opts);
+  /// After parsing: a degree, schedule or cut given without --plan.mode means manual; the
+  /// process options from the environment. Errors: malformed process options.
+  status finish(const option_set& opts);
 };
 
 struct training_job {
@@ -71,6 +75,7 @@ struct training_result {
   json plan;                            // for the summary
   json prediction;                      // predicted vs measured step time, the refit (runtime runs)
   bool plan_only = false;               // --plan.only: nothing was trained
+  bool report = true;                   // false on a job's other processes: process 0 reports
 };
 
 /// Errors: bad plan options (exit code 2 material) and failures during training.

@@ -156,9 +156,10 @@ struct control_plane::peer {
 };
 
 std::string lost_node::describe() const {
+  if (process < 0) return reason;  // relayed by the coordinator, which named the node
   char buf[160];
   std::snprintf(buf, sizeof buf, "; last heard from it %.2f s before", silent_s);
-  std::string who = process == 0 ? "lost the coordinator (process 0" : "lost node " + std::to_string(process) + " (";
+  std::string who = process == 0 ? "lost the coordinator (process 0, " : "lost node " + std::to_string(process) + " (";
   return who + "pid " + std::to_string(pid) + " at " + address + ") at step " + std::to_string(step) + ": " + reason + buf;
 }
 

@@ -1,0 +1,74 @@
+// Multi-process jobs for the apps. One job is N processes of the same app: process 0 is the
+// coordinator (it plans, prints the summary and reports a lost node), the others are nodes
+// that join it. Three ways to start them:
+//
+//   mlp --launch.nproc=2 --plan.dp=2            this machine: starts 2 processes and waits
+//   RANK=1 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 mlp ...   Slurm/Kubernetes style
+//   mlp --join=10.0.0.1:29500 --dist.world=2 ...   a node numbered in join order
+//
+// Binding anything but loopback (--dist.bind) needs the job secret (COHORT_JOB_SECRET_FILE,
+// mode 0600, or COHORT_JOB_SECRET): every connection proves it before anything else is read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/options.hpp"
+#include "transport/control_plane.hpp"
+#include "transport/tcp_fabric.hpp"
+
+namespace cohort::apps {
+
+struct process_options {
+  std::int64_t nproc = 0;               // --launch.nproc: start this many local processes
+  std::string join;                     // --join=HOST:PORT
+  std::int64_t rank = -1, world = 1;    // this process and the job's size (RANK, WORLD_SIZE)
+  std::string master_addr = "127.0.0.1";
+  std::int64_t master_port = 29500;
+  std::string bind = "127.0.0.1";       // where this process listens
+  std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
+  // Test hook: process `signal_rank` raises `signal` (KILL or STOP) after step `signal_step`.
+  std::string signal;
+  std::int64_t signal_rank = -1, signal_step = -1;
+
+  void add_to(option_set& opts);
+  /// After parsing: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT where the command line
+  /// left them unset; --join's address. Errors: malformed values.
+  status finish(const option_set& opts);
+  /// This run starts local processes rather than training itself.
+  bool launches() const { return nproc > 1; }
+  /// This process is one of several.
+  bool multi_process() const { return world > 1; }
+  /// Prints on stdout and stderr (process 0, or a single-process run).
+  bool reports() const { return rank <= 0; }
+};
+
+/// This process's membership of a job: the control plane (joined, roster known) and the
+/// data listener the fabric connects through.
+struct process_group {
+  process_options options;
+  std::string secret;
+  std::unique_ptr<transport::control_plane> control;
+  transport::tcp_listener data;
+
+  int process() const { return control->process(); }
+  int world() const { return control->world(); }
+  /// Which process hosts each rank of a plan of `ranks` ranks: contiguous equal blocks.
+  std::vector<int> owners(int ranks) const;
+  /// The data plane for a plan of `ranks` ranks (a multiple of the world size).
+  result<std::shared_ptr<transport::tcp_fabric>> connect(int ranks);
+};
+
+/// Joins (or, on process 0, coordinates) the job. Errors: a non-loopback bind without a job
+/// secret, a secret file others can read, a coordinator that cannot be reached or refuses.
+result<std::unique_ptr<process_group>> form_process_group(const process_options& o);
+
+/// The launcher: starts nproc copies of this program (argv without --launch.nproc) with
+/// RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, and `threads` compute threads each when
+/// the user did not choose; forwards SIGINT/SIGTERM; when one fails, lets the coordinator
+/// report, then stops the rest (none is left behind). Returns the job's exit code.
+int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts);
+
+}  // namespace cohort::apps

@@ -1,0 +1,147 @@
+// Training across OS processes, as a user runs it: `--launch.nproc=N` starts N processes of
+// the app on loopback; every plan's losses equal the serial run's within the in-process
+// equivalence suite's tolerance (1e-5 relative over 30 steps, test/actors/equivalence_test.cpp
+// says why), and the trained model (gathered to process 0) scores as the serial one does. A
+// process killed with SIGKILL or stopped with SIGSTOP mid-run ends the job with a non-zero
+// exit code and a report naming the node, the step and the reason; no process is left
+// behind. Bad process options fail with one line and exit code 2.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "run_app.hpp"
+
+using cohort::test::run;
+
+namespace {
+
+std::vector<double> losses(const std::string& metrics_path) {
+  std::vector<double> out;
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  return out;
+}
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("cohort-mp-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+// Processes whose command line contains `marker` (a leftover of a job).
+int processes_with(const std::string& marker) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream f(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find(marker) != std::string::npos && e.path().filename() != std::to_string(::getpid())) ++n;
+  }
+  return n;
+}
+
+struct case_ {
+  const char* binary;
+  const char* name;
+  int processes;
+  const char* plan;
+};
+
+}  // namespace
+
+TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run's") {
+  const std::string mlp_model = "--data.name=digits --train.steps=30 --train.threads=1";
+  const std::string gpt_model = "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
+                                "--train.steps=30 --train.threads=1";
+  const case_ cases[] = {
+      {MLP_BINARY, "dp2", 2, "--plan.dp=2"},
+      {MLP_BINARY, "tp2", 2, "--plan.tp=2"},
+      {MLP_BINARY, "pp2 gpipe", 2, "--plan.pp=2 --plan.micro-batches=4 --plan.schedule=gpipe"},
+      {MLP_BINARY, "pp2 1f1b", 2, "--plan.pp=2 --plan.micro-batches=4 --plan.schedule=1f1b"},
+      {MLP_BINARY, "dp2 sharded", 2, "--plan.dp=2 --plan.shard-params=true"},
+      {MLP_BINARY, "dp2xtp2 (2 ranks per process)", 2, "--plan.dp=2 --plan.tp=2"},
+      {MLP_BINARY, "dp2xpp2", 4, "--plan.dp=2 --plan.pp=2 --plan.micro-batches=2"},
+      {MLP_BINARY, "tp2xpp2", 4, "--plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
+      {MLP_BINARY, "dp4", 4, "--plan.dp=4"},
+      {GPT_BINARY, "gpt dp2", 2, "--plan.dp=2"},
+      {GPT_BINARY, "gpt tp2", 2, "--plan.tp=2"},
+      {GPT_BINARY, "gpt pp2", 2, "--plan.pp=2 --plan.micro-batches=2"},
+      {GPT_BINARY, "gpt dp2xtp2", 4, "--plan.dp=2 --plan.tp=2"},
+  };
+  std::map<std::string, std::pair<std::vector<double>, nlohmann::json>> serial;
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const std::string model = std::string(c.binary) == MLP_BINARY ? mlp_model : gpt_model;
+    if (!serial.count(c.binary)) {
+      const auto path = temp_file("serial.jsonl");
+      auto r = run(c.binary, model + " --plan.mode=serial --metrics.file=" + path);
+      REQUIRE(r.exit_code == 0);
+      serial[c.binary] = {losses(path), r.summary};
+      std::filesystem::remove(path);
+    }
+    const auto path = temp_file("job.jsonl");
+    auto r = run(c.binary, model + " " + c.plan + " --launch.nproc=" + std::to_string(c.processes) + " --metrics.file=" + path);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.summary["plan"]["processes"] == c.processes);
+    const auto& [want, serial_summary] = serial[c.binary];
+    auto got = losses(path);
+    std::filesystem::remove(path);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::abs(want[i]));
+    CAPTURE(worst);
+    CHECK(worst <= 1e-5);
+    if (serial_summary.contains("test_accuracy"))  // the model gathered from every process
+      CHECK(std::abs(r.summary["test_accuracy"].get<double>() - serial_summary["test_accuracy"].get<double>()) < 0.01);
+  }
+}
+
+TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming it, the step and the reason") {
+  const std::string marker = temp_file("kill.jsonl");
+  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
+                           "--fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("mlp: error: lost node 1 (pid ") != std::string::npos);
+  CHECK(r.err.find(") at step 6: connection closed without a goodbye") != std::string::npos);
+  CHECK(r.err.find("launch: process 1 (pid ") != std::string::npos);
+  CHECK(r.err.find("was killed by SIGKILL") != std::string::npos);
+  CHECK(processes_with(marker) == 0);
+  std::filesystem::remove(marker);
+}
+
+TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout; the job ends and nothing is left behind") {
+  const std::string marker = temp_file("stop.jsonl");
+  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
+                           "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500 "
+                           "--fault.signal=STOP --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("mlp: error: lost node 1 (pid ") != std::string::npos);
+  CHECK(r.err.find(") at step 6: no heartbeat for 1500 ms") != std::string::npos);
+  CHECK(processes_with(marker) == 0);
+  std::filesystem::remove(marker);
+}
+
+TEST_CASE("the coordinator killed mid-run: the node reports it and the job ends") {
+  const std::string marker = temp_file("coordinator.jsonl");
+  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
+                           "--fault.signal=KILL --fault.signal-rank=0 --fault.signal-step=3 --metrics.file=" + marker);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("lost the coordinator (process 0, pid ") != std::string::npos);
+  CHECK(processes_with(marker) == 0);
+  std::filesystem::remove(marker);
+}
+
+TEST_CASE("bad process options: one line and exit code 2") {
+  auto join = run(MLP_BINARY, "--join=nohost --dist.world=2");
+  CHECK(join.exit_code == 2);
+  CHECK(join.err.find("--join must be HOST:PORT") != std::string::npos);
+  auto rank = run(MLP_BINARY, "--dist.world=2");
+  CHECK(rank.exit_code == 2);
+  CHECK(rank.err.find("needs RANK") != std::string::npos);
+  auto open = run(MLP_BINARY, "--dist.world=2 --dist.rank=0 --dist.bind=0.0.0.0 --train.steps=1");
+  CHECK(open.exit_code == 2);
+  CHECK(open.err.find("set a job secret first") != std::string::npos);
+}
