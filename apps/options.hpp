@@ -43,6 +43,8 @@ class option_set {
   const std::vector<std::string>& caf_arguments() const { return caf_args_; }
   /// Keys the user set explicitly (file or command line), e.g. "train.steps".
   bool was_set(const std::string& key) const;
+  /// Whether this program has the option at all.
+  bool has(const std::string& key) const { return find(key) != nullptr; }
 
  private:
   using target = std::variant<std::int64_t*, double*, std::string*, bool*, std::vector<std::int64_t>*>;

@@ -19,6 +19,7 @@
 #include "kernels/threads.hpp"
 #include "transport/auth.hpp"
 #include "transport/socket.hpp"
+#include "transport/ucx_fabric.hpp"
 
 namespace cohort::apps {
 namespace {
@@ -52,6 +53,8 @@ void process_options::add_to(option_set& opts) {
       .add("dist.master-addr", master_addr, "the coordinator's address (default: $MASTER_ADDR, else 127.0.0.1)")
       .add("dist.master-port", master_port, "the coordinator's port (default: $MASTER_PORT, else 29500)")
       .add("dist.bind", bind, "the address this process listens on; anything but loopback needs the job secret")
+      .add("dist.transport", transport, "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
+                                        "unauthenticated: an isolated network only)")
       .add("dist.heartbeat-ms", heartbeat_ms, "heartbeat interval between the coordinator and every node")
       .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms, "a node silent this long is lost (a stopped or hung process)")
       .add("dist.join-timeout-ms", join_timeout_ms, "how long the coordinator waits for every node to join")
@@ -100,6 +103,8 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.master-port (MASTER_PORT) must be in 1..65535");
   if (heartbeat_ms < 1 || heartbeat_timeout_ms <= heartbeat_ms)
     return make_error(errc::invalid_argument, "--dist.heartbeat-timeout-ms must exceed --dist.heartbeat-ms (both positive)");
+  if (transport != "tcp" && transport != "ucx")
+    return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
   return {};
@@ -111,7 +116,7 @@ std::vector<int> process_group::owners(int ranks) const {
   return owner;
 }
 
-result<std::shared_ptr<transport::tcp_fabric>> process_group::connect(int ranks) {
+result<std::shared_ptr<transport::fabric>> process_group::connect(int ranks) {
   if (ranks % world() != 0)
     return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) + " ranks cannot be split evenly over " +
                                                   std::to_string(world()) + " processes");
@@ -121,7 +126,24 @@ result<std::shared_ptr<transport::tcp_fabric>> process_group::connect(int ranks)
   for (const auto& n : control->roster()) fo.peers.push_back({n.host, n.data_port});
   fo.secret = secret;
   fo.timeout = std::chrono::milliseconds(options.join_timeout_ms);
-  return transport::tcp_fabric::connect(data, fo);
+  if (options.transport == "ucx") {
+    auto f = transport::ucx_fabric::create(fo);
+    // every process takes part in the address exchange, even one whose UCX failed
+    auto all = control->all_gather_text(3, f ? transport::to_hex((*f)->address()) : "-");
+    if (!f) return f.error();
+    if (!all) return all.error();
+    std::vector<std::string> addresses;
+    for (int p = 0; p < world(); ++p) {
+      auto a = transport::from_hex((*all)[static_cast<std::size_t>(p)]);
+      if (!a) return make_error(errc::io_error, "process " + std::to_string(p) + " has no UCX address (its UCX did not start)");
+      addresses.push_back(std::move(*a));
+    }
+    if (auto st = (*f)->connect(addresses); !st) return st.error();
+    return std::shared_ptr<transport::fabric>(*f);
+  }
+  auto f = transport::tcp_fabric::connect(data, fo);
+  if (!f) return f.error();
+  return std::shared_ptr<transport::fabric>(*f);
 }
 
 result<std::unique_ptr<process_group>> form_process_group(const process_options& o) {
@@ -168,7 +190,7 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--launch.nproc", 14) != 0) args.push_back(argv[i]);
-  if (!opts.was_set("train.threads"))
+  if (opts.has("train.threads") && !opts.was_set("train.threads"))
     args.push_back("--train.threads=" + std::to_string(std::max(1, kernels::available_cores() / n)));
   std::signal(SIGINT, remember_signal);
   std::signal(SIGTERM, remember_signal);

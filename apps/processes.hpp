@@ -28,6 +28,7 @@ struct process_options {
   std::string master_addr = "127.0.0.1";
   std::int64_t master_port = 29500;
   std::string bind = "127.0.0.1";       // where this process listens
+  std::string transport = "tcp";        // the data plane: tcp or ucx
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
   // Test hook: process `signal_rank` raises `signal` (KILL or STOP) after step `signal_step`.
   std::string signal;
@@ -57,8 +58,9 @@ struct process_group {
   int world() const { return control->world(); }
   /// Which process hosts each rank of a plan of `ranks` ranks: contiguous equal blocks.
   std::vector<int> owners(int ranks) const;
-  /// The data plane for a plan of `ranks` ranks (a multiple of the world size).
-  result<std::shared_ptr<transport::tcp_fabric>> connect(int ranks);
+  /// The data plane (options.transport) for a plan of `ranks` ranks (a multiple of the
+  /// world size). Every process calls it at the same point.
+  result<std::shared_ptr<transport::fabric>> connect(int ranks);
 };
 
 /// Joins (or, on process 0, coordinates) the job. Errors: a non-loopback bind without a job

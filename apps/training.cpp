@@ -283,7 +283,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   }
   auto fabric = g.connect(choice->plan.ranks());
   if (!fabric) return fabric.error();
-  std::shared_ptr<transport::tcp_fabric> data_plane = *fabric;
+  std::shared_ptr<transport::fabric> data_plane = *fabric;
   g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
 
   loop_state loop(job);
@@ -292,7 +292,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
-                   ") over " + std::to_string(world) + " processes";
+                   ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
   const auto owner = g.owners(choice->plan.ranks());
   auto customize = [&](actors::run_options& o) {
     o.fabric = data_plane;

@@ -16,6 +16,18 @@ add_library(CAF::io UNKNOWN IMPORTED)
 set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
   INTERFACE_LINK_LIBRARIES CAF::core)
 
+# UCX 1.13 (libucx-dev): the UCX data plane. Found by hand like CAF (its pkg-config file
+# pulls flags we do not want).
+find_path(UCX_INCLUDE_DIR ucp/api/ucp.h)
+find_library(UCX_UCP_LIBRARY ucp)
+find_library(UCX_UCS_LIBRARY ucs)
+if(NOT UCX_INCLUDE_DIR OR NOT UCX_UCP_LIBRARY OR NOT UCX_UCS_LIBRARY)
+  message(FATAL_ERROR "UCX not found: run scripts/install-deps.sh (apt-get install libucx-dev)")
+endif()
+add_library(UCX::ucp UNKNOWN IMPORTED)
+set_target_properties(UCX::ucp PROPERTIES IMPORTED_LOCATION "${UCX_UCP_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${UCX_INCLUDE_DIR}" INTERFACE_LINK_LIBRARIES "${UCX_UCS_LIBRARY}")
+
 find_package(fmt 9 CONFIG REQUIRED)          # fmt::fmt
 find_package(doctest CONFIG REQUIRED)        # doctest::doctest
 include(doctest)                             # doctest_discover_tests()

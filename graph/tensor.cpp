@@ -1,6 +1,9 @@
 // Tensor storage, views and strided copies.
 #include "graph/tensor.hpp"
 
+#include <map>
+#include <mutex>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -8,14 +11,59 @@
 
 namespace cohort {
 
+namespace {
+
+// Large blocks (1 MiB and up) are kept for reuse, up to 256 MiB in all: the allocator hands
+// such blocks out as fresh mappings, and touching a fresh mapping costs a page fault per
+// 4 KiB, which is what a training step allocating gradients or a transport receiving a
+// 32 MiB piece would otherwise pay every time.
+class block_cache {
+ public:
+  static constexpr std::size_t min_bytes = std::size_t{1} << 20, max_cached = std::size_t{256} << 20;
+  std::byte* take(std::size_t rounded) {
+    if (rounded < min_bytes) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(rounded);
+    if (it == free_.end()) return nullptr;
+    std::byte* p = it->second;
+    free_.erase(it);
+    cached_ -= rounded;
+    return p;
+  }
+  void give(std::byte* p, std::size_t rounded) {
+    if (rounded >= min_bytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + rounded <= max_cached) {
+        free_.emplace(rounded, p);
+        cached_ += rounded;
+        return;
+      }
+    }
+    std::free(p);
+  }
+  static block_cache& instance() {
+    static auto* cache = new block_cache;  // never destroyed: storages may outlive statics
+    return *cache;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<std::size_t, std::byte*> free_;
+  std::size_t cached_ = 0;
+};
+
+std::size_t rounded_bytes(std::size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
 storage::storage(std::size_t bytes) : bytes_(bytes) {
-  std::size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  const std::size_t rounded = rounded_bytes(bytes);
+  data_ = block_cache::instance().take(rounded);
+  if (data_ == nullptr) data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
   if (data_ == nullptr) throw std::bad_alloc();
 }
 
-storage::~storage() { std::free(data_); }
+storage::~storage() { block_cache::instance().give(data_, rounded_bytes(bytes_)); }
 
 tensor::tensor(std::shared_ptr<storage> st, cohort::shape s, dtype t, std::int64_t offset_elems)
     : storage_(std::move(st)), shape_(std::move(s)), offset_(offset_elems), dtype_(t) {

@@ -21,6 +21,13 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
+// What goes on the wire: a view of the buffer when the channel copies it out before send()
+// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
+tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r) {
+  if (!ch.send_copies(peer)) return copy_range(work, r);
+  return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin);
+}
+
 // In-place ring reduce-scatter over the flat buffer `work`; piece i ends reduced on rank i.
 status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work,
                                const collective_options& o, const char* what) {
@@ -28,7 +35,7 @@ status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tens
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s - 1, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 2, p.size));
-    if (auto st = ch.send(p.next, o.tag, copy_range(work, out), o.timeout); !st)
+    if (auto st = ch.send(p.next, o.tag, piece_to_send(ch, p.next, work, out), o.timeout); !st)
       return in_step(st.error(), what, s, ch.rank(), p.next);
     auto got = ch.recv(p.prev, o.tag, o.timeout);
     if (!got) return in_step(got.error(), what, s, ch.rank(), p.prev);
@@ -49,7 +56,7 @@ status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& 
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 1, p.size));
-    if (auto st = ch.send(p.next, o.tag, copy_range(work, out), o.timeout); !st)
+    if (auto st = ch.send(p.next, o.tag, piece_to_send(ch, p.next, work, out), o.timeout); !st)
       return in_step(st.error(), what, s, ch.rank(), p.next);
     auto got = ch.recv(p.prev, o.tag, o.timeout);
     if (!got) return in_step(got.error(), what, s, ch.rank(), p.prev);

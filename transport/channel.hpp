@@ -37,6 +37,9 @@ class channel {
   virtual status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) = 0;
   /// The oldest message from `peer` under `tag`, waiting up to `timeout` for it.
   virtual result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) = 0;
+  /// Whether send() to `peer` is done with the tensor's storage when it returns (it was
+  /// copied to a socket or shared memory): then a view may be sent and written afterwards.
+  virtual bool send_copies(int /*peer*/) const { return false; }
 };
 
 }  // namespace cohort::transport

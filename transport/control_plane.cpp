@@ -433,6 +433,33 @@ result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::
   return text_of(m->body);
 }
 
+result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t key, const std::string& line) {
+  if (line.find('\n') != std::string::npos || line.size() > (64u << 10))
+    return make_error(errc::invalid_argument, "control: all_gather_text takes one line of at most 64 KiB");
+  std::string joined;
+  if (process_ != 0) {
+    if (auto st = send(0, tag_of(text, key), pack_text(line)); !st) return st.error();
+  } else {
+    joined = line + "\n";
+    for (int p = 1; p < o_.world; ++p) {
+      auto m = take(p, tag_of(text, key), o_.join_timeout);
+      if (!m) return m.error();
+      auto t = text_of(m->body);
+      if (!t) return t.error();
+      if (t->find('\n') != std::string::npos) return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent several lines");
+      joined += *t + "\n";
+    }
+  }
+  auto all = broadcast_text(key + 1, joined);
+  if (!all) return all.error();
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = all->find('\n', start)) != std::string::npos; start = nl + 1) lines.push_back(all->substr(start, nl - start));
+  if (static_cast<int>(lines.size()) != o_.world)
+    return make_error(errc::io_error, "control: " + std::to_string(lines.size()) + " lines for " + std::to_string(o_.world) + " processes");
+  return lines;
+}
+
 result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vector<double>& values) {
   if (process_ != 0) {
     if (auto st = send(0, tag_of(sum_part, key), pack_doubles(values)); !st) return st.error();

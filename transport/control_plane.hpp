@@ -89,6 +89,8 @@ class control_plane {
   /// Collectives: every process calls them in the same order with the same key.
   /// The coordinator's text, on every process (at most 1 MiB).
   result<std::string> broadcast_text(std::uint64_t key, const std::string& text);
+  /// Every process's line of text (no newlines, at most 64 KiB), by process, on every process.
+  result<std::vector<std::string>> all_gather_text(std::uint64_t key, const std::string& line);
   /// The element-wise sum over processes, on every process (exact in double).
   result<std::vector<double>> sum(std::uint64_t key, const std::vector<double>& values);
   /// Tensors by index: each process gives the ones it holds; the coordinator gets all

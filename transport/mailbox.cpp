@@ -34,6 +34,16 @@ result<tensor> mailbox::take(int from, std::uint64_t tag, std::chrono::milliseco
   return t;
 }
 
+std::optional<tensor> mailbox::try_take(int from, std::uint64_t tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = queues_.find({from, tag});
+  if (it == queues_.end() || it->second.empty()) return std::nullopt;
+  tensor t = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) queues_.erase(it);
+  return t;
+}
+
 void mailbox::close(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

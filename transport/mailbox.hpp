@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -26,6 +27,8 @@ class mailbox {
   bool put(int from, std::uint64_t tag, tensor t);
   /// The oldest message from `from` under `tag`; after close() only what had arrived.
   result<tensor> take(int from, std::uint64_t tag, std::chrono::milliseconds timeout, int me);
+  /// Without waiting: the message if it is there.
+  std::optional<tensor> try_take(int from, std::uint64_t tag);
   void close(const std::string& why);
 
  private:

@@ -36,6 +36,8 @@ class tcp_fabric::endpoint_impl : public channel {
     return f_.send_remote(rank_, peer, tag, t, timeout);
   }
 
+  bool send_copies(int peer) const override { return !f_.is_local(peer); }
+
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
     if (peer < 0 || peer >= size())
       return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));

@@ -66,6 +66,10 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
       {GPT_BINARY, "gpt tp2", 2, "--plan.tp=2"},
       {GPT_BINARY, "gpt pp2", 2, "--plan.pp=2 --plan.micro-batches=2"},
       {GPT_BINARY, "gpt dp2xtp2", 4, "--plan.dp=2 --plan.tp=2"},
+      // the UCX data plane (shared memory between processes on this host)
+      {MLP_BINARY, "ucx dp2", 2, "--plan.dp=2 --dist.transport=ucx"},
+      {MLP_BINARY, "ucx dp2xpp2", 4, "--plan.dp=2 --plan.pp=2 --plan.micro-batches=2 --dist.transport=ucx"},
+      {GPT_BINARY, "gpt ucx tp2", 2, "--plan.tp=2 --dist.transport=ucx"},
   };
   std::map<std::string, std::pair<std::vector<double>, nlohmann::json>> serial;
   for (const auto& c : cases) {
@@ -106,6 +110,17 @@ TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming 
   CHECK(r.err.find(") at step 6: connection closed without a goodbye") != std::string::npos);
   CHECK(r.err.find("launch: process 1 (pid ") != std::string::npos);
   CHECK(r.err.find("was killed by SIGKILL") != std::string::npos);
+  CHECK(processes_with(marker) == 0);
+  std::filesystem::remove(marker);
+}
+
+TEST_CASE("over UCX too, a node killed with SIGKILL ends the job with the report") {
+  const std::string marker = temp_file("ucx-kill.jsonl");
+  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
+                           "--dist.transport=ucx --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find(") at step 6: connection closed without a goodbye") != std::string::npos);
   CHECK(processes_with(marker) == 0);
   std::filesystem::remove(marker);
 }
