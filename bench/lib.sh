@@ -6,7 +6,7 @@ py=/usr/bin/python3
 [ -f "$peers/mlp_torch.py" ] || { echo "bench: peer scripts not found in $peers (set COHORT_PEERS)" >&2; exit 2; }
 bash "$root/scripts/install-deps.sh" --bench >/dev/null
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$root/build" --target mlp gpt >/dev/null
+cmake --build "$root/build" --target mlp gpt cohort-allreduce >/dev/null
 mkdir -p "$root/bench/results"
 
 run() {  # run SIDE MODEL CONFIG COMMAND...

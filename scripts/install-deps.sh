@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config git           # toolchain
   libcaf-dev libssl-dev                          # actors (CAF 0.17); CAF's openssl headers need libssl
-  libucx-dev ucx-utils                           # transport
+  libucx-dev ucx-utils iproute2                  # transport (iproute2: the two-namespace test)
   libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev
   libopenblas-dev libopenblas0-pthread           # BLAS (the pthread variant)
   npm dpkg-dev ca-certificates xz-utils          # scripts/fetch-data.sh (npm pack, dpkg-deb)

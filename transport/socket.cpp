@@ -182,6 +182,11 @@ bool tcp_socket::wait_readable(milliseconds timeout) const {
   return wait_for(fd_, POLLIN, clock::now() + timeout) != 0;
 }
 
+void tcp_socket::set_buffers(int bytes) {
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
 void tcp_socket::shutdown() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }

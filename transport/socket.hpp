@@ -39,6 +39,9 @@ class tcp_socket {
   /// Waits until there is something to read (or the peer closed): false on timeout.
   bool wait_readable(milliseconds timeout) const;
 
+  /// Kernel buffers of `bytes` each way (capped by net.core.[rw]mem_max): a large message is
+  /// handed to the kernel without waiting for the peer to read it.
+  void set_buffers(int bytes);
   /// Ends both directions: a thread blocked reading this socket wakes with errc::closed.
   void shutdown();
   bool valid() const { return fd_ >= 0; }

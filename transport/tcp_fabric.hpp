@@ -62,6 +62,7 @@ class tcp_fabric : public fabric {
   class endpoint_impl;
   explicit tcp_fabric(const tcp_fabric_options& o);
   status send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout);
+  result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout);
   void read_loop(int process);
   status read_frame(connection& c, int process);
 

@@ -71,6 +71,7 @@ struct ucx_fabric::impl {
   // waits for a message or a send (it drives progress itself for a while instead of
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
+  std::atomic<int> spinning{0};  // ranks driving progress now: the progress thread stays out of their way
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -168,17 +169,17 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
     queue.push_back(op);
   }
   const auto spin_until = std::chrono::steady_clock::now() + spin;
+  ++spinning;
   for (;;) {
     try_progress();
     {
       std::lock_guard<std::mutex> lock(send_mutex);
       if (op->done || !closed_why.empty()) break;
     }
-    if (std::chrono::steady_clock::now() > spin_until) {
-      ucp_worker_signal(worker);  // the progress thread takes over
-      break;
-    }
+    if (std::chrono::steady_clock::now() > spin_until) break;
   }
+  --spinning;
+  ucp_worker_signal(worker);  // the progress thread takes over what is left
   std::unique_lock<std::mutex> lock(send_mutex);
   const bool finished = send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
   if (op->done && op->status != UCS_OK) return ucx_error("send to rank " + std::to_string(to), op->status);
@@ -192,11 +193,17 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
 result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milliseconds timeout) {
   mailbox& box = *boxes[static_cast<std::size_t>(me)];
   const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(spin, timeout);
+  ++spinning;
   do {
-    if (auto t = box.try_take(from, tag)) return std::move(*t);
+    if (auto t = box.try_take(from, tag)) {
+      --spinning;
+      return std::move(*t);
+    }
     if (!reason().empty()) break;
     try_progress();
   } while (std::chrono::steady_clock::now() < spin_until);
+  --spinning;
+  ucp_worker_signal(worker);  // the progress thread takes over
   return box.take(from, tag, timeout, me);
 }
 
@@ -340,6 +347,10 @@ bool ucx_fabric::impl::progress_once() {
 
 void ucx_fabric::impl::run() {
   while (!stopping) {
+    if (spinning > 0) {  // a rank is driving progress itself
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
     bool armed = false;
     {
       std::lock_guard<std::mutex> lock(progress_mutex);
