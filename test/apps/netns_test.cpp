@@ -51,6 +51,9 @@ struct namespaces {
   ~namespaces() {
     sh("ip netns del " + a);
     sh("ip netns del " + b);
+    // `ip netns add` makes /run/netns a mount point; leave none behind when no namespace is left
+    std::error_code ec;
+    if (std::filesystem::is_empty("/run/netns", ec) && !ec) sh("umount /run/netns");
   }
 };
 
