@@ -13,13 +13,13 @@ namespace cohort {
 
 namespace {
 
-// Large blocks (1 MiB and up) are kept for reuse, up to 256 MiB in all: the allocator hands
+// Large blocks (256 KiB and up) are kept for reuse, up to 256 MiB in all: the allocator hands
 // such blocks out as fresh mappings, and touching a fresh mapping costs a page fault per
 // 4 KiB, which is what a training step allocating gradients or a transport receiving a
 // 32 MiB piece would otherwise pay every time.
 class block_cache {
  public:
-  static constexpr std::size_t min_bytes = std::size_t{1} << 20, max_cached = std::size_t{256} << 20;
+  static constexpr std::size_t min_bytes = std::size_t{256} << 10, max_cached = std::size_t{256} << 20;
   std::byte* take(std::size_t rounded) {
     if (rounded < min_bytes) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);

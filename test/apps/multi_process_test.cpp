@@ -1,4 +1,4 @@
-// Training across OS processes, as a user runs it: `--launch.nproc=N` starts N processes of
+// Training across OS processes, as a user runs it: `--launch.nproc=N` starts N (2, 3, 4) processes of
 // the app on loopback; every plan's losses equal the serial run's within the in-process
 // equivalence suite's tolerance (1e-5 relative over 30 steps, test/actors/equivalence_test.cpp
 // says why), and the trained model (gathered to process 0) scores as the serial one does. A
@@ -62,6 +62,9 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
       {MLP_BINARY, "dp2xpp2", 4, "--plan.dp=2 --plan.pp=2 --plan.micro-batches=2"},
       {MLP_BINARY, "tp2xpp2", 4, "--plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
       {MLP_BINARY, "dp4", 4, "--plan.dp=4"},
+      {MLP_BINARY, "pp4", 4, "--plan.pp=4 --plan.micro-batches=4"},
+      {MLP_BINARY, "tp3 (3 processes)", 3, "--plan.tp=3"},
+      {MLP_BINARY, "dp2xtp2xpp2 (8 ranks, 4 processes)", 4, "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
       {GPT_BINARY, "gpt dp2", 2, "--plan.dp=2"},
       {GPT_BINARY, "gpt tp2", 2, "--plan.tp=2"},
       {GPT_BINARY, "gpt pp2", 2, "--plan.pp=2 --plan.micro-batches=2"},
