@@ -190,8 +190,8 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--launch.nproc", 14) != 0) args.push_back(argv[i]);
-  if (opts.has("train.threads") && !opts.was_set("train.threads"))
-    args.push_back("--train.threads=" + std::to_string(std::max(1, kernels::available_cores() / n)));
+  const int threads = std::max(1, kernels::available_cores() / n);
+  if (opts.has("train.threads") && !opts.was_set("train.threads")) args.push_back("--train.threads=" + std::to_string(threads));
   std::signal(SIGINT, remember_signal);
   std::signal(SIGTERM, remember_signal);
   const pid_t launcher = ::getpid();
@@ -210,6 +210,9 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
       ::setenv("COHORT_LAUNCHED", "1", 1);
+      // OpenBLAS starts its pool when loaded, before any option is read; idle pool threads
+      // spin (sched_yield) and would take cores from the other processes
+      ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 0);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
       ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);

@@ -1,6 +1,7 @@
 // The TCP mesh: connection set-up, validated reader threads, framed sends.
 #include "transport/tcp_fabric.hpp"
 
+#include <condition_variable>
 #include <cstdio>
 
 #include "transport/auth.hpp"
@@ -18,6 +19,8 @@ struct tcp_fabric::connection {
   std::mutex write;
   std::mutex read;                 // held while a whole frame is read: by the reader thread or a waiting rank
   std::atomic<int> spinning{0};    // ranks reading this connection themselves: the reader thread keeps out
+  std::mutex idle_mutex;
+  std::condition_variable idle;    // spinning fell to 0
   std::vector<std::byte> discard;  // scratch for a stale frame's body
 };
 
@@ -223,7 +226,10 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
   ++c.spinning;
   do {
     if (auto t = box.try_take(from, tag)) {
-      --c.spinning;
+      if (--c.spinning == 0) {
+        std::lock_guard<std::mutex> lock(c.idle_mutex);
+        c.idle.notify_one();
+      }
       return std::move(*t);
     }
     if (!closed_reason().empty()) break;
@@ -235,15 +241,19 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
       }
     }
   } while (std::chrono::steady_clock::now() < spin_until);
-  --c.spinning;  // the reader thread takes over
+  if (--c.spinning == 0) {  // the reader thread takes over
+    std::lock_guard<std::mutex> lock(c.idle_mutex);
+    c.idle.notify_one();
+  }
   return box.take(from, tag, timeout, me);
 }
 
 void tcp_fabric::read_loop(int p) {
   connection& c = *conns_[static_cast<std::size_t>(p)];
   while (!stopping_) {
-    if (c.spinning > 0) {  // a rank is reading this connection itself
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (c.spinning > 0) {  // a rank is reading this connection itself: sleep until it stops
+      std::unique_lock<std::mutex> lock(c.idle_mutex);
+      c.idle.wait_for(lock, milliseconds(200), [&] { return c.spinning == 0 || stopping_; });
       continue;
     }
     if (!c.socket.wait_readable(milliseconds(200))) continue;

@@ -72,6 +72,14 @@ struct ucx_fabric::impl {
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
   std::atomic<int> spinning{0};  // ranks driving progress now: the progress thread stays out of their way
+  std::mutex idle_mutex;
+  std::condition_variable idle;  // spinning fell to 0
+  void stop_spinning() {
+    if (--spinning == 0) {
+      std::lock_guard<std::mutex> lock(idle_mutex);
+      idle.notify_one();
+    }
+  }
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -178,7 +186,7 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
     }
     if (std::chrono::steady_clock::now() > spin_until) break;
   }
-  --spinning;
+  stop_spinning();
   ucp_worker_signal(worker);  // the progress thread takes over what is left
   std::unique_lock<std::mutex> lock(send_mutex);
   const bool finished = send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
@@ -196,13 +204,13 @@ result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milli
   ++spinning;
   do {
     if (auto t = box.try_take(from, tag)) {
-      --spinning;
+      stop_spinning();
       return std::move(*t);
     }
     if (!reason().empty()) break;
     try_progress();
   } while (std::chrono::steady_clock::now() < spin_until);
-  --spinning;
+  stop_spinning();
   ucp_worker_signal(worker);  // the progress thread takes over
   return box.take(from, tag, timeout, me);
 }
@@ -347,8 +355,9 @@ bool ucx_fabric::impl::progress_once() {
 
 void ucx_fabric::impl::run() {
   while (!stopping) {
-    if (spinning > 0) {  // a rank is driving progress itself
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (spinning > 0) {  // a rank is driving progress itself: sleep until it stops
+      std::unique_lock<std::mutex> lock(idle_mutex);
+      idle.wait_for(lock, std::chrono::milliseconds(100), [&] { return spinning == 0 || stopping; });
       continue;
     }
     bool armed = false;
