@@ -116,10 +116,12 @@ status tcp_socket::send_all(const void* data, std::size_t bytes, milliseconds ti
   return send_all(data, bytes, nullptr, 0, timeout);
 }
 
-status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout) {
+status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout,
+                            const std::function<bool()>& on_readable) {
   const auto deadline = clock::now() + timeout;
   iovec iov[2] = {{const_cast<void*>(a), a_bytes}, {const_cast<void*>(b), b_bytes}};
   int first = 0;
+  bool listen_in = true;  // false right after on_readable found nothing to do (someone else reads)
   while (first < 2) {
     if (iov[first].iov_len == 0) {
       ++first;
@@ -132,6 +134,16 @@ status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, s
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (on_readable) {  // wait for room or for incoming data, whichever comes first
+          pollfd p{fd_, static_cast<short>(POLLOUT | (listen_in ? POLLIN : 0)), 0};
+          int n = ::poll(&p, 1, listen_in ? remaining_ms(deadline) : std::min(1, remaining_ms(deadline)));
+          if (n < 0 && errno != EINTR) return sys_error("send to " + peer_name());
+          if (n > 0 && (p.revents & POLLIN) != 0) listen_in = on_readable();
+          else listen_in = true;
+          if (n == 0 && clock::now() >= deadline)
+            return make_error(errc::timeout, "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
+          continue;
+        }
         int w = wait_for(fd_, POLLOUT, deadline);
         if (w == 0) return make_error(errc::timeout, "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
         if (w < 0) return sys_error("send to " + peer_name());
@@ -176,6 +188,19 @@ status tcp_socket::recv_exact(void* data, std::size_t bytes, milliseconds timeou
     return sys_error("receive from " + peer_name());
   }
   return {};
+}
+
+result<std::size_t> tcp_socket::read_some(void* data, std::size_t bytes) {
+  for (;;) {
+    ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0 && bytes > 0) return make_error(errc::closed, "the peer " + peer_name() + " closed the connection");
+    if (n == 0) return std::size_t{0};
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::size_t{0};
+    if (errno == ECONNRESET) return make_error(errc::closed, "the peer " + peer_name() + " reset the connection");
+    return sys_error("receive from " + peer_name());
+  }
 }
 
 bool tcp_socket::wait_readable(milliseconds timeout) const {

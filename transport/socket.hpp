@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "graph/error.hpp"
@@ -32,8 +33,14 @@ class tcp_socket {
   static result<tcp_socket> connect(const std::string& host, int port, milliseconds timeout);
 
   status send_all(const void* data, std::size_t bytes, milliseconds timeout);
-  /// Two buffers in one gather write (a frame's header and its payload).
-  status send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout);
+  /// Two buffers in one gather write (a frame's header and its payload). While the socket
+  /// has no room and `on_readable` is given, incoming data calls it (a full-duplex peer is
+  /// drained by the same thread); it returns whether it read anything.
+  status send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout,
+                  const std::function<bool()>& on_readable = {});
+  /// What is there to read, up to `bytes`, without waiting: 0 when nothing is; errc::closed
+  /// when the peer closed.
+  result<std::size_t> read_some(void* data, std::size_t bytes);
   /// Exactly `bytes` bytes; errc::closed when the peer closes first, errc::timeout when late.
   status recv_exact(void* data, std::size_t bytes, milliseconds timeout);
   /// Waits until there is something to read (or the peer closed): false on timeout.

@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <stdexcept>
 
 #include "transport/auth.hpp"
 #include "transport/wire.hpp"
@@ -14,10 +15,27 @@ constexpr std::uint64_t hello_tag = ~std::uint64_t{0};  // the first frame on a 
 
 }  // namespace
 
+// A frame being read off a connection, a piece at a time, so that whoever holds the read
+// lock (the reader thread, a waiting rank, or a rank whose send waits for room) takes what is
+// there and never blocks on the rest: two processes sending each other large frames drain
+// each other from the same threads.
+struct frame_in_progress {
+  enum class stage { header, shape, payload, discard } at = stage::header;
+  std::byte head[frame_header_bytes];
+  std::vector<std::byte> dims;
+  frame_prefix prefix;
+  tensor body;
+  std::size_t have = 0;            // bytes of the current stage read so far
+  std::uint64_t discard_left = 0;  // a stale frame's payload still to skip
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+  bool idle() const { return at == stage::header && have == 0; }
+};
+
 struct tcp_fabric::connection {
   tcp_socket socket;
   std::mutex write;
-  std::mutex read;                 // held while a whole frame is read: by the reader thread or a waiting rank
+  std::mutex read;                 // held while reading: by the reader thread or a rank
+  frame_in_progress in;            // guarded by `read`
   std::atomic<int> spinning{0};    // ranks reading this connection themselves: the reader thread keeps out
   std::mutex idle_mutex;
   std::condition_variable idle;    // spinning fell to 0
@@ -168,11 +186,20 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor
       {.generation = o_.generation, .tag = tag, .source = static_cast<std::uint32_t>(from), .destination = static_cast<std::uint32_t>(to)},
       body);
   const std::size_t payload = static_cast<std::size_t>(body.numel()) * size_of(body.type());
+  // While the peer has no room for us, read what it sends us (it may be waiting for room too).
+  status read_failed;
+  auto drain = [&]() -> bool {
+    std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    if (auto r = pump(c, p); !r) read_failed = r;
+    return true;
+  };
   status st;
   {
     std::lock_guard<std::mutex> lock(c.write);
-    st = c.socket.send_all(prefix.data(), prefix.size(), payload ? body.data<std::byte>() : nullptr, payload, timeout);
+    st = c.socket.send_all(prefix.data(), prefix.size(), payload ? body.data<std::byte>() : nullptr, payload, timeout, drain);
   }
+  if (!read_failed) close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + read_failed.error().message);
   if (!st) {
     const std::string why = "sending to rank " + std::to_string(to) + " (process " + std::to_string(p) + "): " + st.error().message;
     close(why);
@@ -182,37 +209,67 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor
   return {};
 }
 
-status tcp_fabric::read_frame(connection& c, int p) {
-  std::byte head[frame_header_bytes];
-  if (auto st = c.socket.recv_exact(head, sizeof head, o_.timeout); !st) return st;
-  const decode_limits limits{.ranks = static_cast<std::uint32_t>(size())};
-  auto h = decode_frame_header(head, limits);
-  if (!h) return h.error();
-  std::vector<std::byte> dims(static_cast<std::size_t>(h->rank) * 8);
-  if (auto st = c.socket.recv_exact(dims.data(), dims.size(), o_.timeout); !st) return st;
-  auto s = decode_frame_shape(*h, dims);
-  if (!s) return s.error();
-  if (h->meta.generation != o_.generation) {  // a frame of an older job: skip its body, log it
-    std::fprintf(stderr, "cohort: dropped a frame of generation %llu from process %d (the job is at %llu)\n",
-                 static_cast<unsigned long long>(h->meta.generation), p, static_cast<unsigned long long>(o_.generation));
-    for (std::uint64_t left = h->payload_bytes; left > 0;) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, 1 << 20));
-      c.discard.resize(n);
-      if (auto st = c.socket.recv_exact(c.discard.data(), n, o_.timeout); !st) return st;
-      left -= n;
+status tcp_fabric::pump(connection& c, int p) {
+  frame_in_progress& f = c.in;
+  using stage = frame_in_progress::stage;
+  for (;;) {
+    std::byte* target = nullptr;
+    std::size_t want = 0;
+    switch (f.at) {
+      case stage::header: target = f.head + f.have; want = frame_header_bytes - f.have; break;
+      case stage::shape: target = f.dims.data() + f.have; want = f.dims.size() - f.have; break;
+      case stage::payload: target = f.body.data<std::byte>() + f.have; want = f.prefix.payload_bytes - f.have; break;
+      case stage::discard:
+        c.discard.resize(static_cast<std::size_t>(std::min<std::uint64_t>(f.discard_left, 1 << 20)));
+        target = c.discard.data();
+        want = c.discard.size();
+        break;
     }
-    return {};
+    auto got = c.socket.read_some(target, want);
+    if (!got) return got.error();
+    if (*got == 0) return {};  // nothing more for now
+    f.last_progress = std::chrono::steady_clock::now();
+    if (f.at == stage::discard) {
+      f.discard_left -= *got;
+      if (f.discard_left == 0) f = frame_in_progress{};
+      continue;
+    }
+    f.have += *got;
+    if (*got < want) continue;  // this stage is not complete yet
+    if (f.at == stage::header) {
+      auto h = decode_frame_header(f.head, {.ranks = static_cast<std::uint32_t>(size())});
+      if (!h) return h.error();
+      f.prefix = *h;
+      f.dims.assign(static_cast<std::size_t>(h->rank) * 8, std::byte{0});
+      f.at = stage::shape;
+      f.have = 0;
+      if (!f.dims.empty()) continue;
+    }
+    if (f.at == stage::shape) {
+      auto sh = decode_frame_shape(f.prefix, f.dims);
+      if (!sh) return sh.error();
+      const auto& meta = f.prefix.meta;
+      if (meta.generation != o_.generation) {  // a frame of an older job: skip its body, log it
+        std::fprintf(stderr, "cohort: dropped a frame of generation %llu from process %d (the job is at %llu)\n",
+                     static_cast<unsigned long long>(meta.generation), p, static_cast<unsigned long long>(o_.generation));
+        f.discard_left = f.prefix.payload_bytes;
+        f.at = stage::discard;
+        if (f.discard_left == 0) f = frame_in_progress{};
+        continue;
+      }
+      if (o_.process_of_rank[meta.source] != p)
+        return make_error(errc::io_error, "frame: source rank " + std::to_string(meta.source) + " does not live in process " + std::to_string(p));
+      if (!is_local(static_cast<int>(meta.destination)))
+        return make_error(errc::io_error, "frame: destination rank " + std::to_string(meta.destination) + " does not live in this process");
+      f.body = tensor::empty(std::move(*sh), f.prefix.type);
+      f.at = stage::payload;
+      f.have = 0;
+      if (f.prefix.payload_bytes > 0) continue;
+    }
+    // stage::payload complete: deliver
+    boxes_[f.prefix.meta.destination]->put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
+    f = frame_in_progress{};
   }
-  const int from = static_cast<int>(h->meta.source), to = static_cast<int>(h->meta.destination);
-  if (o_.process_of_rank[static_cast<std::size_t>(from)] != p)
-    return make_error(errc::io_error, "frame: source rank " + std::to_string(from) + " does not live in process " + std::to_string(p));
-  if (!is_local(to))
-    return make_error(errc::io_error, "frame: destination rank " + std::to_string(to) + " does not live in this process");
-  tensor t = tensor::empty(std::move(*s), h->type);
-  if (h->payload_bytes > 0)
-    if (auto st = c.socket.recv_exact(t.data<std::byte>(), h->payload_bytes, o_.timeout); !st) return st;
-  boxes_[static_cast<std::size_t>(to)]->put(from, h->meta.tag, std::move(t));
-  return {};
 }
 
 // A rank waiting for a remote message reads frames off that process's connection itself for
@@ -234,8 +291,8 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
     }
     if (!closed_reason().empty()) break;
     std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
-    if (lock.owns_lock() && c.socket.wait_readable(milliseconds(0))) {
-      if (auto st = read_frame(c, p); !st) {
+    if (lock.owns_lock()) {
+      if (auto st = pump(c, p); !st) {
         close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
         break;
       }
@@ -256,10 +313,17 @@ void tcp_fabric::read_loop(int p) {
       c.idle.wait_for(lock, milliseconds(200), [&] { return c.spinning == 0 || stopping_; });
       continue;
     }
-    if (!c.socket.wait_readable(milliseconds(200))) continue;
+    const bool readable = c.socket.wait_readable(milliseconds(200));
     std::lock_guard<std::mutex> lock(c.read);
-    if (!c.socket.wait_readable(milliseconds(0))) continue;  // a waiting rank took it
-    if (auto st = read_frame(c, p); !st) {
+    if (!readable) {  // a frame begun and then nothing for the timeout: the peer is stuck
+      if (!c.in.idle() && std::chrono::steady_clock::now() - c.in.last_progress > o_.timeout) {
+        if (!stopping_) close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): a frame stalled for " +
+                              std::to_string(o_.timeout.count()) + " ms");
+        return;
+      }
+      continue;
+    }
+    if (auto st = pump(c, p); !st) {
       if (!stopping_)
         close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
       return;

@@ -64,7 +64,8 @@ class tcp_fabric : public fabric {
   status send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout);
   result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout);
   void read_loop(int process);
-  status read_frame(connection& c, int process);
+  /// Reads what is there on `c` (read lock held), delivering every frame it completes.
+  status pump(connection& c, int process);
 
   tcp_fabric_options o_;
   std::vector<std::unique_ptr<mailbox>> boxes_;      // by rank (local ranks only)

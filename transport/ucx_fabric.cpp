@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <stdexcept>
 #include <cstring>
 #include <deque>
 #include <mutex>

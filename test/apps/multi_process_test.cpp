@@ -103,53 +103,64 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
   }
 }
 
-TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming it, the step and the reason") {
-  const std::string marker = temp_file("kill.jsonl");
-  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
-                           "--fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
-  INFO(r.err);
-  CHECK(r.exit_code != 0);
-  CHECK(r.err.find("mlp: error: lost node 1 (pid ") != std::string::npos);
-  CHECK(r.err.find(") at step 6: connection closed without a goodbye") != std::string::npos);
-  CHECK(r.err.find("launch: process 1 (pid ") != std::string::npos);
-  CHECK(r.err.find("was killed by SIGKILL") != std::string::npos);
-  CHECK(processes_with(marker) == 0);
+namespace {
+
+// A dp2 job of 2 processes in which process `rank` raises `fault` after step `step` (plus
+// `extra` options): its stderr and exit code, and the processes it left behind (none expected).
+struct failed_job {
+  cohort::test::run_result r;
+  int leftovers = 0;
+};
+
+failed_job run_with_fault(const std::string& fault, int rank, int step, const std::string& extra = "") {
+  const std::string marker = temp_file("fault-" + fault + std::to_string(rank) + ".jsonl");
+  failed_job j;
+  j.r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 " + extra +
+                            " --fault.signal=" + fault + " --fault.signal-rank=" + std::to_string(rank) +
+                            " --fault.signal-step=" + std::to_string(step) + " --metrics.file=" + marker);
+  j.leftovers = processes_with(marker);
   std::filesystem::remove(marker);
+  return j;
+}
+
+bool says(const failed_job& j, const std::string& text) { return j.r.err.find(text) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming it, the step and the reason") {
+  auto j = run_with_fault("KILL", 1, 5);
+  INFO(j.r.err);
+  CHECK(j.r.exit_code != 0);
+  CHECK(says(j, "mlp: error: lost node 1 (pid "));
+  CHECK(says(j, ") at step 6: connection closed without a goodbye"));
+  CHECK(says(j, "launch: process 1 (pid "));
+  CHECK(says(j, "was killed by SIGKILL"));
+  CHECK(j.leftovers == 0);
 }
 
 TEST_CASE("over UCX too, a node killed with SIGKILL ends the job with the report") {
-  const std::string marker = temp_file("ucx-kill.jsonl");
-  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
-                           "--dist.transport=ucx --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
-  INFO(r.err);
-  CHECK(r.exit_code != 0);
-  CHECK(r.err.find(") at step 6: connection closed without a goodbye") != std::string::npos);
-  CHECK(processes_with(marker) == 0);
-  std::filesystem::remove(marker);
+  auto j = run_with_fault("KILL", 1, 5, "--dist.transport=ucx");
+  INFO(j.r.err);
+  CHECK(j.r.exit_code != 0);
+  CHECK(says(j, ") at step 6: connection closed without a goodbye"));
+  CHECK(j.leftovers == 0);
 }
 
 TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout; the job ends and nothing is left behind") {
-  const std::string marker = temp_file("stop.jsonl");
-  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
-                           "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500 "
-                           "--fault.signal=STOP --fault.signal-rank=1 --fault.signal-step=5 --metrics.file=" + marker);
-  INFO(r.err);
-  CHECK(r.exit_code != 0);
-  CHECK(r.err.find("mlp: error: lost node 1 (pid ") != std::string::npos);
-  CHECK(r.err.find(") at step 6: no heartbeat for 1500 ms") != std::string::npos);
-  CHECK(processes_with(marker) == 0);
-  std::filesystem::remove(marker);
+  auto j = run_with_fault("STOP", 1, 5, "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500");
+  INFO(j.r.err);
+  CHECK(j.r.exit_code != 0);
+  CHECK(says(j, "mlp: error: lost node 1 (pid "));
+  CHECK(says(j, ") at step 6: no heartbeat for 1500 ms"));
+  CHECK(j.leftovers == 0);
 }
 
 TEST_CASE("the coordinator killed mid-run: the node reports it and the job ends") {
-  const std::string marker = temp_file("coordinator.jsonl");
-  auto r = run(MLP_BINARY, "--data.name=digits --train.steps=500 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
-                           "--fault.signal=KILL --fault.signal-rank=0 --fault.signal-step=3 --metrics.file=" + marker);
-  INFO(r.err);
-  CHECK(r.exit_code != 0);
-  CHECK(r.err.find("lost the coordinator (process 0, pid ") != std::string::npos);
-  CHECK(processes_with(marker) == 0);
-  std::filesystem::remove(marker);
+  auto j = run_with_fault("KILL", 0, 3);
+  INFO(j.r.err);
+  CHECK(j.r.exit_code != 0);
+  CHECK(says(j, "lost the coordinator (process 0, pid "));
+  CHECK(j.leftovers == 0);
 }
 
 TEST_CASE("bad process options: one line and exit code 2") {
