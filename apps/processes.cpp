@@ -167,6 +167,7 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.heartbeat = std::chrono::milliseconds(o.heartbeat_ms);
   c.heartbeat_timeout = std::chrono::milliseconds(o.heartbeat_timeout_ms);
   c.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
+  c.cores = kernels::available_cores();
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");
   if (c.process == 0) {
     auto l = transport::tcp_listener::open(o.bind, c.master_port);

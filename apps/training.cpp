@@ -253,6 +253,13 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   process_group& g = **formed;
   const int world = g.world();
   const bool coordinator = g.process() == 0;
+  if (coordinator) {
+    std::string who;
+    for (const auto& n : g.control->roster())
+      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " + n.host + " (" +
+             std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
+    std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
+  }
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
   std::optional<planning_setup> setup;
   result<plan_choice> choice = make_error(errc::closed, "no plan");

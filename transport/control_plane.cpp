@@ -119,7 +119,7 @@ bool plausible_host(const std::string& h) {
 
 std::string roster_text(const std::vector<node_entry>& r) {
   std::ostringstream out;
-  for (const auto& n : r) out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << '\n';
+  for (const auto& n : r) out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
   return out.str();
 }
 
@@ -129,9 +129,9 @@ result<std::vector<node_entry>> parse_roster(const std::string& text, int world)
   std::vector<bool> seen(static_cast<std::size_t>(world), false);
   node_entry n;
   int count = 0;
-  while (in >> n.process >> n.host >> n.data_port >> n.pid) {
+  while (in >> n.process >> n.host >> n.data_port >> n.pid >> n.cores) {
     if (n.process < 0 || n.process >= world || seen[static_cast<std::size_t>(n.process)] || !plausible_host(n.host) ||
-        n.data_port < 1 || n.data_port > 65535)
+        n.data_port < 1 || n.data_port > 65535 || n.cores < 1 || n.cores > (1 << 16))
       return make_error(errc::io_error, "control: malformed roster entry for process " + std::to_string(n.process));
     seen[static_cast<std::size_t>(n.process)] = true;
     r[static_cast<std::size_t>(n.process)] = n;
@@ -176,7 +176,7 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
   if (o.world < 1) return make_error(errc::invalid_argument, "control: world size must be at least 1");
   std::unique_ptr<control_plane> cp(new control_plane(o, 0));
   cp->roster_.resize(static_cast<std::size_t>(o.world));
-  cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid())};
+  cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid()), o.cores};
   const auto deadline = clock::now() + o.join_timeout;
   int joined = 1;
   while (joined < o.world) {
@@ -200,7 +200,7 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
       continue;
     }
     auto v = ints_of(m->body);
-    if (m->tag != tag_of(hello) || v.size() != 4) {
+    if (m->tag != tag_of(hello) || v.size() != 5) {
       refuse_node("expected a hello");
       continue;
     }
@@ -216,14 +216,14 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
       refuse_node("rank " + std::to_string(v[0]) + " is not free in a job of " + std::to_string(o.world));
       continue;
     }
-    if (v[2] < 1 || v[2] > 65535) {
-      refuse_node("bad data port " + std::to_string(v[2]));
+    if (v[2] < 1 || v[2] > 65535 || v[4] < 1 || v[4] > (1 << 16)) {
+      refuse_node("bad data port " + std::to_string(v[2]) + " or core count " + std::to_string(v[4]));
       continue;
     }
     auto p = std::make_unique<peer>();
     p->address = s->peer_name();
     p->pid = v[1];
-    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(v[2]), v[1]};
+    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(v[2]), v[1], static_cast<int>(v[4])};
     p->socket = std::move(*s);
     cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
     ++joined;
@@ -248,7 +248,7 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   if (!s) return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " + s.error().message);
   if (auto st = authenticate_client(*s, o.secret, o.auth_timeout); !st) return st.error();
   if (auto st = write_message(*s, o.generation, tag_of(hello), 0,
-                              pack_ints({o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world}), o.auth_timeout);
+                              pack_ints({o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores}), o.auth_timeout);
       !st)
     return st.error();
   // a refusal is read whatever its generation (we may be the stale one)

@@ -4,7 +4,8 @@
 //
 // Process 0 is the coordinator: it listens on MASTER_PORT, authenticates every node with the
 // job secret (transport/auth.hpp), checks its hello (generation, world size, rank), and once
-// all have joined sends everyone the roster (each process's host, data port and pid). Then
+// all have joined sends everyone the roster (each process's host, data port, pid and the cores
+// it offers). Then
 // every process and the coordinator exchange heartbeats (default every 1 s); a connection
 // that closes without a goodbye (the process died: SIGKILL is seen at once) or stays silent
 // past the heartbeat timeout (default 5 s: a stopped or hung process) is a lost node. The
@@ -52,6 +53,7 @@ struct control_options {
   milliseconds heartbeat{1000}, heartbeat_timeout{5000};
   milliseconds join_timeout{60000};     // the coordinator waiting for every node; a node for the roster
   milliseconds auth_timeout{5000};      // one peer's handshake
+  int cores = 1;                        // what this process offers: its compute cores
 };
 
 struct node_entry {
@@ -59,6 +61,7 @@ struct node_entry {
   std::string host;
   int data_port = 0;
   std::int64_t pid = 0;
+  int cores = 1;                        // offered in the hello
 };
 
 struct lost_node {
