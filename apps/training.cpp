@@ -1,19 +1,15 @@
-// Serial or actor-runtime training with one progress/metrics path.
+// Serial or actor-runtime training with one progress/metrics path: the plan options, the
+// serial reference, the single-process runtime path with the cost model's refit, and the
+// dispatch to the multi-process path (apps/training_processes.cpp).
 #include "apps/training.hpp"
-
-#include <caf/all.hpp>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <functional>
-#include <limits>
-#include <csignal>
 #include <cstdio>
-#include <optional>
+#include <limits>
 
-#include "actors/runtime.hpp"
-#include "apps/planning.hpp"
+#include "apps/training_loop.hpp"
 #include "kernels/trainer.hpp"
 #include "planner/refit.hpp"
 
@@ -57,39 +53,6 @@ status plan_options::finish(const option_set& opts) {
 
 namespace {
 
-struct loop_state {
-  const training_job& job;
-  progress_line progress;
-  metrics_file metrics;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
-  training_result out;
-
-  bool quiet = false;  // another process reports
-
-  explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
-
-  void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
-    if (step == 0) out.first_loss = loss;
-    if (step + 1 == job.warmup + 1) timed_start = std::chrono::steady_clock::now();
-    out.final_loss = loss;
-    double elapsed = seconds_since(start);
-    double rate = static_cast<double>((step + 1) * job.batch * job.items_per_sample) / elapsed;
-    if (quiet) return;
-    progress.update(step + 1, loss, rate, job.rate_unit);
-    json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
-    rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
-    for (auto& [k, v] : extra.items()) rec[k] = v;
-    metrics.write(rec);
-  }
-
-  void finish() {
-    if (!quiet) progress.finish();
-    std::int64_t timed = job.steps > job.warmup ? job.steps - job.warmup : job.steps;
-    if (job.steps <= job.warmup) timed_start = start;
-    out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
-  }
-};
-
 result<training_result> train_serial(const training_job& job, loop_state& loop) {
   graph g;
   var loss = job.model(g, job.batch);
@@ -108,74 +71,6 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   loop.out.plan = {{"mode", "serial"}, {"ranks", 1}};
   return std::move(loop.out);
 }
-
-// Per rank, the seconds of forward, backward and update tasks summed over the timed steps.
-struct task_totals {
-  std::vector<std::array<double, 3>> per_rank;
-  std::vector<double> step_seconds;
-  std::int64_t steps = 0;
-};
-
-result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
-                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals,
-                                      const std::function<void(actors::run_options&)>& customize = {}) {
-  actors::run_options o;
-  o.plan = choice.plan;
-  o.batch = job.batch;
-  o.steps = job.steps;
-  o.optimizer = job.optimizer;
-  o.seed = job.seed;
-  o.threads = job.threads;
-  o.timeout = std::chrono::milliseconds(p.timeout_ms);
-  o.max_restarts = static_cast<int>(p.max_restarts);
-  o.stage_cuts = choice.cuts;
-  o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
-  o.on_step = [&](const actors::step_metrics& m) {
-    // per-step timings for the cost model: the slowest worker's task seconds and the step's
-    double busiest = 0;
-    json tasks = json::array();
-    for (const auto& t : m.task_seconds) {
-      busiest = std::max(busiest, t[0] + t[1] + t[2]);
-      tasks.push_back({t[0], t[1], t[2]});
-    }
-    if (m.step >= job.warmup || job.steps <= job.warmup) {
-      totals.per_rank.resize(std::max(totals.per_rank.size(), m.task_seconds.size()));
-      for (std::size_t r = 0; r < m.task_seconds.size(); ++r)
-        for (std::size_t k = 0; k < 3; ++k) totals.per_rank[r][k] += m.task_seconds[r][k];
-      totals.step_seconds.push_back(m.seconds);
-      ++totals.steps;
-      if (on_totals) on_totals(totals);
-    }
-    loop.on_step(m.step, static_cast<float>(m.loss),
-                 {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
-  };
-  o.on_start = [&] {
-    if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
-  };
-  if (customize) customize(o);
-
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", std::max(1, job.threads));
-  // Workers compute on their own threads; the scheduler only runs the light coordinator,
-  // data and parameter actors. Work stealing's polling would take cores from the workers;
-  // the sharing policy sleeps when idle. Both can be overridden with --scheduler.*.
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-  std::vector<std::string> args = caf_arguments;
-  if (auto err = cfg.parse(args); err)
-    return make_error(errc::invalid_argument, "CAF options: " + caf::to_string(err));
-  caf::actor_system sys{cfg};
-  auto data = job.data;
-  auto r = actors::train(sys, job.model,
-                         [data](std::int64_t step) -> result<std::map<std::string, tensor>> { return data(step); }, o);
-  if (!r) return r.error();
-  loop.finish();
-  loop.out.restarts = r->restarts;
-  loop.out.parameters = std::move(r->parameters);
-  loop.out.plan = choice.to_json();
-  return std::move(loop.out);
-}
-
 
 // Predicted against measured step time, and the refit of the cost model from the task
 // times (saved with the profile when --plan.refit).
@@ -241,112 +136,6 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   return out;
 }
 
-
-// One process of a multi-process job: join (or coordinate) it; process 0 plans and shares
-// the plan; every process runs its block of ranks over the TCP fabric; a lost process ends
-// the job with a report naming it.
-result<training_result> train_processes(const training_job& job, const plan_options& p,
-                                        const std::vector<std::string>& caf_arguments) {
-  if (p.only) return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
-  auto formed = form_process_group(p.dist);
-  if (!formed) return formed.error();
-  process_group& g = **formed;
-  const int world = g.world();
-  const bool coordinator = g.process() == 0;
-  if (coordinator) {
-    std::string who;
-    for (const auto& n : g.control->roster())
-      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " + n.host + " (" +
-             std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
-    std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
-  }
-  // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
-  std::optional<planning_setup> setup;
-  result<plan_choice> choice = make_error(errc::closed, "no plan");
-  if (coordinator) {
-    plan_options q = p;
-    if (q.ranks == 0 && q.mode == "auto") q.ranks = world;
-    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, q);
-    choice = s ? choose_plan(*s, q) : result<plan_choice>(s.error());
-    if (choice && choice->plan.ranks() % world != 0)
-      choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
-                                                      std::to_string(choice->plan.ranks()) + " ranks, which " +
-                                                      std::to_string(world) + " processes cannot split evenly");
-    if (s) setup = std::move(*s);
-    const std::string text = choice ? choice->to_json().dump() : "error: " + choice.error().message;
-    if (auto shared = g.control->broadcast_text(1, text); !shared) return shared.error();
-    if (!choice) return choice.error();
-  } else {
-    auto text = g.control->broadcast_text(1, "");
-    if (!text) return text.error();
-    if (text->rfind("error: ", 0) == 0) return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
-    json j = json::parse(*text, nullptr, false);
-    if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
-    j.erase("predicted");
-    j.erase("how");
-    choice = plan_from_json(j, "the coordinator's plan");
-    if (!choice) return choice.error();
-    choice->how = "from the coordinator";
-  }
-  auto fabric = g.connect(choice->plan.ranks());
-  if (!fabric) return fabric.error();
-  std::shared_ptr<transport::fabric> data_plane = *fabric;
-  g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
-
-  loop_state loop(job);
-  loop.quiet = !coordinator;
-  if (coordinator)
-    if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
-  training_job with_note = job;
-  with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
-                   ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
-  const auto owner = g.owners(choice->plan.ranks());
-  auto customize = [&](actors::run_options& o) {
-    o.fabric = data_plane;
-    o.combine_loss = [&](std::int64_t step, double local) -> result<double> {
-      auto total = g.control->sum(16 + static_cast<std::uint64_t>(step), {local});
-      if (!total) return total.error();
-      return (*total)[0];
-    };
-    o.gather_pieces = [&](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
-      std::vector<std::pair<int, tensor>> mine;
-      for (std::size_t r = 0; r < pieces.size(); ++r)
-        if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
-      return g.control->gather(2, mine, owner);
-    };
-    auto inner = o.on_step;
-    o.on_step = [&, inner](const actors::step_metrics& m) {
-      g.control->set_step(m.step + 2);  // 1-based, the step now in flight
-      inner(m);
-      const auto& d = p.dist;
-      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == m.step + 1) {
-        std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
-                     static_cast<long long>(m.step + 1));
-        std::fflush(stderr);
-        ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
-      }
-    };
-  };
-  task_totals totals;
-  g.control->set_step(1);
-  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, totals, {}, customize);
-  if (!r) {
-    // a data-plane error usually arrives just before the control plane's verdict: wait for it
-    if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
-      return make_error(errc::closed, lost->describe());
-    return r;
-  }
-  if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
-  r->report = coordinator;
-  r->plan["processes"] = world;
-  if (coordinator && setup && choice->predicted && totals.steps > 0) {
-    std::vector<double> steps = totals.step_seconds;
-    std::sort(steps.begin(), steps.end());
-    r->prediction = {{"predicted_step_s", choice->predicted->step_s}, {"measured_step_s", steps[steps.size() / 2]},
-                     {"note", "the cost model is not refit from multi-process runs yet"}};
-  }
-  return r;
-}
 }  // namespace
 
 result<training_result> train(const training_job& job, const plan_options& plan,

@@ -1,0 +1,74 @@
+// The pieces of apps/training.cpp that the single- and the multi-process paths share: the
+// per-step bookkeeping (progress line, metrics file, throughput), the per-rank task times for
+// the cost model, and one run on the actor runtime. Internal to apps/.
+//
+//   loop_state loop(job);                                   // progress + metrics of one run
+//   task_totals totals;
+//   auto r = train_runtime(job, plan, choice, caf_args, loop, totals, {});
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "actors/runtime.hpp"
+#include "apps/planning.hpp"
+#include "apps/training.hpp"
+
+namespace cohort::apps {
+
+/// One run's progress line, metrics file, first and final loss and throughput.
+struct loop_state {
+  const training_job& job;
+  progress_line progress;
+  metrics_file metrics;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
+  training_result out;
+
+  bool quiet = false;  // another process reports
+
+  explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
+
+  void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
+    if (step == 0) out.first_loss = loss;
+    if (step + 1 == job.warmup + 1) timed_start = std::chrono::steady_clock::now();
+    out.final_loss = loss;
+    double elapsed = seconds_since(start);
+    double rate = static_cast<double>((step + 1) * job.batch * job.items_per_sample) / elapsed;
+    if (quiet) return;
+    progress.update(step + 1, loss, rate, job.rate_unit);
+    json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
+    rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
+    for (auto& [k, v] : extra.items()) rec[k] = v;
+    metrics.write(rec);
+  }
+
+  void finish() {
+    if (!quiet) progress.finish();
+    std::int64_t timed = job.steps > job.warmup ? job.steps - job.warmup : job.steps;
+    if (job.steps <= job.warmup) timed_start = start;
+    out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
+  }
+};
+
+// Per rank, the seconds of forward, backward and update tasks summed over the timed steps.
+struct task_totals {
+  std::vector<std::array<double, 3>> per_rank;
+  std::vector<double> step_seconds;
+  std::int64_t steps = 0;
+};
+
+/// Trains `job` under `choice` on the actor runtime; `on_totals` sees the task times after
+/// every timed step; `customize` may change the runtime's options last (multi-process hooks).
+result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
+                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
+                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals,
+                                      const std::function<void(actors::run_options&)>& customize = {});
+
+/// One process of a multi-process job (apps/training_processes.cpp).
+result<training_result> train_processes(const training_job& job, const plan_options& p,
+                                        const std::vector<std::string>& caf_arguments);
+
+}  // namespace cohort::apps

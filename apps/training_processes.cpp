@@ -1,0 +1,117 @@
+// One process of a multi-process job (docs/processes.md): join or coordinate, take or make
+// the plan, run this process's ranks over the data plane, report a lost node.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+
+#include "apps/training_loop.hpp"
+
+namespace cohort::apps {
+
+// Process 0 plans and shares the plan; every process runs its block of ranks over the data
+// plane; a lost process ends the job with a report naming it.
+result<training_result> train_processes(const training_job& job, const plan_options& p,
+                                        const std::vector<std::string>& caf_arguments) {
+  if (p.only) return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
+  auto formed = form_process_group(p.dist);
+  if (!formed) return formed.error();
+  process_group& g = **formed;
+  const int world = g.world();
+  const bool coordinator = g.process() == 0;
+  if (coordinator) {
+    std::string who;
+    for (const auto& n : g.control->roster())
+      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " + n.host + " (" +
+             std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
+    std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
+  }
+  // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
+  std::optional<planning_setup> setup;
+  result<plan_choice> choice = make_error(errc::closed, "no plan");
+  if (coordinator) {
+    plan_options q = p;
+    if (q.ranks == 0 && q.mode == "auto") q.ranks = world;
+    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, q);
+    choice = s ? choose_plan(*s, q) : result<plan_choice>(s.error());
+    if (choice && choice->plan.ranks() % world != 0)
+      choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
+                                                      std::to_string(choice->plan.ranks()) + " ranks, which " +
+                                                      std::to_string(world) + " processes cannot split evenly");
+    if (s) setup = std::move(*s);
+    const std::string text = choice ? choice->to_json().dump() : "error: " + choice.error().message;
+    if (auto shared = g.control->broadcast_text(1, text); !shared) return shared.error();
+    if (!choice) return choice.error();
+  } else {
+    auto text = g.control->broadcast_text(1, "");
+    if (!text) return text.error();
+    if (text->rfind("error: ", 0) == 0) return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
+    json j = json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
+    j.erase("predicted");
+    j.erase("how");
+    choice = plan_from_json(j, "the coordinator's plan");
+    if (!choice) return choice.error();
+    choice->how = "from the coordinator";
+  }
+  auto fabric = g.connect(choice->plan.ranks());
+  if (!fabric) return fabric.error();
+  std::shared_ptr<transport::fabric> data_plane = *fabric;
+  g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
+
+  loop_state loop(job);
+  loop.quiet = !coordinator;
+  if (coordinator)
+    if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+  training_job with_note = job;
+  with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
+                   ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
+  const auto owner = g.owners(choice->plan.ranks());
+  auto customize = [&](actors::run_options& o) {
+    o.fabric = data_plane;
+    o.combine_loss = [&](std::int64_t step, double local) -> result<double> {
+      auto total = g.control->sum(16 + static_cast<std::uint64_t>(step), {local});
+      if (!total) return total.error();
+      return (*total)[0];
+    };
+    o.gather_pieces = [&](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
+      std::vector<std::pair<int, tensor>> mine;
+      for (std::size_t r = 0; r < pieces.size(); ++r)
+        if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
+      return g.control->gather(2, mine, owner);
+    };
+    auto inner = o.on_step;
+    o.on_step = [&, inner](const actors::step_metrics& m) {
+      g.control->set_step(m.step + 2);  // 1-based, the step now in flight
+      inner(m);
+      const auto& d = p.dist;
+      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == m.step + 1) {
+        std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
+                     static_cast<long long>(m.step + 1));
+        std::fflush(stderr);
+        ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
+      }
+    };
+  };
+  task_totals totals;
+  g.control->set_step(1);
+  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, totals, {}, customize);
+  if (!r) {
+    // a data-plane error usually arrives just before the control plane's verdict: wait for it
+    if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
+      return make_error(errc::closed, lost->describe());
+    return r;
+  }
+  if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
+  r->report = coordinator;
+  r->plan["processes"] = world;
+  if (coordinator && setup && choice->predicted && totals.steps > 0) {
+    std::vector<double> steps = totals.step_seconds;
+    std::sort(steps.begin(), steps.end());
+    r->prediction = {{"predicted_step_s", choice->predicted->step_s}, {"measured_step_s", steps[steps.size() / 2]},
+                     {"note", "the cost model is not refit from multi-process runs yet"}};
+  }
+  return r;
+}
+
+}  // namespace cohort::apps
