@@ -48,10 +48,10 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 void process_options::add_to(option_set& opts) {
   opts.add("launch.nproc", nproc, "start this many processes of this app on this machine and train across them")
       .add("join", join, "join the job whose coordinator listens at HOST:PORT (a node; rank from RANK or join order)")
-      .add("dist.rank", rank, "this process's rank in the job (default: $RANK; 0 is the coordinator)")
-      .add("dist.world", world, "processes in the job (default: $WORLD_SIZE, else 1)")
-      .add("dist.master-addr", master_addr, "the coordinator's address (default: $MASTER_ADDR, else 127.0.0.1)")
-      .add("dist.master-port", master_port, "the coordinator's port (default: $MASTER_PORT, else 29500)")
+      .add("dist.rank", rank, "this process's rank in the job, 0 the coordinator ($RANK when not given)")
+      .add("dist.world", world, "processes in the job ($WORLD_SIZE when not given)")
+      .add("dist.master-addr", master_addr, "the coordinator's address ($MASTER_ADDR when not given)")
+      .add("dist.master-port", master_port, "the coordinator's port ($MASTER_PORT when not given)")
       .add("dist.bind", bind, "the address this process listens on; anything but loopback needs the job secret")
       .add("dist.transport", transport, "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
                                         "unauthenticated: an isolated network only)")
