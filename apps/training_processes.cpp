@@ -32,7 +32,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (coordinator) {
     plan_options q = p;
     if (q.ranks == 0 && q.mode == "auto") q.ranks = world;
-    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, q);
+    // every process computes with job.threads threads: the job as a whole has world times that
+    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads * world, q);
     choice = s ? choose_plan(*s, q) : result<plan_choice>(s.error());
     if (choice && choice->plan.ranks() % world != 0)
       choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
