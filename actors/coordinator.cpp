@@ -174,8 +174,8 @@ void start_step(self_ptr self) {
   s.step_start = std::chrono::steady_clock::now();
   const std::int64_t gen = s.generation, step = s.step;
   const auto step_timeout = s.options.timeout * 4;
-  for (std::size_t r = 0; r < s.workers.size(); ++r)
-    if (s.workers[r])
+  for (std::size_t r = 0; r < s.workers.size(); ++r) {
+    if (!s.workers[r]) continue;  // a rank of another process
     self->request(s.workers[r], step_timeout, step_atom::value, gen, step, s.committed)
         .then(
             [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
@@ -188,6 +188,7 @@ void start_step(self_ptr self) {
               o.failure = to_string(e);
               on_outcome(self, r, std::move(o));
             });
+  }
 }
 
 void setup(self_ptr self, batch_fn data) {
@@ -195,8 +196,7 @@ void setup(self_ptr self, batch_fn data) {
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
   s.fabric = s.options.fabric ? s.options.fabric : std::make_shared<transport::in_process_fabric>(ranks);
-  int local = 0;
-  for (int r = 0; r < ranks; ++r) local += s.fabric->is_local(r) ? 1 : 0;
+  const int local = s.fabric->local_ranks();
   const int kernel_threads = std::max(1, s.options.threads / local);
   const bool spare_core = kernel_threads * local < kernels::available_cores();
   s.data = self->spawn(data_actor, std::move(data), plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);

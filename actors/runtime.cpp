@@ -15,8 +15,7 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
     if (o.fabric->size() != o.plan.ranks() || !o.combine_loss || !o.gather_pieces)
       return make_error(errc::invalid_argument, "train: a multi-process fabric of " + std::to_string(o.fabric->size()) +
                                                     " ranks for a plan of " + std::to_string(o.plan.ranks()));
-    local = 0;
-    for (int r = 0; r < o.plan.ranks(); ++r) local += o.fabric->is_local(r) ? 1 : 0;
+    local = o.fabric->local_ranks();
   }
   kernels::set_math_threads(std::max(1, o.threads / std::max(1, local)));
   if (o.on_start) o.on_start();

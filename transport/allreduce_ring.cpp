@@ -38,7 +38,7 @@ constexpr std::int64_t chunk_elems = std::int64_t{1} << 18;
 template <class Take>
 status ring_step(channel& ch, const detail::ring_position& p, const tensor& work, range out, range in,
                  const collective_options& o, const char* what, int step, Take take) {
-  auto chunk_of = [](int peer_remote, range r) { return peer_remote ? chunk_elems : std::max<std::int64_t>(1, r.size()); };
+  auto chunk_of = [](bool peer_remote, range r) { return peer_remote ? chunk_elems : std::max<std::int64_t>(1, r.size()); };
   const std::int64_t out_chunk = chunk_of(ch.send_copies(p.next), out), in_chunk = chunk_of(ch.send_copies(p.prev), in);
   auto part = [](range r, std::int64_t k, std::int64_t c) { return range{r.begin + k * c, std::min(r.end, r.begin + (k + 1) * c)}; };
   auto parts = [](range r, std::int64_t c) { return std::max<std::int64_t>(1, (r.size() + c - 1) / c); };

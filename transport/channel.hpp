@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "graph/error.hpp"
 #include "graph/tensor.hpp"
@@ -40,6 +41,15 @@ class channel {
   /// Whether send() to `peer` is done with the tensor's storage when it returns (it was
   /// copied to a socket or shared memory): then a view may be sent and written afterwards.
   virtual bool send_copies(int /*peer*/) const { return false; }
+
+ protected:
+  /// For implementations: errc::invalid_argument ("send: rank 0 to nonexistent peer 9")
+  /// unless `peer` is a rank of the group.
+  status check_peer(int peer, bool sending) const {
+    if (peer >= 0 && peer < size()) return {};
+    return make_error(errc::invalid_argument, std::string(sending ? "send: rank " : "recv: rank ") + std::to_string(rank()) +
+                                                  (sending ? " to" : " from") + " nonexistent peer " + std::to_string(peer));
+  }
 };
 
 }  // namespace cohort::transport

@@ -334,9 +334,14 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
   switch (tag & 0xff) {
     case heartbeat:
       return;
-    case bye:
-      pe.said_bye = true;
+    case bye: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);  // finish() waits on changed_ for it
+        pe.said_bye = true;
+      }
+      changed_.notify_all();
       return;
+    }
     case abort_job: {  // from the coordinator: another node was lost
       auto why = text_of(m.body);
       lost_node n;
@@ -544,16 +549,18 @@ status control_plane::finish(milliseconds timeout) {
   if (auto l = lost(); l) return make_error(errc::closed, l->describe());
   if (process_ != 0) {
     if (auto st = send(0, tag_of(bye), tensor::empty(shape{0}, dtype::i32)); !st) return st;
-    const auto deadline = clock::now() + timeout;
-    while (!peers_[0]->said_bye && clock::now() < deadline && !lost()) std::this_thread::sleep_for(milliseconds(5));
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return peers_[0]->said_bye || lost_.has_value(); });
   } else {
-    const auto deadline = clock::now() + timeout;
     auto all_left = [&] {
       for (int p = 1; p < o_.world; ++p)
         if (!peers_[static_cast<std::size_t>(p)]->said_bye) return false;
       return true;
     };
-    while (!all_left() && clock::now() < deadline && !lost()) std::this_thread::sleep_for(milliseconds(5));
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait_for(lock, timeout, [&] { return all_left() || lost_.has_value(); });
+    }
     for (int p = 1; p < o_.world; ++p) (void)send(p, tag_of(bye), tensor::empty(shape{0}, dtype::i32));
   }
   stopping_ = true;

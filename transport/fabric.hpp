@@ -27,6 +27,13 @@ class fabric {
   virtual void close(const std::string& why) = 0;
   /// Why the fabric was closed (empty while open).
   virtual std::string closed_reason() const = 0;
+
+  /// How many ranks live in this process.
+  int local_ranks() const {
+    int n = 0;
+    for (int r = 0; r < size(); ++r) n += is_local(r) ? 1 : 0;
+    return n;
+  }
 };
 
 }  // namespace cohort::transport

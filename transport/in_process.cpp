@@ -12,8 +12,7 @@ class in_process_fabric::endpoint_impl : public channel {
   int size() const override { return fabric_.size(); }
 
   status send(int peer, std::uint64_t tag, tensor t, milliseconds) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "send: rank " + std::to_string(rank_) + " to nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
     if (!fabric_.mailboxes_[static_cast<std::size_t>(peer)]->put(rank_, tag, std::move(t))) {
       const std::string why = fabric_.closed_reason();
       return make_error(errc::closed, "send: channel closed" + (why.empty() ? std::string() : ": " + why));
@@ -22,8 +21,7 @@ class in_process_fabric::endpoint_impl : public channel {
   }
 
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
     return fabric_.mailboxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
   }
 

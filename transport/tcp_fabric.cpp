@@ -49,8 +49,7 @@ class tcp_fabric::endpoint_impl : public channel {
   int size() const override { return f_.size(); }
 
   status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "send: rank " + std::to_string(rank_) + " to nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
     if (f_.is_local(peer)) {
       if (!f_.boxes_[static_cast<std::size_t>(peer)]->put(rank_, tag, std::move(t)))
         return make_error(errc::closed, "send: channel closed: " + f_.closed_reason());
@@ -62,8 +61,7 @@ class tcp_fabric::endpoint_impl : public channel {
   bool send_copies(int peer) const override { return !f_.is_local(peer); }
 
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
     if (f_.is_local(peer)) return f_.boxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
     return f_.recv_remote(rank_, peer, tag, timeout);
   }
@@ -205,7 +203,6 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor
     close(why);
     return make_error(st.error().code, why);
   }
-  sent_ += prefix.size() + payload;
   return {};
 }
 

@@ -55,8 +55,6 @@ class tcp_fabric : public fabric {
   void close(const std::string& why) override;
   std::string closed_reason() const override;
 
-  std::uint64_t bytes_sent() const { return sent_.load(); }
-
  private:
   struct connection;
   class endpoint_impl;
@@ -73,7 +71,6 @@ class tcp_fabric : public fabric {
   std::vector<std::unique_ptr<connection>> conns_;   // by process (null for this one)
   std::vector<std::thread> readers_;
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint64_t> sent_{0};
   mutable std::mutex mutex_;
   std::string closed_why_;
 };

@@ -127,14 +127,12 @@ class ucx_endpoint : public channel {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(f_.o.process_of_rank.size()); }
   status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "send: rank " + std::to_string(rank_) + " to nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
     return f_.send(rank_, peer, tag, std::move(t), timeout);
   }
   bool send_copies(int peer) const override { return !f_.is_local(peer); }
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
-    if (peer < 0 || peer >= size())
-      return make_error(errc::invalid_argument, "recv: rank " + std::to_string(rank_) + " from nonexistent peer " + std::to_string(peer));
+    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
     return f_.recv(rank_, peer, tag, timeout);
   }
 
