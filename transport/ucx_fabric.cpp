@@ -188,11 +188,10 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
   stop_spinning();
   ucp_worker_signal(worker);  // the progress thread takes over what is left
   std::unique_lock<std::mutex> lock(send_mutex);
-  const bool finished = send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
+  send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
   if (op->done && op->status != UCS_OK) return ucx_error("send to rank " + std::to_string(to), op->status);
   if (op->done) return {};
   if (!closed_why.empty()) return make_error(errc::closed, "send: channel closed: " + closed_why);
-  (void)finished;
   return make_error(errc::timeout, "send: rank " + std::to_string(from) + " to rank " + std::to_string(to) + " not delivered in " +
                                        std::to_string(timeout.count()) + " ms");
 }
