@@ -7,6 +7,7 @@
 # does). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
 # plan measured against the best measured one.
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
+#   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 steps=${1:-12}
@@ -32,7 +33,7 @@ binary_for() { echo "$root/build/apps/$1"; }
 "$root/build/apps/mlp" --data.name=synth --plan.only=true --cluster.calibrate=true --cluster.profile="$profile" \
   | head -n 1 >&2
 
-for model in mlp gpt; do
+for model in ${MODELS:-mlp gpt}; do
   for ranks in 2 4; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8 --cluster.profile=$profile"
     bin=$(binary_for $model)
@@ -120,4 +121,4 @@ for model in ("mlp", "gpt"):
         for q, x in sorted(zip(p, m), key=lambda t: t[1])[:3]:
             print(f"      best measured: {q['key']}  {x * 1e3:.2f} ms (predicted {q['before'] * 1e3:.2f} -> {q['after'] * 1e3:.2f})")
 PY
-echo "raw: $out"
+echo "raw: $out (predictions: $out.predictions)"

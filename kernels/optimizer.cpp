@@ -6,32 +6,42 @@
 namespace cohort::kernels {
 namespace {
 
-void sgd(float* p, const float* g, std::int64_t n, optimizer_state& st, const sgd_config& c) {
-  float* buf = st.slots.empty() ? nullptr : st.slots[0].data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    float d = g[i];
-    if (c.weight_decay != 0.f) d += c.weight_decay * p[i];
-    if (buf != nullptr) {
-      buf[i] = st.step == 0 ? d : c.momentum * buf[i] + d;
-      d = c.nesterov ? d + c.momentum * buf[i] : buf[i];
-    }
-    p[i] -= c.lr * d;
+// The loops read the configuration into locals and take restrict pointers: otherwise a store
+// through a float pointer may alias the config's floats and the compiler reloads them every
+// element instead of vectorizing (the update was 20 % of a dp2 mlp step before).
+void sgd(float* __restrict p, const float* __restrict g, std::int64_t n, optimizer_state& st, const sgd_config& c) {
+  const float lr = c.lr, decay = c.weight_decay, momentum = c.momentum;
+  float* __restrict buf = st.slots.empty() ? nullptr : st.slots[0].data<float>();
+  if (buf == nullptr) {
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + decay * p[i]);
+    return;
+  }
+  if (st.step == 0) {
+    for (std::int64_t i = 0; i < n; ++i) buf[i] = g[i] + decay * p[i];
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) buf[i] = momentum * buf[i] + (g[i] + decay * p[i]);
+  }
+  if (c.nesterov) {
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * ((g[i] + decay * p[i]) + momentum * buf[i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
   }
 }
 
-void adamw(float* p, const float* g, std::int64_t n, optimizer_state& st, const adamw_config& c) {
-  float* m = st.slots[0].data<float>();
-  float* v = st.slots[1].data<float>();
+void adamw(float* __restrict p, const float* __restrict g, std::int64_t n, optimizer_state& st, const adamw_config& c) {
+  float* __restrict m = st.slots[0].data<float>();
+  float* __restrict v = st.slots[1].data<float>();
   const double t = static_cast<double>(st.step + 1);
   const float decay = static_cast<float>(1.0 - static_cast<double>(c.lr) * c.weight_decay);
   const float step_size = static_cast<float>(c.lr / (1.0 - std::pow(static_cast<double>(c.beta1), t)));
   const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), t)));
-  const float one_minus_b1 = 1.f - c.beta1, one_minus_b2 = 1.f - c.beta2;
+  const float beta1 = c.beta1, beta2 = c.beta2, eps = c.eps;
+  const float one_minus_b1 = 1.f - beta1, one_minus_b2 = 1.f - beta2;
   for (std::int64_t i = 0; i < n; ++i) {
     p[i] *= decay;
-    m[i] = m[i] * c.beta1 + g[i] * one_minus_b1;
-    v[i] = v[i] * c.beta2 + g[i] * g[i] * one_minus_b2;
-    float denom = std::sqrt(v[i]) / bc2_sqrt + c.eps;
+    m[i] = m[i] * beta1 + g[i] * one_minus_b1;
+    v[i] = v[i] * beta2 + g[i] * g[i] * one_minus_b2;
+    float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
     p[i] += -step_size * (m[i] / denom);
   }
 }

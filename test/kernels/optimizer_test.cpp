@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/optimizer.hpp"
 
@@ -23,6 +24,29 @@ TEST_CASE("SGD with momentum and weight decay follows torch.optim.SGD") {
     CHECK(p.at(0) == doctest::Approx(pv).epsilon(1e-6));
   }
   CHECK(st.step == 3);
+}
+
+TEST_CASE("Nesterov SGD follows torch.optim.SGD, over a vector long enough to vectorize") {
+  sgd_config c{.lr = 0.05f, .momentum = 0.8f, .weight_decay = 0.02f, .nesterov = true};
+  const std::int64_t n = 37;  // not a multiple of any vector width
+  tensor p = tensor::zeros({n});
+  tensor g = tensor::zeros({n});
+  std::vector<double> pv(n), buf(n, 0.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    pv[i] = 0.1 * static_cast<double>(i) - 1.0;
+    p.data<float>()[i] = static_cast<float>(pv[i]);
+  }
+  auto st = make_state(p, c);
+  for (int step = 0; step < 3; ++step) {
+    for (std::int64_t i = 0; i < n; ++i) g.data<float>()[i] = static_cast<float>(0.01 * static_cast<double>(i * (step + 1)) - 0.2);
+    apply_update(p, g, st, c);
+    for (std::int64_t i = 0; i < n; ++i) {
+      double d = static_cast<double>(g.at(i)) + 0.02 * pv[i];
+      buf[i] = step == 0 ? d : 0.8 * buf[i] + d;
+      pv[i] -= 0.05 * (d + 0.8 * buf[i]);
+      CHECK(p.at(i) == doctest::Approx(pv[i]).epsilon(1e-5));
+    }
+  }
 }
 
 TEST_CASE("plain SGD keeps no state") {
