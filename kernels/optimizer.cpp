@@ -16,15 +16,27 @@ void sgd(float* __restrict p, const float* __restrict g, std::int64_t n, optimiz
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + decay * p[i]);
     return;
   }
-  if (st.step == 0) {
-    for (std::int64_t i = 0; i < n; ++i) buf[i] = g[i] + decay * p[i];
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) buf[i] = momentum * buf[i] + (g[i] + decay * p[i]);
-  }
+  // one pass per case: the update is bound by memory traffic, not arithmetic
+  const bool first = st.step == 0;
   if (c.nesterov) {
-    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * ((g[i] + decay * p[i]) + momentum * buf[i]);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float d = g[i] + decay * p[i];
+      const float b = first ? d : momentum * buf[i] + d;
+      buf[i] = b;
+      p[i] -= lr * (d + momentum * b);
+    }
+  } else if (first) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float d = g[i] + decay * p[i];
+      buf[i] = d;
+      p[i] -= lr * d;
+    }
   } else {
-    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float b = momentum * buf[i] + (g[i] + decay * p[i]);
+      buf[i] = b;
+      p[i] -= lr * b;
+    }
   }
 }
 
