@@ -18,14 +18,13 @@ status data_state::prepare(std::int64_t step) {
   return {};
 }
 
-result<micro_batch> data_state::slice(std::int64_t step, int replica, int mb) {
-  if (replica < 0 || replica >= dp || mb < 0 || mb >= micro_batches)
-    return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica) + " micro-batch " + std::to_string(mb));
+result<micro_batch> data_state::replica_rows(std::int64_t step, int replica) {
+  if (replica < 0 || replica >= dp) return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica));
   if (auto st = prepare(step); !st) return st.error();
   micro_batch out;
-  std::int64_t first = (static_cast<std::int64_t>(replica) * micro_batches + mb) * rows;
-  // Rows of a row-major tensor are contiguous: hand out views of the kept batch, no copy.
-  for (const auto& [name, t] : cached.at(step)) out.inputs[name] = t.slice(0, first, first + rows);
+  const std::int64_t first = static_cast<std::int64_t>(replica) * micro_batches * rows;
+  // rows of a row-major tensor are contiguous: views of the kept batch, no copy
+  for (const auto& [name, t] : cached.at(step)) out.inputs[name] = t.slice(0, first, first + micro_batches * rows);
   return out;
 }
 
@@ -37,9 +36,9 @@ caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source,
   self->state.rows = rows;
   self->state.prefetch = prefetch;
   return {
-      [=](batch_atom, std::int64_t step, int replica, int mb) -> caf::result<micro_batch> {
+      [=](batch_atom, std::int64_t step, int replica) -> caf::result<micro_batch> {
         bool fresh = self->state.cached.count(step) == 0;
-        auto r = self->state.slice(step, replica, mb);
+        auto r = self->state.replica_rows(step, replica);
         if (!r) return caf::make_error(caf::sec::runtime_error, r.error().message);
         if (fresh && self->state.prefetch) self->send(self, prepare_atom::value, step + 1);  // after this reply
         return std::move(*r);

@@ -1,12 +1,15 @@
 // The data actor: computes a step's global batch once (from the app's batch function) and
-// hands every replica's micro-batches to the workers that read data inputs. When a core is
+// hands every replica's rows to the workers that read data inputs — all of a replica's
+// micro-batches in one reply, so a worker asks once per step, not once per micro-batch (each
+// request is a round trip through a scheduler thread that, on a machine whose cores all
+// compute, waits for a time slice). When a core is
 // left over by the workers (`prefetch`), it prepares step k+1 once step k is asked for, so
 // batch assembly runs beside the computation instead of before it (on a machine whose cores
 // all compute, that would only slow the computation down). The last two steps are kept, so
 // a redone step finds its batch.
 //
 //   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16, true);
-//   request(data, timeout, batch_atom::value, step, replica, mb) => micro_batch
+//   request(data, timeout, batch_atom::value, step, replica) => micro_batch  // [m x rows, ...] each
 #pragma once
 
 #include <functional>
@@ -26,9 +29,10 @@ struct data_state {
   std::map<std::int64_t, std::map<std::string, tensor>> cached;  // the last two steps
   static inline const char* name = "cohort.data";
 
-  /// Rows of replica `replica`'s micro-batch `mb` of step `step` (computing the step's batch
-  /// if it is not the cached one). Errors: a source error, a tensor with the wrong batch size.
-  result<micro_batch> slice(std::int64_t step, int replica, int mb);
+  /// Rows of all of replica `replica`'s micro-batches of step `step`, in micro-batch order
+  /// (computing the step's batch if it is not kept). Errors: a source error, a tensor with the
+  /// wrong batch size.
+  result<micro_batch> replica_rows(std::int64_t step, int replica);
   /// Computes and keeps step `step`'s batch if it is not kept yet.
   status prepare(std::int64_t step);
 };

@@ -5,7 +5,7 @@
 // Protocol of one step (generation g, step k; c = the last committed step):
 //   coordinator -> worker        (step_atom, g, k, c)         => (done_atom, g, k, step_outcome)
 //                                 the worker first applies its committed gradient (step c)
-//   worker -> data actor         (batch_atom, k, replica, mb) => micro_batch
+//   worker -> data actor         (batch_atom, k, replica) => micro_batch (all its micro-batches' rows)
 //   worker -> parameter actor    (update_atom, g, k, tensor)  => ok_atom (the gradient waits)
 // Start and recovery:
 //   worker -> parameter actor    (attach_atom, tensor view)   => piece_ptr (adopt the worker's

@@ -1,6 +1,7 @@
 // The worker actor's thread: start, then steps until the coordinator stops it.
 #include "actors/worker_actor.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 namespace cohort::actors {
@@ -40,12 +41,23 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     return out;
   }
   step_io io;
+  // the replica's rows for the whole step, asked for once at its first micro-batch
+  std::optional<std::map<std::string, tensor>> rows;
   io.inputs = [&](int mb) -> result<std::map<std::string, tensor>> {
-    result<std::map<std::string, tensor>> got = make_error(errc::timeout, "data actor did not answer");
-    request(s.data, s.timeout, batch_atom::value, step, s.at.dp_rank, mb)
-        .receive([&](micro_batch& m) { got = std::move(m.inputs); },
-                 [&](caf::error& e) { got = make_error(errc::closed, "data: " + to_string(e)); });
-    return got;
+    if (!rows) {
+      status st = make_error(errc::timeout, "data actor did not answer");
+      request(s.data, s.timeout, batch_atom::value, step, s.at.dp_rank)
+          .receive([&](micro_batch& m) { rows = std::move(m.inputs), st = {}; },
+                   [&](caf::error& e) { st = make_error(errc::closed, "data: " + to_string(e)); });
+      if (!st) return st.error();
+    }
+    const std::int64_t m = s.model->plan.micro_batches;
+    std::map<std::string, tensor> out;
+    for (const auto& [name, t] : *rows) {
+      const std::int64_t per = t.shape()[0] / m;
+      out[name] = t.slice(0, mb * per, (mb + 1) * per);
+    }
+    return out;
   };
   io.submit = [&](const tensor& piece) -> status {
     status st;

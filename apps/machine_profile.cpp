@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/runtime_calibration.hpp"
 #include "graph/dsl.hpp"
 #include "kernels/dispatch.hpp"
 #include "transport/collectives.hpp"
@@ -160,8 +161,14 @@ result<machine_profile> load_profile(const std::string& path) {
   COHORT_READ(p.eff.memory, e, "memory", w + ".efficiency");
   COHORT_READ(p.eff.link, e, "link", w + ".efficiency");
   COHORT_READ(p.eff.per_op_seconds, e, "per_op_seconds", w + ".efficiency");
-  if (e.contains("per_rank_step_seconds"))
-    COHORT_READ(p.eff.per_rank_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
+  if (e.contains("per_task_seconds")) COHORT_READ(p.eff.per_task_seconds, e, "per_task_seconds", w + ".efficiency");
+  if (e.contains("per_step_seconds")) COHORT_READ(p.eff.per_step_seconds, e, "per_step_seconds", w + ".efficiency");
+  if (e.contains("per_rank_seconds")) COHORT_READ(p.eff.per_rank_seconds, e, "per_rank_seconds", w + ".efficiency");
+  if (e.contains("per_rank_step_seconds") && !e.contains("per_step_seconds")) {
+    // profiles before 2026-11-30 charged x per rank and step: the same as x per step plus x per extra rank
+    COHORT_READ(p.eff.per_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
+    p.eff.per_rank_seconds = p.eff.per_step_seconds;
+  }
 #undef COHORT_READ
   if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bandwidth_bytes_per_s <= 0 ||
       p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
@@ -180,7 +187,8 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
              {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds},
-              {"per_rank_step_seconds", p.eff.per_rank_step_seconds}}},
+              {"per_task_seconds", p.eff.per_task_seconds}, {"per_step_seconds", p.eff.per_step_seconds},
+              {"per_rank_seconds", p.eff.per_rank_seconds}}},
             {"refits", p.refits}};
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();
@@ -197,7 +205,7 @@ status save_profile(const std::string& path, const machine_profile& p) {
   return {};
 }
 
-machine_profile calibrate() {
+machine_profile calibrate(int threads) {
   machine_profile p;
   p.cores = planner::detect_cores();
   p.flops_f32_per_core = gemm_flops_per_s();
@@ -210,6 +218,24 @@ machine_profile calibrate() {
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
   p.link.bandwidth_bytes_per_s = 1.0 / per_byte;
   p.link.latency_s = std::max(0.0, ts / 2.0 - static_cast<double>(small) * 4.0 / 2.0 * per_byte);
+  if (auto o = measure_runtime_overhead(p, threads); o) {
+    p.eff.per_task_seconds = o->per_task_s;
+    p.eff.per_step_seconds = o->per_step_s;
+    p.eff.per_rank_seconds = o->per_rank_s;
+    std::string fit;
+    for (const auto& s : o->samples) {
+      char b[96];
+      std::snprintf(b, sizeof b, "%s%s %.0f/%.0f", fit.empty() ? "" : ", ", s.plan.c_str(), s.measured_s * 1e6,
+                    s.predicted_s * 1e6);
+      fit += b;
+    }
+    std::fprintf(stderr, "calibration: runtime overhead %.1f us per task, %.0f us per step, %.0f us per extra rank "
+                         "(tiny model, measured/fitted us per step: %s)\n",
+                 o->per_task_s * 1e6, o->per_step_s * 1e6, o->per_rank_s * 1e6, fit.c_str());
+  } else {
+    std::fprintf(stderr, "warning: calibration: the runtime's overhead was not measured (%s); it counts as 0\n",
+                 o.error().message.c_str());
+  }
   p.source = "calibrated";
   return p;
 }
@@ -231,13 +257,14 @@ planner::topology local_topology(const machine_profile& p, int ranks, int thread
 }
 
 std::string describe(const machine_profile& p) {
-  char b[320];
+  char b[448];
   std::snprintf(b, sizeof b,
                 "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
-                "memory %.2f, link %.2f, %.1f us per op (%s%s)",
+                "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra rank (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.link.bandwidth_bytes_per_s / 1e9,
                 p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
+                p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6, p.eff.per_rank_seconds * 1e6,
                 p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;
 }

@@ -39,10 +39,10 @@ result<machine_profile> load_profile(const std::string& path);
 status save_profile(const std::string& path, const machine_profile& p);
 
 /// Measures this machine: SGEMM FLOP/s on one thread, a streaming copy's bandwidth from memory
-/// and within the last-level cache, and the
-/// in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta). Efficiencies
-/// start at the defaults. Takes a few seconds.
-machine_profile calibrate();
+/// and within the last-level cache, the in-process allreduce between two threads at 4 KiB and
+/// 4 MiB (alpha and beta), and the actor runtime's own overhead on `threads` threads
+/// (apps/runtime_calibration.hpp). Efficiencies start at the defaults. Takes a few seconds.
+machine_profile calibrate(int threads);
 
 /// `ranks` ranks running in this process on `threads` threads, as the runtime runs them: each
 /// rank computes on max(1, threads / ranks) kernel threads, and all share min(threads, cores)

@@ -45,7 +45,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   s.analysis = std::move(*a);
   s.profile_path = opts.cluster_profile.empty() ? default_profile_path() : opts.cluster_profile;
   if (opts.cluster_calibrate) {
-    s.profile = calibrate();
+    s.profile = calibrate(threads);
     if (auto st = save_profile(s.profile_path, s.profile); !st) return st.error();
     s.profile.source = "calibrated now, saved to " + s.profile_path;
   } else {
@@ -63,6 +63,8 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     auto t = planner::topology_of(*c, opts.half_precision);
     if (!t) return t.error();
     s.search.topo = *t;
+    // the overhead terms describe this machine's runtime, not the cluster's
+    s.search.eff.per_task_seconds = s.search.eff.per_step_seconds = s.search.eff.per_rank_seconds = 0;
     s.search.half_precision = opts.half_precision;
     s.search.allow_recompute = opts.recompute;
     s.cluster = std::move(*c);

@@ -111,20 +111,37 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   }
   auto fit = planner::refit(obs, setup.search.eff);  // the constants the prediction was made with
   if (!fit.changed) return out;
-  // What the tasks do not explain (messages, waking threads, the commit) is the runtime's
-  // overhead per step and rank: the measured step against the refit model's.
+  // What the refit tasks do not explain (messages, waking threads, the commit) is the
+  // runtime's overhead: the calibrated overhead terms are scaled by one factor so that the
+  // refit model predicts the measured step (their proportions stay what calibration found;
+  // without calibrated terms the whole excess becomes per-step overhead).
   if (!setup.cluster) {
     planner::search_options again = setup.search;
     again.eff = fit.eff;
-    again.eff.per_rank_step_seconds = 0;
+    again.eff.per_task_seconds = again.eff.per_step_seconds = again.eff.per_rank_seconds = 0;
     again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
-    if (auto q = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute))
-      fit.eff.per_rank_step_seconds = std::max(0.0, measured - q->step_s) / plan.ranks();
+    auto bare = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
+    again.eff.per_task_seconds = fit.eff.per_task_seconds;
+    again.eff.per_step_seconds = fit.eff.per_step_seconds;
+    again.eff.per_rank_seconds = fit.eff.per_rank_seconds;
+    auto with = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
+    if (bare && with) {
+      const double excess = std::max(0.0, measured - bare->step_s), modelled = with->step_s - bare->step_s;
+      if (modelled > 0) {
+        const double k = excess / modelled;
+        fit.eff.per_task_seconds *= k, fit.eff.per_step_seconds *= k, fit.eff.per_rank_seconds *= k;
+        out["overhead_factor"] = k;
+      } else {
+        fit.eff.per_step_seconds = excess;
+      }
+    }
   }
   out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor},
                   {"efficiency", {{"gemm", fit.eff.gemm}, {"memory", fit.eff.memory}, {"link", fit.eff.link},
                                   {"per_op_seconds", fit.eff.per_op_seconds},
-                                  {"per_rank_step_seconds", fit.eff.per_rank_step_seconds}}}};
+                                  {"per_task_seconds", fit.eff.per_task_seconds},
+                                  {"per_step_seconds", fit.eff.per_step_seconds},
+                                  {"per_rank_seconds", fit.eff.per_rank_seconds}}}};
   if (p.refit && !setup.cluster) {
     setup.profile.eff = fit.eff;
     if (first) ++setup.profile.refits;

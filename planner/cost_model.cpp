@@ -34,18 +34,21 @@ double compute_seconds(const op_profile& p, const device_speed& d, const efficie
   return std::max(flop_s, byte_s) + e.per_op_seconds;
 }
 
+// Nothing to send costs nothing: the runtime sends no message then (a tensor-parallel node
+// whose inputs already have the placement it needs must not be charged a collective's latency).
 double p2p_seconds(double bytes, const link_cost& l, const efficiency& e) {
+  if (bytes <= 0) return 0;
   return l.latency_s + bytes / (l.bandwidth_bytes_per_s * e.link);
 }
 
 double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
-  if (ranks <= 1) return 0;
+  if (ranks <= 1 || bytes <= 0) return 0;
   double n = ranks;
   return 2.0 * (n - 1.0) * (l.latency_s + bytes / n / (l.bandwidth_bytes_per_s * e.link));
 }
 
 double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
-  if (ranks <= 1) return 0;
+  if (ranks <= 1 || bytes <= 0) return 0;
   double n = ranks;
   return (n - 1.0) * (l.latency_s + bytes / n / (l.bandwidth_bytes_per_s * e.link));
 }

@@ -32,9 +32,16 @@ struct efficiency {
   double memory = 0.5;           // of peak memory bandwidth, everything else
   double link = 0.8;             // of link bandwidth, communication
   double per_op_seconds = 2e-6;  // launch / dispatch / bookkeeping per operation
-  /// Runtime overhead per step and rank outside the tasks (messages, waking threads,
-  /// commit); fitted from measured step times, 0 until then.
-  double per_rank_step_seconds = 0;
+  /// The runtime's own costs, measured on this machine (--cluster.calibrate times a tiny
+  /// model under a few plans) and rescaled by the online refit; 0 for planned clusters:
+  ///   each forward or backward task: fetching its micro-batch or transfer, waking a thread;
+  double per_task_seconds = 0;
+  ///   each step: the coordinator's round to the workers and back, the commit;
+  double per_step_seconds = 0;
+  ///   each step, per rank beyond the first (the coordinator's fan-out and fan-in).
+  double per_rank_seconds = 0;
+  /// Overhead of a step outside its tasks for `ranks` ranks.
+  double step_overhead_seconds(int ranks) const { return per_step_seconds + per_rank_seconds * (ranks > 1 ? ranks - 1 : 0); }
 };
 
 struct device_speed {

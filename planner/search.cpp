@@ -235,6 +235,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     }
     params[s] += view.param_bytes[i];
   }
+  // the runtime's cost of running a task at all, slowed like compute where cores are shared
+  for (auto& t : timing) t.forward_s += o.eff.per_task_seconds, t.backward_s += o.eff.per_task_seconds;
   double p2p_total = 0;
   for (std::size_t c = 0; c < cuts.size(); ++c) {
     double bytes = a.cut_bytes(cuts[c], rows) * bytes_scale / p.tp;
@@ -280,6 +282,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
                     100 * o.memory_margin, host.memory_bytes / 1e9);
       out.rejected = buf;
     }
+    host_stage.forward_s += o.eff.per_task_seconds, host_stage.backward_s += o.eff.per_task_seconds;
     timing.insert(timing.begin(), host_stage);
   }
   const int sim_stages = p.pp + static_cast<int>(first);
@@ -293,7 +296,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     out.stages[k].backward_s = sim.task_wall_s[k + first][1];
     out.stages[k].update_s = sim.task_wall_s[k + first][2];
   }
-  out.step_s = sim.step_s + o.eff.per_rank_step_seconds * p.ranks();
+  out.step_s = sim.step_s + o.eff.step_overhead_seconds(p.ranks());
   out.bubble = sim.bubble;
   out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;
   out.peak_memory_bytes = peak;

@@ -8,7 +8,7 @@
 using namespace cohort;
 using namespace cohort::actors;
 
-TEST_CASE("the data actor computes a step's batch once and hands out each replica's micro-batches") {
+TEST_CASE("the data actor computes a step's batch once and hands out each replica's rows") {
   int calls = 0;
   data_state s;
   s.source = [&](std::int64_t step) -> result<std::map<std::string, tensor>> {
@@ -20,22 +20,23 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   s.dp = 2;
   s.micro_batches = 2;
   s.rows = 2;
-  auto mb = s.slice(3, 1, 0);  // replica 1, micro-batch 0: rows 4..5
+  auto mb = s.replica_rows(3, 1);  // replica 1: its two micro-batches, rows 4..7
   REQUIRE(mb.ok());
-  CHECK(mb->inputs.at("x").shape() == shape{2, 2});
-  CHECK(mb->inputs.at("x").to_vector() == std::vector<float>{308, 309, 310, 311});
-  REQUIRE(s.slice(3, 0, 1).ok());
+  CHECK(mb->inputs.at("x").shape() == shape{4, 2});
+  CHECK(mb->inputs.at("x").to_vector() == std::vector<float>{308, 309, 310, 311, 312, 313, 314, 315});
+  REQUIRE(s.replica_rows(3, 0).ok());
+  CHECK(s.replica_rows(3, 0)->inputs.at("x").to_vector() == std::vector<float>{300, 301, 302, 303, 304, 305, 306, 307});
   CHECK(calls == 1);           // the same step is not recomputed
-  REQUIRE(s.slice(4, 0, 0).ok());
+  REQUIRE(s.replica_rows(4, 0).ok());
   CHECK(calls == 2);
   REQUIRE(s.prepare(5).ok());  // what the actor does ahead of time
-  REQUIRE(s.slice(5, 1, 1).ok());
+  REQUIRE(s.replica_rows(5, 1).ok());
   CHECK(calls == 3);
-  REQUIRE(s.slice(4, 1, 1).ok());  // a redone step finds its batch
+  REQUIRE(s.replica_rows(4, 1).ok());  // a redone step finds its batch
   CHECK(calls == 3);
-  CHECK(s.slice(4, 2, 0).error().message == "data: no replica 2 micro-batch 0");
+  CHECK(s.replica_rows(4, 2).error().message == "data: no replica 2");
   s.rows = 3;                  // a batch that does not fit the plan
-  CHECK(s.slice(6, 0, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
+  CHECK(s.replica_rows(6, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
 }
 
 TEST_CASE("a parameter piece applies a gradient only once its step is committed, and drops it on rollback") {

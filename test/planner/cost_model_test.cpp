@@ -33,6 +33,11 @@ TEST_CASE("collectives follow the alpha-beta model of the ring") {
   CHECK(reduce_scatter_ring_seconds(8e6, 4, l, e) == doctest::Approx(3 * (1e-5 + 4e-3)).epsilon(1e-12));
   CHECK(all_gather_ring_seconds(8e6, 4, l, e) == doctest::Approx(3 * (1e-5 + 4e-3)).epsilon(1e-12));
   CHECK(allreduce_ring_seconds(8e6, 1, l, e) == 0.0);
+  // no bytes, no message: not even the latency (a tp node whose inputs need no collective)
+  CHECK(allreduce_ring_seconds(0, 4, l, e) == 0.0);
+  CHECK(reduce_scatter_ring_seconds(0, 4, l, e) == 0.0);
+  CHECK(all_gather_ring_seconds(0, 4, l, e) == 0.0);
+  CHECK(p2p_seconds(0, l, e) == 0.0);
   CHECK(p2p_seconds(8e6, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
   // a reduce-scatter and an all-gather move what one allreduce moves
   CHECK(reduce_scatter_ring_seconds(8e6, 4, l, e) + all_gather_ring_seconds(8e6, 4, l, e) ==

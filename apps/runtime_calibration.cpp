@@ -1,0 +1,143 @@
+// The runtime's overhead terms fitted to a tiny model's step times under a few plans.
+#include "apps/runtime_calibration.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "actors/runtime.hpp"
+#include "apps/models.hpp"
+#include "planner/analysis.hpp"
+#include "planner/search.hpp"
+
+namespace cohort::apps {
+namespace {
+
+constexpr std::int64_t tiny_batch = 16;
+const std::vector<std::int64_t> tiny_dims{16, 8, 8, 4};
+constexpr std::int64_t timed_steps = 120, warmup_steps = 20;
+
+var tiny_model(graph& g, std::int64_t rows) { return build_mlp(g, tiny_dims, rows).loss; }
+
+// Median step seconds of the tiny model under `plan` on the runtime.
+result<double> measured_step_seconds(const planner::parallel_plan& plan, const std::vector<std::size_t>& cuts,
+                                     int threads) {
+  std::map<std::string, tensor> batch{{"x", tensor::full({tiny_batch, tiny_dims.front()}, 0.5f)},
+                                      {"y", tensor::zeros({tiny_batch}, dtype::i32)}};
+  actors::run_options o;
+  o.plan = plan;
+  o.batch = tiny_batch;
+  o.steps = timed_steps + warmup_steps;
+  o.optimizer = sgd_config{.lr = 0.01f};
+  o.threads = threads;
+  o.timeout = std::chrono::milliseconds(10000);
+  o.max_restarts = 0;
+  o.stage_cuts = cuts;
+  o.collect_parameters = false;
+  std::vector<double> seconds;
+  o.on_step = [&](const actors::step_metrics& m) {
+    if (m.step >= warmup_steps) seconds.push_back(m.seconds);
+  };
+  caf::actor_system_config cfg;  // as apps/training_loop.cpp configures a run
+  cfg.set("scheduler.max-threads", std::max(1, threads));
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  caf::actor_system sys{cfg};
+  auto r = actors::train(sys, tiny_model, [&](std::int64_t) -> result<std::map<std::string, tensor>> { return batch; }, o);
+  if (!r) return r.error();
+  if (seconds.empty()) return make_error(errc::unsupported, "runtime calibration: no timed step");
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Least squares for y = A x over the columns in `use` (others 0); the residual's sum of squares.
+double solve(const std::vector<std::array<double, 3>>& a, const std::vector<double>& y, std::array<bool, 3> use,
+             std::array<double, 3>& x) {
+  // normal equations, eliminated in place (3 x 3 at most)
+  std::array<std::array<double, 4>, 3> m{};
+  for (std::size_t i = 0; i < y.size(); ++i)
+    for (int r = 0; r < 3; ++r) {
+      if (!use[r]) continue;
+      for (int c = 0; c < 3; ++c)
+        if (use[c]) m[r][c] += a[i][r] * a[i][c];
+      m[r][3] += a[i][r] * y[i];
+    }
+  for (int r = 0; r < 3; ++r)
+    if (!use[r]) m[r][r] = 1, m[r][3] = 0;
+  for (int k = 0; k < 3; ++k) {
+    int pivot = k;
+    for (int r = k + 1; r < 3; ++r)
+      if (std::abs(m[r][k]) > std::abs(m[pivot][k])) pivot = r;
+    std::swap(m[k], m[pivot]);
+    if (std::abs(m[k][k]) < 1e-30) return std::numeric_limits<double>::infinity();
+    for (int r = 0; r < 3; ++r) {
+      if (r == k) continue;
+      const double f = m[r][k] / m[k][k];
+      for (int c = k; c < 4; ++c) m[r][c] -= f * m[k][c];
+    }
+  }
+  for (int k = 0; k < 3; ++k) x[k] = m[k][3] / m[k][k];
+  double sse = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    double e = y[i] - (a[i][0] * x[0] + a[i][1] * x[1] + a[i][2] * x[2]);
+    sse += e * e;
+  }
+  return sse;
+}
+
+}  // namespace
+
+result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int threads) {
+  threads = std::max(1, threads);
+  auto analysis = planner::analyze_model(tiny_model, 1);
+  if (!analysis) return analysis.error();
+  using planner::schedule_kind;
+  // one rank; two ranks three ways; a deep pipeline; and, where ranks outnumber the threads, four
+  std::vector<planner::parallel_plan> plans = {
+      {.dp = 1}, {.dp = 2}, {.tp = 2}, {.pp = 2}, {.pp = 2, .micro_batches = 8}, {.dp = 4}, {.pp = 4, .micro_batches = 4}};
+  std::vector<std::array<double, 3>> rows;  // coefficients of (per task, per step, per rank)
+  std::vector<double> excess;               // measured - the simulation without overheads
+  std::vector<double> base;
+  runtime_overhead out;
+  constexpr double probe_task_s = 1e-4;
+  for (const auto& plan : plans) {
+    planner::search_options o;
+    o.batch = tiny_batch;
+    o.topo = local_topology(p, plan.ranks(), threads);
+    o.eff = p.eff;
+    o.eff.per_task_seconds = o.eff.per_step_seconds = o.eff.per_rank_seconds = 0;
+    auto without = planner::evaluate_plan(**analysis, plan, o);
+    if (!without) return without.error();
+    o.eff.per_task_seconds = probe_task_s;
+    auto with = planner::evaluate_plan(**analysis, plan, o, without->cuts);
+    if (!with) return with.error();
+    auto measured = measured_step_seconds(plan, without->cuts, threads);
+    if (!measured) return make_error(measured.error().code, "runtime calibration, " + planner::describe(plan) + ": " +
+                                                                measured.error().message);
+    rows.push_back({(with->step_s - without->step_s) / probe_task_s, 1.0, static_cast<double>(plan.ranks() - 1)});
+    excess.push_back(*measured - without->step_s);
+    base.push_back(without->step_s);
+    out.samples.push_back({planner::describe(plan), *measured, 0});
+  }
+  // the best fit with every term non-negative: each subset of the terms, unconstrained
+  std::array<double, 3> best{0, 0, 0};
+  double best_sse = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < 8; ++mask) {
+    std::array<bool, 3> use{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+    std::array<double, 3> x{0, 0, 0};
+    double sse = solve(rows, excess, use, x);
+    if (x[0] < 0 || x[1] < 0 || x[2] < 0 || !(sse < best_sse)) continue;
+    best_sse = sse;
+    best = x;
+  }
+  out.per_task_s = best[0];
+  out.per_step_s = best[1];
+  out.per_rank_s = best[2];
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    out.samples[i].predicted_s = base[i] + rows[i][0] * best[0] + rows[i][1] * best[1] + rows[i][2] * best[2];
+  return out;
+}
+
+}  // namespace cohort::apps
