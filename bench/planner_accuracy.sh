@@ -8,6 +8,7 @@
 # plan measured against the best measured one.
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
+#   MLP_ROUNDS=5 bench/planner_accuracy.sh (rounds over the mlp plans, median per plan; default 3)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 steps=${1:-12}
@@ -46,15 +47,21 @@ for model in ${MODELS:-mlp gpt}; do
     $bin $base --cluster.profile="$work/after.json" --train.steps=$((n + warmup)) --train.warmup=$warmup \
       >/dev/null 2>&1
     $bin $base --cluster.profile="$work/after.json" --plan.only=true --plan.list="$work/after.jsonl" >/dev/null
-    # measure every fitting candidate (refit off: the profile stays as it is)
-    i=0
-    while IFS= read -r plan; do
-      i=$((i + 1))
-      echo "$plan" >"$work/plan-$i.json"
-      line=$($bin $base --cluster.profile="$work/before.json" --plan.refit=false --plan.file="$work/plan-$i.json" \
-               --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
-      echo "{\"model\":\"$model\",\"ranks\":$ranks,\"index\":$i,\"plan\":$plan,\"result\":$line}" >>"$out"
-    done < <(grep '"fits":true' "$work/before.jsonl")
+    # measure every fitting candidate (refit off: the profile stays as it is), in rounds that
+    # each run every plan once, so that the machine's drift over minutes falls on all plans
+    # alike; a plan's figure is its median over the rounds
+    rounds=1; [ $model = mlp ] && rounds=${MLP_ROUNDS:-3}
+    grep '"fits":true' "$work/before.jsonl" >"$work/fitting.jsonl"
+    for ((round = 1; round <= rounds; round++)); do
+      i=0
+      while IFS= read -r plan; do
+        i=$((i + 1))
+        echo "$plan" >"$work/plan-$i.json"
+        line=$($bin $base --cluster.profile="$work/before.json" --plan.refit=false --plan.file="$work/plan-$i.json" \
+                 --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
+        echo "{\"model\":\"$model\",\"ranks\":$ranks,\"index\":$i,\"round\":$round,\"plan\":$plan,\"result\":$line}" >>"$out"
+      done <"$work/fitting.jsonl"
+    done
     $py - "$model" "$ranks" "$work/before.jsonl" "$work/after.jsonl" >>"$out.predictions" <<'PY'
 import json, sys
 model, ranks, before, after = sys.argv[1:5]
@@ -97,7 +104,9 @@ for model in ("mlp", "gpt"):
     for ranks in (2, 4):
         sel = [r for r in rows if r["model"] == model and r["ranks"] == ranks and "prediction" in r["result"]]
         if not sel: continue
-        measured = {json.dumps(key(r["plan"])): r["result"]["prediction"]["measured_step_s"] for r in sel}
+        runs = {}
+        for r in sel: runs.setdefault(json.dumps(key(r["plan"])), []).append(r["result"]["prediction"]["measured_step_s"])
+        measured = {k: statistics.median(v) for k, v in runs.items()}
         p = [q for q in preds if q["model"] == model and q["ranks"] == ranks and json.dumps(q["key"]) in measured]
         m = [measured[json.dumps(q["key"])] for q in p]
         before = [q["before"] for q in p]
