@@ -248,7 +248,7 @@ planner::topology local_topology(const machine_profile& p, int ranks, int thread
   t.devices = ranks;
   t.devices_per_machine = ranks;
   t.speed = {p.flops_f32_per_core * kernel_threads, p.memory_bandwidth_bytes_per_s * kernel_threads,
-             p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads};
+             p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads, /*gemm_packs_operands=*/true};
   t.shared_cores = std::min(threads, std::max(1, p.cores));
   double memory = planner::detect_memory_bytes();
   t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;

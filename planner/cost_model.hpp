@@ -1,6 +1,8 @@
-// The cost model: pure functions with units in their names. Compute time is a roofline —
-// the larger of FLOPs at the device's peak times an efficiency and bytes at its memory
-// bandwidth times an efficiency, plus a fixed cost per operation; communication is the
+// The cost model: pure functions with units in their names. Compute time comes from FLOPs at
+// the device's peak times an efficiency and bytes at its memory bandwidth times an efficiency
+// (for matrix multiplies the larger of the two — or their sum on CPUs, whose BLAS packs the
+// operands before multiplying; the bytes alone for everything else), plus a fixed cost per
+// operation; communication is the
 // alpha-beta model of each collective's algorithm on the link it runs over. The
 // efficiencies are not constants baked in: they start at defaults, are fitted to measured
 // task times (refit), and are saved with the machine's profile.
@@ -51,13 +53,18 @@ struct device_speed {
   /// (0: no cache level modelled, as for accelerators whose HBM dominates).
   double cache_bytes = 0;
   double cache_bytes_per_s = 0;
+  /// The BLAS packs a GEMM's operands at every call before multiplying (OpenBLAS on CPUs), so
+  /// the traffic adds to the arithmetic; false (accelerators): the roofline's larger side.
+  bool gemm_packs_operands = false;
 };
 
 /// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
 op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 
-/// max(FLOPs / (peak x gemm efficiency) for matrix multiplies, bytes / (bandwidth x memory
-/// efficiency)) + the per-operation cost; the bandwidth is the cache's when the bytes fit in it.
+/// Matrix multiplies: FLOPs / (peak x gemm efficiency) and bytes / (bandwidth x memory
+/// efficiency), added where the device packs operands (the packing does not overlap the
+/// arithmetic), else the larger of the two; other operations: the bytes term alone; plus the
+/// per-operation cost. The bandwidth is the cache's when the bytes fit in it.
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e);
 
 /// One message of `bytes` over a link.

@@ -10,13 +10,18 @@
 using namespace cohort;
 using namespace cohort::planner;
 
-TEST_CASE("compute time is the roofline's larger side plus the per-operation cost") {
+TEST_CASE("compute time: the roofline (a GEMM's traffic added where the BLAS packs operands) plus the per-op cost") {
   device_speed d{1e11, 1e10};
   efficiency e{.gemm = 0.5, .memory = 0.5, .link = 0.5, .per_op_seconds = 1e-6};
   // a GEMM of 1 GFLOP over 1 MB: FLOP-bound, 1e9 / (1e11 * 0.5) = 20 ms
   CHECK(compute_seconds({1e9, 1e6, true}, d, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
   // the same GEMM over 1 GB: memory-bound, 1e9 / (1e10 * 0.5) = 200 ms
   CHECK(compute_seconds({1e9, 1e9, true}, d, e) == doctest::Approx(0.2 + 1e-6).epsilon(1e-12));
+  // on a CPU whose BLAS packs operands first, the two add: 20 ms + 0.2 ms, 20 ms + 200 ms
+  device_speed cpu{1e11, 1e10};
+  cpu.gemm_packs_operands = true;
+  CHECK(compute_seconds({1e9, 1e6, true}, cpu, e) == doctest::Approx(0.02 + 2e-4 + 1e-6).epsilon(1e-12));
+  CHECK(compute_seconds({1e9, 1e9, true}, cpu, e) == doctest::Approx(0.22 + 1e-6).epsilon(1e-12));
   // an element-wise op: its FLOPs never bound it, 1e8 bytes / 5e9 = 20 ms
   CHECK(compute_seconds({1e12, 1e8, false}, d, e) == doctest::Approx(0.02 + 1e-6).epsilon(1e-12));
   // with a 1 MB cache at 1e11 B/s: 1e6 bytes fit (1e6 / 5e10 = 20 us), 1e8 do not
