@@ -27,8 +27,8 @@ struct runtime_overhead {
   std::vector<sample> samples;
 };
 
-/// Trains the tiny model for a few hundred steps under each calibration plan on `threads`
-/// threads (about two seconds in all). `p` supplies the compute and link constants the
+/// Trains the tiny model twice for 140 steps under each calibration plan on `threads` threads
+/// and keeps the faster median (a few seconds in all). `p` supplies the compute and link constants the
 /// simulation subtracts; its overhead terms are ignored.
 result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int threads);
 
