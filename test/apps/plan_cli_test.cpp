@@ -115,6 +115,19 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
   CHECK(saved["refits"] == 1);
   CHECK(saved["flops_f32_per_core"].get<double>() > 1e8);
   CHECK(saved["efficiency"]["gemm"] == p["refit"]["efficiency"]["gemm"]);
+  // the runtime's overhead was measured (a line says what was fitted) and saved, refit
+  CHECK(r.err.find("calibration: runtime overhead") != std::string::npos);
+  for (const char* term : {"per_task_seconds", "per_step_seconds", "per_rank_seconds"}) {
+    CHECK(saved["efficiency"][term].get<double>() >= 0);
+    CHECK(saved["efficiency"][term] == p["refit"]["efficiency"][term]);
+  }
+  // a profile written before the overhead terms: its per-rank step cost is x per step and x per extra rank
+  std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
+    "memory_bandwidth_bytes_per_s": 1e10, "refits": 3, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.6, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6, "per_rank_step_seconds": 1e-4}})";
+  auto legacy = run(MLP_BINARY, "--data.name=synth --plan.only=true --cluster.profile=" + profile.string());
+  REQUIRE_MESSAGE(legacy.exit_code == 0, legacy.err);
+  CHECK(legacy.out.find("runtime 0 us per task, 100 us per step, 100 us per extra rank") != std::string::npos);
   // a malformed profile is an error naming the file and the field
   std::ofstream(profile) << R"({"cohort_profile": 1, "cores": "many"})";
   auto bad = run(MLP_BINARY, "--data.name=synth --plan.only=true --cluster.profile=" + profile.string());
