@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <limits>
 
 #include "actors/runtime.hpp"
 #include "apps/models.hpp"
 #include "planner/analysis.hpp"
+#include "planner/refit.hpp"
 #include "planner/search.hpp"
 
 namespace cohort::apps {
@@ -52,41 +52,6 @@ result<double> measured_step_seconds(const planner::parallel_plan& plan, const s
   return seconds[seconds.size() / 2];
 }
 
-// Least squares for y = A x over the columns in `use` (others 0); the residual's sum of squares.
-double solve(const std::vector<std::array<double, 3>>& a, const std::vector<double>& y, std::array<bool, 3> use,
-             std::array<double, 3>& x) {
-  // normal equations, eliminated in place (3 x 3 at most)
-  std::array<std::array<double, 4>, 3> m{};
-  for (std::size_t i = 0; i < y.size(); ++i)
-    for (int r = 0; r < 3; ++r) {
-      if (!use[r]) continue;
-      for (int c = 0; c < 3; ++c)
-        if (use[c]) m[r][c] += a[i][r] * a[i][c];
-      m[r][3] += a[i][r] * y[i];
-    }
-  for (int r = 0; r < 3; ++r)
-    if (!use[r]) m[r][r] = 1, m[r][3] = 0;
-  for (int k = 0; k < 3; ++k) {
-    int pivot = k;
-    for (int r = k + 1; r < 3; ++r)
-      if (std::abs(m[r][k]) > std::abs(m[pivot][k])) pivot = r;
-    std::swap(m[k], m[pivot]);
-    if (std::abs(m[k][k]) < 1e-30) return std::numeric_limits<double>::infinity();
-    for (int r = 0; r < 3; ++r) {
-      if (r == k) continue;
-      const double f = m[r][k] / m[k][k];
-      for (int c = k; c < 4; ++c) m[r][c] -= f * m[k][c];
-    }
-  }
-  for (int k = 0; k < 3; ++k) x[k] = m[k][3] / m[k][k];
-  double sse = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    double e = y[i] - (a[i][0] * x[0] + a[i][1] * x[1] + a[i][2] * x[2]);
-    sse += e * e;
-  }
-  return sse;
-}
-
 }  // namespace
 
 result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int threads) {
@@ -126,17 +91,7 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
     base.push_back(without->step_s);
     out.samples.push_back({planner::describe(plan), *measured, 0});
   }
-  // the best fit with every term non-negative: each subset of the terms, unconstrained
-  std::array<double, 3> best{0, 0, 0};
-  double best_sse = std::numeric_limits<double>::infinity();
-  for (int mask = 1; mask < 8; ++mask) {
-    std::array<bool, 3> use{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
-    std::array<double, 3> x{0, 0, 0};
-    double sse = solve(rows, excess, use, x);
-    if (x[0] < 0 || x[1] < 0 || x[2] < 0 || !(sse < best_sse)) continue;
-    best_sse = sse;
-    best = x;
-  }
+  const std::array<double, 3> best = planner::fit_nonnegative(rows, excess);
   out.per_task_s = best[0];
   out.per_step_s = best[1];
   out.per_rank_s = best[2];

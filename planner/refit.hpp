@@ -37,4 +37,9 @@ struct refit_result {
 
 refit_result refit(const std::vector<task_observation>& observations, const efficiency& current);
 
+/// Non-negative least squares with three unknowns, y ~ A x, x >= 0 (the runtime's overhead
+/// terms fitted to calibration runs): every subset of the columns solved unconstrained, the
+/// best fit whose terms are all non-negative; all zero when none is.
+std::array<double, 3> fit_nonnegative(const std::vector<std::array<double, 3>>& a, const std::vector<double>& y);
+
 }  // namespace cohort::planner

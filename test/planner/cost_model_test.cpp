@@ -121,3 +121,24 @@ TEST_CASE("refit: measured task times twice the prediction halve the efficiencie
   // nothing observed: unchanged
   CHECK(!refit({}, e).changed);
 }
+
+TEST_CASE("the overhead terms' fit: exact data is recovered, a term the data push below zero is held at zero") {
+  // columns: tasks on the critical path, 1 (per step), extra ranks — as the calibration plans give them
+  const std::vector<std::array<double, 3>> a = {{2, 1, 0}, {2, 1, 1}, {4, 1, 1}, {18, 1, 1}, {2, 1, 3}, {16, 1, 3}};
+  const std::array<double, 3> truth{40e-6, 300e-6, 120e-6};
+  std::vector<double> y;
+  for (const auto& row : a) y.push_back(row[0] * truth[0] + row[1] * truth[1] + row[2] * truth[2]);
+  auto x = fit_nonnegative(a, y);
+  for (int k = 0; k < 3; ++k) CHECK(x[static_cast<std::size_t>(k)] == doctest::Approx(truth[static_cast<std::size_t>(k)]).epsilon(1e-9));
+  // step times that fall as ranks are added: the per-rank term would be negative, so it is 0
+  // and the others are the least-squares fit without it
+  std::vector<double> falling;
+  for (const auto& row : a) falling.push_back(row[0] * 40e-6 + 300e-6 - row[2] * 50e-6);
+  auto held = fit_nonnegative(a, falling);
+  CHECK(held[2] == 0.0);
+  CHECK(held[0] >= 0.0);
+  CHECK(held[1] >= 0.0);
+  // nothing to explain: all zero
+  auto none = fit_nonnegative(a, std::vector<double>(a.size(), -1e-3));
+  CHECK((none[0] == 0.0 && none[1] == 0.0 && none[2] == 0.0));
+}
