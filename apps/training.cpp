@@ -34,7 +34,7 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.recompute", recompute, "let the planner recompute activations (cluster files only: not run here yet)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
       .add("cluster.profile", cluster_profile, "this machine's measured profile (default ~/.cache/cohort/profile.json)")
-      .add("cluster.calibrate", cluster_calibrate, "measure this machine (GEMM, memory, link) and save the profile")
+      .add("cluster.calibrate", cluster_calibrate, "measure this machine (GEMM, memory, link, the runtime's own overhead; a few seconds) and save the profile")
       .add("fault.max-restarts", max_restarts, "redo a failed step at most this many times")
       .add("fault.timeout-ms", timeout_ms, "the longest any wait inside a step may take")
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
