@@ -72,6 +72,8 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   return std::move(loop.out);
 }
 
+}  // namespace
+
 // Predicted against measured step time, and the refit of the cost model from the task
 // times (saved with the profile when --plan.refit).
 // `first` counts the refit in the profile (a run's later refits replace its first).
@@ -152,8 +154,6 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   }
   return out;
 }
-
-}  // namespace
 
 result<training_result> train(const training_job& job, const plan_options& plan,
                               const std::vector<std::string>& caf_arguments) {

@@ -67,6 +67,12 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                       task_totals& totals, const std::function<void(const task_totals&)>& on_totals,
                                       const std::function<void(actors::run_options&)>& customize = {});
 
+/// Predicted against measured step time (the median timed step) and the refit of the cost
+/// model from the task times, as the summary's "prediction"; saved with the profile when
+/// p.refit (`first`: counted as a new refit in the profile, else replacing the run's last).
+json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t,
+                       bool first);
+
 /// One process of a multi-process job (apps/training_processes.cpp).
 result<training_result> train_processes(const training_job& job, const plan_options& p,
                                         const std::vector<std::string>& caf_arguments);

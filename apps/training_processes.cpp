@@ -103,14 +103,32 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       return make_error(errc::closed, lost->describe());
     return r;
   }
+  // every rank's task times on the coordinator, for the refit: each process adds its own ranks'
+  // (a contiguous block, in rank order) into a job-wide vector
+  std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * 3, 0.0);
+  std::size_t local = 0;
+  for (std::size_t rank = 0; rank < owner.size(); ++rank) {
+    if (owner[rank] != g.process()) continue;
+    if (local < totals.per_rank.size())
+      for (std::size_t k = 0; k < 3; ++k) flat[rank * 3 + k] = totals.per_rank[local][k];
+    ++local;
+  }
+  auto job_totals = g.control->sum(3, flat);
+  if (!job_totals) return job_totals.error();
   if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
   r->report = coordinator;
   r->plan["processes"] = world;
   if (coordinator && setup && choice->predicted && totals.steps > 0) {
-    std::vector<double> steps = totals.step_seconds;
-    std::sort(steps.begin(), steps.end());
-    r->prediction = {{"predicted_step_s", choice->predicted->step_s}, {"measured_step_s", steps[steps.size() / 2]},
-                     {"note", "the cost model is not refit from multi-process runs yet"}};
+    task_totals all = totals;
+    all.per_rank.assign(owner.size(), {0.0, 0.0, 0.0});
+    for (std::size_t rank = 0; rank < owner.size(); ++rank)
+      for (std::size_t k = 0; k < 3; ++k) all.per_rank[rank][k] = (*job_totals)[rank * 3 + k];
+    // reported, not saved: the profile describes this machine's in-process runtime, and a job's
+    // data plane (TCP, UCX, another host) is a different link
+    plan_options report_only = p;
+    report_only.refit = false;
+    r->prediction = compare_and_refit(*choice, *setup, report_only, all, false);
+    r->prediction["note"] = "refit from every process's task times; not saved to the profile (its link is the in-process one)";
   }
   return r;
 }

@@ -90,6 +90,11 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.summary["plan"]["processes"] == c.processes);
+    // the coordinator refits the cost model from every process's task times and reports it
+    const auto& prediction = r.summary["prediction"];
+    CHECK(prediction["measured_step_s"].get<double>() > 0);
+    CHECK(prediction["refit"]["compute_factor"].get<double>() > 0);
+    CHECK(prediction["note"].get<std::string>().find("not saved") != std::string::npos);
     const auto& [want, serial_summary] = serial[c.binary];
     auto got = losses(path);
     std::filesystem::remove(path);
