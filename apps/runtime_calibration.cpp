@@ -58,7 +58,6 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
   threads = std::max(1, threads);
   auto analysis = planner::analyze_model(tiny_model, 1);
   if (!analysis) return analysis.error();
-  using planner::schedule_kind;
   // one rank; two ranks three ways; a deep pipeline; and, where ranks outnumber the threads, four
   std::vector<planner::parallel_plan> plans = {
       {.dp = 1}, {.dp = 2}, {.tp = 2}, {.pp = 2}, {.pp = 2, .micro_batches = 8}, {.dp = 4}, {.pp = 4, .micro_batches = 4}};
@@ -79,17 +78,17 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
     auto with = planner::evaluate_plan(**analysis, plan, o, without->cuts);
     if (!with) return with.error();
     // the faster of two runs' medians: a neighbour's burst on a shared machine slows a run, never speeds it
-    result<double> measured = std::numeric_limits<double>::infinity();
+    double measured = std::numeric_limits<double>::infinity();
     for (int pass = 0; pass < 2; ++pass) {
       auto once = measured_step_seconds(plan, without->cuts, threads);
       if (!once) return make_error(once.error().code, "runtime calibration, " + planner::describe(plan) + ": " +
                                                           once.error().message);
-      measured = std::min(*measured, *once);
+      measured = std::min(measured, *once);
     }
     rows.push_back({(with->step_s - without->step_s) / probe_task_s, 1.0, static_cast<double>(plan.ranks() - 1)});
-    excess.push_back(*measured - without->step_s);
+    excess.push_back(measured - without->step_s);
     base.push_back(without->step_s);
-    out.samples.push_back({planner::describe(plan), *measured, 0});
+    out.samples.push_back({planner::describe(plan), measured, 0});
   }
   const std::array<double, 3> best = planner::fit_nonnegative(rows, excess);
   out.per_task_s = best[0];
