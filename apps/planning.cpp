@@ -64,7 +64,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     if (!t) return t.error();
     s.search.topo = *t;
     // the overhead terms describe this machine's runtime, not the cluster's
-    s.search.eff.per_task_seconds = s.search.eff.per_step_seconds = s.search.eff.per_rank_seconds = 0;
+    s.search.eff = s.search.eff.without_runtime_overhead();
     s.search.half_precision = opts.half_precision;
     s.search.allow_recompute = opts.recompute;
     s.cluster = std::move(*c);

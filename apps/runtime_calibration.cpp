@@ -70,8 +70,7 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
     planner::search_options o;
     o.batch = tiny_batch;
     o.topo = local_topology(p, plan.ranks(), threads);
-    o.eff = p.eff;
-    o.eff.per_task_seconds = o.eff.per_step_seconds = o.eff.per_rank_seconds = 0;
+    o.eff = p.eff.without_runtime_overhead();
     auto without = planner::evaluate_plan(**analysis, plan, o);
     if (!without) return without.error();
     o.eff.per_task_seconds = probe_task_s;

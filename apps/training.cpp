@@ -119,14 +119,11 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   // without calibrated terms the whole excess becomes per-step overhead).
   if (!setup.cluster) {
     planner::search_options again = setup.search;
-    again.eff = fit.eff;
-    again.eff.per_task_seconds = again.eff.per_step_seconds = again.eff.per_rank_seconds = 0;
     again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
-    auto bare = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
-    again.eff.per_task_seconds = fit.eff.per_task_seconds;
-    again.eff.per_step_seconds = fit.eff.per_step_seconds;
-    again.eff.per_rank_seconds = fit.eff.per_rank_seconds;
+    again.eff = fit.eff;
     auto with = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
+    again.eff = fit.eff.without_runtime_overhead();
+    auto bare = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
     if (bare && with) {
       const double excess = std::max(0.0, measured - bare->step_s), modelled = with->step_s - bare->step_s;
       if (modelled > 0) {

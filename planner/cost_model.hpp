@@ -42,6 +42,12 @@ struct efficiency {
   double per_step_seconds = 0;
   ///   each step, per rank beyond the first (the coordinator's fan-out and fan-in).
   double per_rank_seconds = 0;
+  /// The cost model without the runtime's terms (the bare simulation; a cluster's devices).
+  efficiency without_runtime_overhead() const {
+    efficiency e = *this;
+    e.per_task_seconds = e.per_step_seconds = e.per_rank_seconds = 0;
+    return e;
+  }
   /// Overhead of a step outside its tasks for `ranks` ranks.
   double step_overhead_seconds(int ranks) const { return per_step_seconds + per_rank_seconds * (ranks > 1 ? ranks - 1 : 0); }
 };
