@@ -31,7 +31,7 @@ status allreduce(const kernels::kernel_call& c) {
   auto s = setup(c);
   if (!s) return s.error();
   c.out[0].copy_from(c.in[0]);
-  return transport::allreduce_ring(*s->ctx->channel, *s->group, c.out[0], s->options);
+  return transport::allreduce(*s->ctx->channel, *s->group, c.out[0], s->options);
 }
 
 status all_gather(const kernels::kernel_call& c) {
@@ -59,7 +59,7 @@ status reduce_scatter(const kernels::kernel_call& c) {
   if (!s) return s.error();
   const auto& a = std::get<collective_attrs>(c.op.attrs);
   tensor whole = c.in[0].clone();
-  if (auto st = transport::allreduce_ring(*s->ctx->channel, *s->group, whole, s->options); !st) return st;
+  if (auto st = transport::allreduce(*s->ctx->channel, *s->group, whole, s->options); !st) return st;
   range mine = shard_range(a.extent, a.parts, a.index, a.granule);
   c.out[0].copy_from(whole.slice(a.dim, mine.begin, mine.end));
   return {};

@@ -112,7 +112,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
       tensor& grads = w.flat_grads();
       tensor piece = grads;
-      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce_ring(ch, dp_group, grads, dp_opt);
+      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce(ch, dp_group, grads, dp_opt);
       if (st && plan.shard_params) {
         range mine = owned_piece(plan, grads.numel(), at.dp_rank);
         piece = w.grad_piece(mine.size());

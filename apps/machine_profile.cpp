@@ -77,7 +77,7 @@ double allreduce_seconds(std::int64_t floats, int repeats) {
     for (int i = 0; i < repeats + 1; ++i) {
       o.tag = static_cast<std::uint64_t>(i);
       auto t0 = clock_type::now();
-      (void)transport::allreduce_ring(fabric.endpoint(rank), {0, 1}, buf, o);
+      (void)transport::allreduce(fabric.endpoint(rank), {0, 1}, buf, o);
       if (i > 0) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
     }
     // the fastest, as for the other peaks: a disturbance only ever makes an allreduce slower
@@ -213,12 +213,13 @@ machine_profile calibrate(int threads) {
   p.memory_bandwidth_bytes_per_s = copy_bytes_per_s(64u << 20);
   p.cache_bytes = last_level_cache_bytes();
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
-  // two ranks: t = 2 (alpha + bytes / 2 / beta) (transport's ring, n = 2)
+  // two ranks: t = alpha + bytes / beta (transport's allreduce on a pair: one exchange of the
+  // whole buffer; planner::allreduce_seconds prices it the same way)
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
   double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 20);
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
   p.link.bandwidth_bytes_per_s = 1.0 / per_byte;
-  p.link.latency_s = std::max(0.0, ts / 2.0 - static_cast<double>(small) * 4.0 / 2.0 * per_byte);
+  p.link.latency_s = std::max(0.0, ts - static_cast<double>(small) * 4.0 * per_byte);
   if (auto o = measure_runtime_overhead(p, threads); o) {
     p.eff.per_task_seconds = o->per_task_s;
     p.eff.per_step_seconds = o->per_step_s;

@@ -2,6 +2,7 @@
 #include "planner/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace cohort::planner {
 
@@ -50,6 +51,21 @@ double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const
   if (ranks <= 1 || bytes <= 0) return 0;
   double n = ranks;
   return 2.0 * (n - 1.0) * (l.latency_s + bytes / n / (l.bandwidth_bytes_per_s * e.link));
+}
+
+double allreduce_recursive_doubling_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  return std::log2(static_cast<double>(ranks)) * (l.latency_s + bytes / (l.bandwidth_bytes_per_s * e.link));
+}
+
+bool allreduce_uses_recursive_doubling(double bytes, int ranks) {
+  const bool power_of_two = ranks > 1 && (ranks & (ranks - 1)) == 0;
+  return power_of_two && (ranks == 2 || bytes <= 64.0 * 1024.0);
+}
+
+double allreduce_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
+  return allreduce_uses_recursive_doubling(bytes, ranks) ? allreduce_recursive_doubling_seconds(bytes, ranks, l, e)
+                                                          : allreduce_ring_seconds(bytes, ranks, l, e);
 }
 
 double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {

@@ -9,7 +9,7 @@
 //
 //   op_profile p = profile_of(g, g.nodes()[i]);                  // per batch row
 //   double s = compute_seconds(p.scaled(rows), device_peak, eff);
-//   double c = allreduce_ring_seconds(grad_bytes, dp, {50e9, 5e-6}, eff);
+//   double c = allreduce_seconds(grad_bytes, dp, {50e9, 5e-6}, eff);
 #pragma once
 
 #include <cstdint>
@@ -77,6 +77,14 @@ double compute_seconds(const op_profile& p, const device_speed& d, const efficie
 double p2p_seconds(double bytes, const link_cost& l, const efficiency& e);
 /// Ring allreduce of `bytes` over `ranks`: 2(n-1) steps of bytes/n.
 double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
+/// Recursive-doubling allreduce: log2(n) exchanges of the whole buffer.
+double allreduce_recursive_doubling_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
+/// Whether the runtime's allreduce (transport::allreduce_algorithm_for) uses recursive
+/// doubling: on 2 ranks, and on larger power-of-two groups for at most 64 KiB (planner/ does
+/// not link transport/; test/planner/cost_model_test.cpp checks the two rules agree).
+bool allreduce_uses_recursive_doubling(double bytes, int ranks);
+/// The allreduce the runtime runs: recursive doubling or the ring, by that rule.
+double allreduce_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 /// Ring reduce-scatter or all-gather of a `bytes` buffer: n-1 steps of bytes/n.
 double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);

@@ -179,7 +179,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     }
     if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm};
     double seconds = compute_seconds(cost, o.topo.speed, o.eff);
-    double comm = allreduce_ring_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
+    double comm = allreduce_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
     comm_s[owner] += comm;
   }
@@ -251,7 +251,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     double grads = params[k] * bytes_scale;
     double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff) +
                                          all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff)
-                                   : allreduce_ring_seconds(grads, p.dp, dp_link, o.eff);
+                                   : allreduce_seconds(grads, p.dp, dp_link, o.eff);
     // the optimizer streams parameters, gradients and state once: from the cache when they fit
     double update = compute_seconds({0.0, owned * (3.0 + 2.0 * slots), false}, o.topo.speed, o.eff);
     timing[k].update_s = reduce + update;
@@ -272,7 +272,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     host_stage.send_forward_s = handoff;
     timing[0].send_backward_s = handoff;
     double owned = p.shard_params ? host_params / p.dp : host_params;
-    host_stage.update_s = allreduce_ring_seconds(host_params * bytes_scale, p.dp, dp_link, o.eff) +
+    host_stage.update_s = allreduce_seconds(host_params * bytes_scale, p.dp, dp_link, o.eff) +
                           owned * (3.0 + 2.0 * slots) / (host.speed.memory_bytes_per_s * o.eff.memory);
     double host_memory = host_params * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
                          a.cut_bytes(head, rows) * bytes_scale * p.micro_batches;

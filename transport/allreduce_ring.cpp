@@ -11,7 +11,7 @@
 namespace cohort::transport {
 
 using detail::copy_range;
-using detail::in_step;
+using detail::exchange_step;
 
 void sum_floats(float* acc, const float* in, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] += in[i];
@@ -21,53 +21,6 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-// What goes on the wire: a view of the buffer when the channel copies it out before send()
-// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
-tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r) {
-  if (!ch.send_copies(peer)) return copy_range(work, r);
-  return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin);
-}
-
-// A ring step: send `out` to the next rank, receive `in` from the previous one and hand each
-// received part to take(part's range, tensor). Between processes the pieces travel in chunks of
-// 1 MiB and the next chunk is sent before the current one is taken, so the transfer of one
-// overlaps the reduction of the other (and the chunk being reduced is still in cache). Both ends
-// of a pair chunk the same way: a piece's ranges are the same on the two ranks.
-constexpr std::int64_t chunk_elems = std::int64_t{1} << 18;
-
-template <class Take>
-status ring_step(channel& ch, const detail::ring_position& p, const tensor& work, range out, range in,
-                 const collective_options& o, const char* what, int step, Take take) {
-  auto chunk_of = [](bool peer_remote, range r) { return peer_remote ? chunk_elems : std::max<std::int64_t>(1, r.size()); };
-  const std::int64_t out_chunk = chunk_of(ch.send_copies(p.next), out), in_chunk = chunk_of(ch.send_copies(p.prev), in);
-  auto part = [](range r, std::int64_t k, std::int64_t c) { return range{r.begin + k * c, std::min(r.end, r.begin + (k + 1) * c)}; };
-  auto parts = [](range r, std::int64_t c) { return std::max<std::int64_t>(1, (r.size() + c - 1) / c); };
-  const std::int64_t out_parts = parts(out, out_chunk), in_parts = parts(in, in_chunk);
-  std::int64_t sent = 0;
-  auto send_next = [&]() -> status {
-    const range r = part(out, sent++, out_chunk);
-    if (auto st = ch.send(p.next, o.tag, piece_to_send(ch, p.next, work, r), o.timeout); !st)
-      return in_step(st.error(), what, step, ch.rank(), p.next);
-    return {};
-  };
-  if (auto st = send_next(); !st) return st;
-  for (std::int64_t k = 0; k < in_parts; ++k) {
-    if (sent < out_parts)
-      if (auto st = send_next(); !st) return st;
-    auto got = ch.recv(p.prev, o.tag, o.timeout);
-    if (!got) return in_step(got.error(), what, step, ch.rank(), p.prev);
-    const range r = part(in, k, in_chunk);
-    if (got->numel() != r.size())
-      return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) +
-                                                    " elements from rank " + std::to_string(p.prev) + ", expected " +
-                                                    std::to_string(r.size()));
-    take(r, *got);
-  }
-  while (sent < out_parts)
-    if (auto st = send_next(); !st) return st;
-  return {};
-}
-
 // In-place ring reduce-scatter over the flat buffer `work`; piece i ends reduced on rank i.
 status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work,
                                const collective_options& o, const char* what) {
@@ -75,7 +28,7 @@ status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tens
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s - 1, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 2, p.size));
-    auto st = ring_step(ch, p, work, out, in, o, what, s, [&](range r, const tensor& got) {
+    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, [&](range r, const tensor& got) {
       o.reduce(work.data<float>() + r.begin, got.data<float>(), r.size());
     });
     if (!st) return st;
@@ -91,7 +44,7 @@ status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& 
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 1, p.size));
-    auto st = ring_step(ch, p, work, out, in, o, what, s, [&](range r, const tensor& got) {
+    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, [&](range r, const tensor& got) {
       if (r.size() > 0)
         std::memcpy(work.data<std::byte>() + r.begin * static_cast<std::int64_t>(elem), got.data<std::byte>(),
                     static_cast<std::size_t>(r.size()) * elem);

@@ -1,5 +1,5 @@
-// Collectives over a channel, among a group of ranks: ring allreduce, ring reduce-scatter,
-// ring all-gather, broadcast and barrier. The reduction arrives as a callback, so transport/
+// Collectives over a channel, among a group of ranks: allreduce (ring or recursive doubling,
+// picked by size), ring reduce-scatter, ring all-gather, broadcast and barrier. The reduction arrives as a callback, so transport/
 // does not depend on the kernels; every wait has the options' timeout, and a timeout or a
 // closed channel comes back as an error value naming the step and the peer.
 //
@@ -8,7 +8,7 @@
 // flat buffer given by shard_range(numel, group size, i).
 //
 //   collective_options opt{.tag = 42, .reduce = sum_floats, .timeout = 30s};
-//   status st = allreduce_ring(me, {0, 1, 2, 3}, grads, opt);     // grads: contiguous f32
+//   status st = allreduce(me, {0, 1, 2, 3}, grads, opt);          // grads: contiguous f32
 #pragma once
 
 #include <chrono>
@@ -33,7 +33,20 @@ struct collective_options {
   milliseconds timeout{30000};
 };
 
-/// buf = the reduction of every rank's buf (all ranks end with the same values).
+/// How allreduce() reduces: recursive doubling (log2 n steps, each exchanging the whole buffer
+/// with one partner) on groups of 2, and on larger power-of-two groups for buffers of at most
+/// recursive_doubling_max_bytes, where latency dominates; the ring (2(n-1) steps of a 1/n
+/// piece) otherwise. The cost model (planner/cost_model) prices the same rule.
+enum class allreduce_algorithm { ring, recursive_doubling };
+constexpr std::int64_t recursive_doubling_max_bytes = std::int64_t{64} << 10;
+allreduce_algorithm allreduce_algorithm_for(std::int64_t bytes, int ranks);
+
+/// buf = the reduction of every rank's buf; every rank ends with the same bits (the reduction
+/// must be commutative, as sums and maxima are). Picks the algorithm by allreduce_algorithm_for.
+status allreduce(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
+
+/// The two algorithms, for tests and benchmarks; recursive doubling needs a power-of-two group.
+status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
 status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
 
 /// out = this rank's piece of the reduction of every rank's `in` (out has the piece's size).

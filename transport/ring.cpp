@@ -26,6 +26,11 @@ tensor copy_range(const tensor& flat, range r) {
   return out;
 }
 
+tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r) {
+  if (!ch.send_copies(peer)) return copy_range(work, r);
+  return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin);
+}
+
 error in_step(const error& e, const char* what, int step, int me, int peer) {
   return make_error(e.code, std::string(what) + " step " + std::to_string(step) + " (rank " + std::to_string(me) +
                                 " <- " + std::to_string(peer) + "): " + e.message);

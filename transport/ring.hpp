@@ -1,6 +1,8 @@
-// Internal helpers of the ring collectives: a rank's place in its ring and piece ranges.
+// Internal helpers of the collectives: a rank's place in its ring, piece ranges, and the
+// exchange step every ring and recursive-doubling step is made of.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "graph/placement.hpp"
 #include "graph/tensor.hpp"
 #include "transport/channel.hpp"
+#include "transport/collectives.hpp"
 
 namespace cohort::transport::detail {
 
@@ -24,5 +27,54 @@ tensor copy_range(const tensor& flat, range r);
 
 /// Adds context to a transport error: "allreduce step 2 (rank 3 <- 2): ..."
 error in_step(const error& e, const char* what, int step, int me, int peer);
+
+/// What goes on the wire: a view of the buffer when the channel copies it out before send()
+/// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
+tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r);
+
+/// Between processes pieces travel in chunks of this many elements (1 MiB of f32).
+constexpr std::int64_t exchange_chunk_elems = std::int64_t{1} << 16;
+
+/// One step: sends elements `out` of `work` to `send_to`, receives `in` from `recv_from` and
+/// hands each received part to take(part's range, tensor). Between processes the pieces travel
+/// in chunks and the next chunk is sent before the current one is taken, so the transfer of
+/// one overlaps the reduction of the other (and the chunk being reduced is still in cache).
+/// Both ends of a pair chunk the same way: a piece's ranges are the same on the two ranks.
+/// A chunk is sent before the received chunk of the same range is taken, so `take` may
+/// write the range it is given even when `out` and `in` overlap.
+template <class Take>
+status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
+                     const collective_options& o, const char* what, int step, Take take) {
+  auto chunk_of = [](bool peer_remote, range r) {
+    return peer_remote ? exchange_chunk_elems : std::max<std::int64_t>(1, r.size());
+  };
+  const std::int64_t out_chunk = chunk_of(ch.send_copies(send_to), out), in_chunk = chunk_of(ch.send_copies(recv_from), in);
+  auto part = [](range r, std::int64_t k, std::int64_t c) { return range{r.begin + k * c, std::min(r.end, r.begin + (k + 1) * c)}; };
+  auto parts = [](range r, std::int64_t c) { return std::max<std::int64_t>(1, (r.size() + c - 1) / c); };
+  const std::int64_t out_parts = parts(out, out_chunk), in_parts = parts(in, in_chunk);
+  std::int64_t sent = 0;
+  auto send_next = [&]() -> status {
+    const range r = part(out, sent++, out_chunk);
+    if (auto st = ch.send(send_to, o.tag, piece_to_send(ch, send_to, work, r), o.timeout); !st)
+      return in_step(st.error(), what, step, ch.rank(), send_to);
+    return {};
+  };
+  if (auto st = send_next(); !st) return st;
+  for (std::int64_t k = 0; k < in_parts; ++k) {
+    if (sent < out_parts)
+      if (auto st = send_next(); !st) return st;
+    auto got = ch.recv(recv_from, o.tag, o.timeout);
+    if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);
+    const range r = part(in, k, in_chunk);
+    if (got->numel() != r.size())
+      return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) +
+                                                    " elements from rank " + std::to_string(recv_from) + ", expected " +
+                                                    std::to_string(r.size()));
+    take(r, *got);
+  }
+  while (sent < out_parts)
+    if (auto st = send_next(); !st) return st;
+  return {};
+}
 
 }  // namespace cohort::transport::detail

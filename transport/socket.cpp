@@ -9,8 +9,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -205,6 +207,32 @@ result<std::size_t> tcp_socket::read_some(void* data, std::size_t bytes) {
 
 bool tcp_socket::wait_readable(milliseconds timeout) const {
   return wait_for(fd_, POLLIN, clock::now() + timeout) != 0;
+}
+
+event_fd::event_fd() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+}
+event_fd::~event_fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+void event_fd::signal() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto put = ::write(fd_, &one, sizeof one);
+}
+
+bool tcp_socket::wait_readable(milliseconds timeout, int wake_fd) const {
+  const auto deadline = clock::now() + timeout;
+  for (;;) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int n = ::poll(p, 2, remaining_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    if (p[1].revents & POLLIN) {  // woken: consume the wake-up
+      std::uint64_t count = 0;
+      [[maybe_unused]] auto got = ::read(wake_fd, &count, sizeof count);
+    }
+    return (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+  }
 }
 
 void tcp_socket::set_buffers(int bytes) {

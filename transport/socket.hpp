@@ -45,6 +45,9 @@ class tcp_socket {
   status recv_exact(void* data, std::size_t bytes, milliseconds timeout);
   /// Waits until there is something to read (or the peer closed): false on timeout.
   bool wait_readable(milliseconds timeout) const;
+  /// The same, and also returns (false) when `wake_fd` (an eventfd) becomes readable,
+  /// consuming its count: another thread cuts the wait short.
+  bool wait_readable(milliseconds timeout, int wake_fd) const;
 
   /// Kernel buffers of `bytes` each way (capped by net.core.[rw]mem_max): a large message is
   /// handed to the kernel without waiting for the peer to read it.
@@ -78,6 +81,20 @@ class tcp_listener {
  private:
   int fd_ = -1;
   int port_ = 0;
+};
+
+/// An eventfd: one thread signals, another's poll() on it wakes (tcp_socket::wait_readable).
+class event_fd {
+ public:
+  event_fd();
+  ~event_fd();
+  event_fd(const event_fd&) = delete;
+  event_fd& operator=(const event_fd&) = delete;
+  void signal();
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
 };
 
 /// Whether `host` is a loopback address (127.0.0.0/8 or "localhost").

@@ -1,11 +1,11 @@
 // The TCP mesh: connection set-up, validated reader threads, framed sends.
 #include "transport/tcp_fabric.hpp"
 
-#include <condition_variable>
 #include <cstdio>
 #include <stdexcept>
 
 #include "transport/auth.hpp"
+#include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
 namespace cohort::transport {
@@ -36,9 +36,8 @@ struct tcp_fabric::connection {
   std::mutex write;
   std::mutex read;                 // held while reading: by the reader thread or a rank
   frame_in_progress in;            // guarded by `read`
-  std::atomic<int> spinning{0};    // ranks reading this connection themselves: the reader thread keeps out
-  std::mutex idle_mutex;
-  std::condition_variable idle;    // spinning fell to 0
+  progress_handoff readers;        // ranks reading this connection themselves, or the reader thread
+  event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
   std::vector<std::byte> discard;  // scratch for a stale frame's body
 };
 
@@ -163,14 +162,21 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   for (int p = 0; p < processes; ++p)
     if (p != o.process) f->conns_[static_cast<std::size_t>(p)]->socket.set_buffers(4 << 20);
   for (int p = 0; p < processes; ++p)
-    if (p != o.process) f->readers_.emplace_back([raw = f.get(), p] { raw->read_loop(p); });
+    if (p != o.process) {
+      connection& c = *f->conns_[static_cast<std::size_t>(p)];
+      c.readers.set_interrupt([&c] { c.wake.signal(); });
+      f->readers_.emplace_back([raw = f.get(), p] { raw->read_loop(p); });
+    }
   return f;
 }
 
 tcp_fabric::~tcp_fabric() {
   stopping_ = true;
   for (auto& c : conns_)
-    if (c) c->socket.shutdown();
+    if (c) {
+      c->socket.shutdown();
+      c->readers.wake();
+    }
   for (auto& t : readers_) t.join();
   close("the fabric was shut down");
 }
@@ -277,13 +283,10 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
   const int p = o_.process_of_rank[static_cast<std::size_t>(from)];
   connection& c = *conns_[static_cast<std::size_t>(p)];
   const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(std::chrono::microseconds(1000), timeout);
-  ++c.spinning;
+  c.readers.enter();
   do {
     if (auto t = box.try_take(from, tag)) {
-      if (--c.spinning == 0) {
-        std::lock_guard<std::mutex> lock(c.idle_mutex);
-        c.idle.notify_one();
-      }
+      c.readers.leave(/*satisfied=*/true);
       return std::move(*t);
     }
     if (!closed_reason().empty()) break;
@@ -295,23 +298,19 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
       }
     }
   } while (std::chrono::steady_clock::now() < spin_until);
-  if (--c.spinning == 0) {  // the reader thread takes over
-    std::lock_guard<std::mutex> lock(c.idle_mutex);
-    c.idle.notify_one();
-  }
+  c.readers.leave(/*satisfied=*/false);  // the reader thread takes over
   return box.take(from, tag, timeout, me);
 }
 
 void tcp_fabric::read_loop(int p) {
   connection& c = *conns_[static_cast<std::size_t>(p)];
   while (!stopping_) {
-    if (c.spinning > 0) {  // a rank is reading this connection itself: sleep until it stops
-      std::unique_lock<std::mutex> lock(c.idle_mutex);
-      c.idle.wait_for(lock, milliseconds(200), [&] { return c.spinning == 0 || stopping_; });
-      continue;
-    }
-    const bool readable = c.socket.wait_readable(milliseconds(200));
-    std::lock_guard<std::mutex> lock(c.read);
+    if (!c.readers.wait_turn(milliseconds(200), stopping_)) continue;  // ranks read it themselves
+    if (!c.readers.begin_blocking()) continue;
+    const bool readable = c.socket.wait_readable(milliseconds(200), c.wake.get());
+    c.readers.end_blocking();
+    std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // a rank is reading it
     if (!readable) {  // a frame begun and then nothing for the timeout: the peer is stuck
       if (!c.in.idle() && std::chrono::steady_clock::now() - c.in.last_progress > o_.timeout) {
         if (!stopping_) close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): a frame stalled for " +

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "transport/mailbox.hpp"
+#include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
 namespace cohort::transport {
@@ -72,15 +73,7 @@ struct ucx_fabric::impl {
   // waits for a message or a send (it drives progress itself for a while instead of
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
-  std::atomic<int> spinning{0};  // ranks driving progress now: the progress thread stays out of their way
-  std::mutex idle_mutex;
-  std::condition_variable idle;  // spinning fell to 0
-  void stop_spinning() {
-    if (--spinning == 0) {
-      std::lock_guard<std::mutex> lock(idle_mutex);
-      idle.notify_one();
-    }
-  }
+  progress_handoff drivers;      // ranks driving progress now, or the progress thread
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -176,17 +169,19 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
     queue.push_back(op);
   }
   const auto spin_until = std::chrono::steady_clock::now() + spin;
-  ++spinning;
+  drivers.enter();
+  bool sent = false;
   for (;;) {
     try_progress();
     {
       std::lock_guard<std::mutex> lock(send_mutex);
-      if (op->done || !closed_why.empty()) break;
+      sent = op->done;
+      if (sent || !closed_why.empty()) break;
     }
     if (std::chrono::steady_clock::now() > spin_until) break;
   }
-  stop_spinning();
-  ucp_worker_signal(worker);  // the progress thread takes over what is left
+  drivers.leave(sent);
+  if (!sent) ucp_worker_signal(worker);  // the progress thread takes over what is left
   std::unique_lock<std::mutex> lock(send_mutex);
   send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
   if (op->done && op->status != UCS_OK) return ucx_error("send to rank " + std::to_string(to), op->status);
@@ -199,16 +194,16 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
 result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milliseconds timeout) {
   mailbox& box = *boxes[static_cast<std::size_t>(me)];
   const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(spin, timeout);
-  ++spinning;
+  drivers.enter();
   do {
     if (auto t = box.try_take(from, tag)) {
-      stop_spinning();
+      drivers.leave(/*satisfied=*/true);
       return std::move(*t);
     }
     if (!reason().empty()) break;
     try_progress();
   } while (std::chrono::steady_clock::now() < spin_until);
-  stop_spinning();
+  drivers.leave(/*satisfied=*/false);
   ucp_worker_signal(worker);  // the progress thread takes over
   return box.take(from, tag, timeout, me);
 }
@@ -353,20 +348,17 @@ bool ucx_fabric::impl::progress_once() {
 
 void ucx_fabric::impl::run() {
   while (!stopping) {
-    if (spinning > 0) {  // a rank is driving progress itself: sleep until it stops
-      std::unique_lock<std::mutex> lock(idle_mutex);
-      idle.wait_for(lock, std::chrono::milliseconds(100), [&] { return spinning == 0 || stopping; });
-      continue;
-    }
+    if (!drivers.wait_turn(std::chrono::milliseconds(100), stopping)) continue;  // ranks drive it themselves
     bool armed = false;
     {
       std::lock_guard<std::mutex> lock(progress_mutex);
       if (progress_once()) continue;
       armed = ucp_worker_arm(worker) == UCS_OK;
     }
-    if (armed) {
+    if (armed && drivers.begin_blocking()) {  // a rank that starts driving signals the worker
       pollfd pfd{efd, POLLIN, 0};
       ::poll(&pfd, 1, 100);
+      drivers.end_blocking();
     }
   }
   std::lock_guard<std::mutex> lock(progress_mutex);
@@ -451,6 +443,7 @@ status ucx_fabric::connect(const std::vector<std::string>& addresses) {
     if (auto st = ucp_ep_create(p.worker, &ep, &p.eps[q]); st != UCS_OK)
       return ucx_error("endpoint to process " + std::to_string(q), st);
   }
+  p.drivers.set_interrupt([&p] { ucp_worker_signal(p.worker); });
   p.progress = std::thread([&p] { p.run(); });
   return {};
 }
@@ -459,6 +452,7 @@ ucx_fabric::~ucx_fabric() {
   auto& p = *p_;
   p.close("the fabric was shut down");
   p.stopping = true;
+  p.drivers.wake();
   ucp_worker_signal(p.worker);
   if (p.progress.joinable()) p.progress.join();
   else p.shutdown();

@@ -6,6 +6,7 @@
 #include "planner/cost_model.hpp"
 #include "planner/refit.hpp"
 #include "toy_models.hpp"
+#include "transport/collectives.hpp"
 
 using namespace cohort;
 using namespace cohort::planner;
@@ -47,6 +48,31 @@ TEST_CASE("collectives follow the alpha-beta model of the ring") {
   // a reduce-scatter and an all-gather move what one allreduce moves
   CHECK(reduce_scatter_ring_seconds(8e6, 4, l, e) + all_gather_ring_seconds(8e6, 4, l, e) ==
         doctest::Approx(allreduce_ring_seconds(8e6, 4, l, e)));
+}
+
+TEST_CASE("allreduce is priced as the runtime runs it: recursive doubling on pairs and small power-of-two groups") {
+  link_cost l{1e9, 1e-5};
+  efficiency e{.link = 0.5};
+  // 2 ranks: one exchange of the whole 8 MB at 0.5 GB/s = 16 ms, plus one latency
+  CHECK(allreduce_recursive_doubling_seconds(8e6, 2, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
+  CHECK(allreduce_seconds(8e6, 2, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
+  // 8 ranks, 32 KiB: 3 exchanges of 32 KiB; 8 ranks, 8 MB: the ring
+  CHECK(allreduce_seconds(32768, 8, l, e) == doctest::Approx(3 * (1e-5 + 32768 / 5e8)).epsilon(1e-12));
+  CHECK(allreduce_seconds(8e6, 8, l, e) == doctest::Approx(allreduce_ring_seconds(8e6, 8, l, e)));
+  CHECK(allreduce_seconds(1000, 3, l, e) == doctest::Approx(allreduce_ring_seconds(1000, 3, l, e)));
+  CHECK(allreduce_seconds(8e6, 1, l, e) == 0.0);
+  CHECK(allreduce_seconds(0, 2, l, e) == 0.0);
+}
+
+TEST_CASE("the cost model's allreduce rule is the transport's") {
+  for (int ranks : {1, 2, 3, 4, 6, 8, 16, 64})
+    for (std::int64_t bytes : {std::int64_t{4}, std::int64_t{65532}, std::int64_t{65536}, std::int64_t{65540},
+                               std::int64_t{1} << 20, std::int64_t{1} << 30}) {
+      CAPTURE(ranks);
+      CAPTURE(bytes);
+      CHECK(allreduce_uses_recursive_doubling(static_cast<double>(bytes), ranks) ==
+            (transport::allreduce_algorithm_for(bytes, ranks) == transport::allreduce_algorithm::recursive_doubling));
+    }
 }
 
 TEST_CASE("the pipeline bubble in closed form") {

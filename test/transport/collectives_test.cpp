@@ -1,9 +1,10 @@
 // Collectives with N ranks as N threads over the in-process channel: every collective for
-// N in {1, 2, 3, 4, 7}, sizes from 1 element to several MiB, exact rank-derived values
+// N in {1, 2, 3, 4, 7} (and 8 for recursive doubling), sizes from 1 element to several MiB, exact rank-derived values
 // (small integers, so every float sum is exact), plus timeouts and closed channels.
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "graph/placement.hpp"
 #include "support/spawn_ranks.hpp"
@@ -63,6 +64,62 @@ TEST_CASE("ring allreduce sums exactly for every rank count and size") {
         return {};
       }));
     }
+}
+
+TEST_CASE("allreduce picks recursive doubling for pairs and small power-of-two groups, the ring otherwise") {
+  CHECK(allreduce_algorithm_for(4, 1) == allreduce_algorithm::ring);
+  CHECK(allreduce_algorithm_for(std::int64_t{1} << 30, 2) == allreduce_algorithm::recursive_doubling);
+  CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes, 4) == allreduce_algorithm::recursive_doubling);
+  CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes + 4, 4) == allreduce_algorithm::ring);
+  CHECK(allreduce_algorithm_for(4, 8) == allreduce_algorithm::recursive_doubling);
+  CHECK(allreduce_algorithm_for(4, 3) == allreduce_algorithm::ring);
+  CHECK(allreduce_algorithm_for(4, 6) == allreduce_algorithm::ring);
+}
+
+TEST_CASE("allreduce and recursive doubling sum exactly for every rank count and size") {
+  for (int n : {1, 2, 3, 4, 7, 8})
+    for (std::int64_t size : sizes) {
+      CAPTURE(n);
+      CAPTURE(size);
+      in_process_fabric fabric(n);
+      require_all_ok(spawn_ranks(n, [&](int r) -> status {
+        tensor a = filled(r, size), b = filled(r, size);
+        if (auto st = allreduce(fabric.endpoint(r), all_ranks(n), a, {.tag = 1}); !st) return st;
+        if ((n & (n - 1)) == 0)
+          if (auto st = allreduce_recursive_doubling(fabric.endpoint(r), all_ranks(n), b, {.tag = 2}); !st) return st;
+        for (std::int64_t j = 0; j < size; ++j) {
+          if (a.data<float>()[j] != sum_over_ranks(n, j)) return expect(false, "allreduce: mismatch at " + std::to_string(j));
+          if ((n & (n - 1)) == 0 && b.data<float>()[j] != sum_over_ranks(n, j))
+            return expect(false, "recursive doubling: mismatch at " + std::to_string(j));
+        }
+        return {};
+      }));
+    }
+}
+
+TEST_CASE("recursive doubling leaves identical bits on every rank when the sums round") {
+  // Values whose sums round differently in different orders: every rank must still agree.
+  const int n = 8;
+  const std::int64_t size = 4099;
+  in_process_fabric fabric(n);
+  std::vector<tensor> out(n);
+  require_all_ok(spawn_ranks(n, [&](int r) -> status {
+    tensor buf = tensor::empty({size});
+    for (std::int64_t j = 0; j < size; ++j) buf.data<float>()[j] = 1.0f / static_cast<float>(3 + r * 7 + j % 11) * (r % 2 ? 1e4f : 1e-3f);
+    if (auto st = allreduce_recursive_doubling(fabric.endpoint(r), all_ranks(n), buf, {.tag = 3}); !st) return st;
+    out[static_cast<std::size_t>(r)] = buf;
+    return {};
+  }));
+  for (int r = 1; r < n; ++r)
+    CHECK(std::memcmp(out[0].data<float>(), out[static_cast<std::size_t>(r)].data<float>(), size * sizeof(float)) == 0);
+}
+
+TEST_CASE("recursive doubling refuses a group whose size is not a power of two") {
+  in_process_fabric fabric(3);
+  tensor buf = filled(0, 10);
+  auto st = allreduce_recursive_doubling(fabric.endpoint(0), all_ranks(3), buf, {.tag = 4});
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("power of two") != std::string::npos);
 }
 
 TEST_CASE("ring reduce-scatter leaves each rank its near-equal piece of the sum") {
