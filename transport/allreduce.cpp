@@ -29,7 +29,8 @@ status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, 
   int step = 0;
   for (int bit = 1; bit < p->size; bit <<= 1, ++step) {
     const int partner = group[static_cast<std::size_t>(p->index ^ bit)];
-    auto st = detail::exchange_step(ch, partner, partner, flat, all, all, o, "allreduce (recursive doubling)", step,
+    const detail::reduce_landing scratch(ch, partner);
+    auto st = detail::exchange_step(ch, partner, partner, flat, all, all, o, "allreduce (recursive doubling)", step, scratch,
                                     [&](range r, const tensor& got) { o.reduce(flat.data<float>() + r.begin, got.data<float>(), r.size()); });
     if (!st) return st;
   }

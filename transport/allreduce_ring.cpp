@@ -25,10 +25,11 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work,
                                const collective_options& o, const char* what) {
   const std::int64_t n = work.numel();
+  const detail::reduce_landing scratch(ch, p.prev);
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s - 1, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 2, p.size));
-    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, [&](range r, const tensor& got) {
+    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, scratch, [&](range r, const tensor& got) {
       o.reduce(work.data<float>() + r.begin, got.data<float>(), r.size());
     });
     if (!st) return st;
@@ -44,8 +45,9 @@ status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& 
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 1, p.size));
-    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, [&](range r, const tensor& got) {
-      if (r.size() > 0)
+    auto in_place = [&](range r) { return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin); };
+    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, in_place, [&](range r, const tensor& got) {
+      if (r.size() > 0 && got.data<std::byte>() != work.data<std::byte>() + r.begin * static_cast<std::int64_t>(elem))
         std::memcpy(work.data<std::byte>() + r.begin * static_cast<std::int64_t>(elem), got.data<std::byte>(),
                     static_cast<std::size_t>(r.size()) * elem);
     });

@@ -16,6 +16,7 @@
 //   channel& me = fabric.endpoint(rank);
 //   me.send(peer, /*tag=*/7, t, 1s);
 //   result<tensor> r = me.recv(peer, 7, 30s);
+//   auto r2 = me.recv_landing(peer, 8, buf, 30s);  // possibly a view of buf
 #pragma once
 
 #include <chrono>
@@ -41,6 +42,15 @@ class channel {
   /// Whether send() to `peer` is done with the tensor's storage when it returns (it was
   /// copied to a socket or shared memory): then a view may be sent and written afterwards.
   virtual bool send_copies(int /*peer*/) const { return false; }
+  /// recv(), offering `landing` (contiguous) as the place for the payload: fabrics between
+  /// processes that see the message begin while the caller waits write it there and return a
+  /// view of `landing` (no buffer of their own, no copy); otherwise, and by default, the
+  /// channel's own tensor. Either way nothing writes to `landing` once the call has returned
+  /// (UCX cannot stop a receive it has matched: a UCX fabric whose rank gives up while the
+  /// payload arrives closes itself).
+  virtual result<tensor> recv_landing(int peer, std::uint64_t tag, const tensor& /*landing*/, milliseconds timeout) {
+    return recv(peer, tag, timeout);
+  }
 
  protected:
   /// For implementations: errc::invalid_argument ("send: rank 0 to nonexistent peer 9")

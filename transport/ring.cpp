@@ -31,6 +31,12 @@ tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r) {
   return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin);
 }
 
+tensor reduce_landing::operator()(range r) const {
+  if (!remote_ || r.size() > exchange_chunk_elems) return tensor();
+  thread_local tensor scratch = tensor::empty({exchange_chunk_elems});
+  return tensor(scratch.storage_ptr(), shape{r.size()}, dtype::f32, 0);
+}
+
 error in_step(const error& e, const char* what, int step, int me, int peer) {
   return make_error(e.code, std::string(what) + " step " + std::to_string(step) + " (rank " + std::to_string(me) +
                                 " <- " + std::to_string(peer) + "): " + e.message);

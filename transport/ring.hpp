@@ -32,19 +32,21 @@ error in_step(const error& e, const char* what, int step, int me, int peer);
 /// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
 tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r);
 
-/// Between processes pieces travel in chunks of this many elements (1 MiB of f32).
+/// Between processes pieces travel in chunks of this many elements (256 KiB of f32: a chunk
+/// being reduced stays in a core's cache).
 constexpr std::int64_t exchange_chunk_elems = std::int64_t{1} << 16;
 
-/// One step: sends elements `out` of `work` to `send_to`, receives `in` from `recv_from` and
-/// hands each received part to take(part's range, tensor). Between processes the pieces travel
-/// in chunks and the next chunk is sent before the current one is taken, so the transfer of
-/// one overlaps the reduction of the other (and the chunk being reduced is still in cache).
-/// Both ends of a pair chunk the same way: a piece's ranges are the same on the two ranks.
-/// A chunk is sent before the received chunk of the same range is taken, so `take` may
-/// write the range it is given even when `out` and `in` overlap.
-template <class Take>
+/// One step: sends elements `out` of `work` to `send_to`, receives `in` from `recv_from`.
+/// Each received part (a range of `in`) is offered land(range) as its landing place when that
+/// gives a tensor (channel::recv_landing: the payload may be written straight there), and
+/// take(range, tensor) consumes it, wherever it landed. Between processes the pieces travel in chunks and the next chunk is sent before the
+/// current one is taken, so the transfer of one overlaps the reduction of the other. Both
+/// ends of a pair chunk the same way: a piece's ranges are the same on the two ranks. A chunk
+/// is sent before the received chunk of the same range is taken, so `take` may write the
+/// range it is given even when `out` and `in` overlap.
+template <class Land, class Take>
 status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
-                     const collective_options& o, const char* what, int step, Take take) {
+                     const collective_options& o, const char* what, int step, Land land, Take take) {
   auto chunk_of = [](bool peer_remote, range r) {
     return peer_remote ? exchange_chunk_elems : std::max<std::int64_t>(1, r.size());
   };
@@ -63,18 +65,32 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
   for (std::int64_t k = 0; k < in_parts; ++k) {
     if (sent < out_parts)
       if (auto st = send_next(); !st) return st;
-    auto got = ch.recv(recv_from, o.tag, o.timeout);
-    if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);
     const range r = part(in, k, in_chunk);
-    if (got->numel() != r.size())
-      return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) +
-                                                    " elements from rank " + std::to_string(recv_from) + ", expected " +
-                                                    std::to_string(r.size()));
-    take(r, *got);
+    const tensor landing = land(r);
+    auto got = landing.storage_ptr() ? ch.recv_landing(recv_from, o.tag, landing, o.timeout) : ch.recv(recv_from, o.tag, o.timeout);
+    if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);
+    if (got->numel() != r.size() || got->type() != work.type())
+      return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) + " " +
+                                                    to_string(got->type()) + " elements from rank " + std::to_string(recv_from) +
+                                                    ", expected " + std::to_string(r.size()) + " " + to_string(work.type()));
+    take(r, got->is_contiguous() ? *got : got->contiguous());
   }
   while (sent < out_parts)
     if (auto st = send_next(); !st) return st;
   return {};
 }
+
+/// Where a reduction's received parts land: when `peer` is in another process, a scratch
+/// buffer of one chunk, reused for every part and every collective of the calling thread (it
+/// stays in cache and mapped); in-process nowhere (the channel's own tensor, which costs no
+/// copy there).
+class reduce_landing {
+ public:
+  reduce_landing(const channel& ch, int peer) : remote_(ch.send_copies(peer)) {}
+  tensor operator()(range r) const;
+
+ private:
+  bool remote_;
+};
 
 }  // namespace cohort::transport::detail

@@ -2,9 +2,11 @@
 #include "transport/tcp_fabric.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "transport/auth.hpp"
+#include "transport/posted_receives.hpp"
 #include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
@@ -37,6 +39,8 @@ struct tcp_fabric::connection {
   std::mutex read;                 // held while reading: by the reader thread or a rank
   frame_in_progress in;            // guarded by `read`
   progress_handoff readers;        // ranks reading this connection themselves, or the reader thread
+  posted_receives posted;          // guarded by `read`: where ranks want their next payloads
+  explicit connection(int ranks) : posted(ranks) {}
   event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
   std::vector<std::byte> discard;  // scratch for a stale frame's body
 };
@@ -63,6 +67,43 @@ class tcp_fabric::endpoint_impl : public channel {
     if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
     if (f_.is_local(peer)) return f_.boxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
     return f_.recv_remote(rank_, peer, tag, timeout);
+  }
+
+  // Posts `landing` on the connection the message will come by, so that the payload of the
+  // frame is read from the socket straight into it.
+  result<tensor> recv_landing(int peer, std::uint64_t tag, const tensor& landing, milliseconds timeout) override {
+    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
+    if (f_.is_local(peer) || !landing.is_contiguous()) return recv(peer, tag, timeout);
+    mailbox& box = *f_.boxes_[static_cast<std::size_t>(rank_)];
+    connection& c = *f_.conns_[static_cast<std::size_t>(f_.o_.process_of_rank[static_cast<std::size_t>(peer)])];
+    {
+      std::lock_guard<std::mutex> lock(c.read);
+      if (auto t = box.try_take(peer, tag)) return std::move(*t);  // it came before we asked
+      const frame_in_progress& f = c.in;
+      const auto& m = f.prefix.meta;
+      if (f.at == frame_in_progress::stage::payload && m.destination == static_cast<std::uint32_t>(rank_) &&
+          m.source == static_cast<std::uint32_t>(peer) && m.tag == tag) {
+        // it is arriving into a buffer of its own: offering ours would let the next one land there
+      } else {
+        c.posted.post(rank_, peer, tag, landing);
+      }
+    }
+    auto got = f_.recv_remote(rank_, peer, tag, timeout);
+    posted_receives::state s;
+    {
+      std::lock_guard<std::mutex> lock(c.read);
+      frame_in_progress& f = c.in;
+      if (f.at == frame_in_progress::stage::payload && c.posted.aliases(rank_, f.body)) {
+        // we gave up while the payload was arriving: it goes on into a buffer of its own
+        tensor own = tensor::empty(f.body.shape(), f.body.type());
+        if (f.have > 0) std::memcpy(own.data<std::byte>(), f.body.data<std::byte>(), f.have);
+        f.body = std::move(own);
+      }
+      s = c.posted.withdraw(rank_);
+    }
+    if (!got && s == posted_receives::state::landed)  // it landed just as the wait ended
+      if (auto t = box.try_take(peer, tag)) return std::move(*t);
+    return got;
   }
 
  private:
@@ -128,7 +169,7 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
         --n;
         continue;
       }
-      auto c = std::make_unique<connection>();
+      auto c = std::make_unique<connection>(static_cast<int>(o.process_of_rank.size()));
       c->socket = std::move(*s);
       f->conns_[h->meta.source] = std::move(c);
     }
@@ -152,7 +193,7 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
                                                  "): " + s.error().message);
       break;
     }
-    auto c = std::make_unique<connection>();
+    auto c = std::make_unique<connection>(static_cast<int>(o.process_of_rank.size()));
     c->socket = std::move(*s);
     f->conns_[static_cast<std::size_t>(p)] = std::move(c);
   }
@@ -264,12 +305,16 @@ status tcp_fabric::pump(connection& c, int p) {
         return make_error(errc::io_error, "frame: source rank " + std::to_string(meta.source) + " does not live in process " + std::to_string(p));
       if (!is_local(static_cast<int>(meta.destination)))
         return make_error(errc::io_error, "frame: destination rank " + std::to_string(meta.destination) + " does not live in this process");
-      f.body = tensor::empty(std::move(*sh), f.prefix.type);
+      if (auto dst = c.posted.claim(static_cast<int>(meta.destination), static_cast<int>(meta.source), meta.tag, f.prefix.type, *sh))
+        f.body = std::move(*dst);  // a rank posted a buffer for exactly this message
+      else
+        f.body = tensor::empty(std::move(*sh), f.prefix.type);
       f.at = stage::payload;
       f.have = 0;
       if (f.prefix.payload_bytes > 0) continue;
     }
     // stage::payload complete: deliver
+    c.posted.complete(static_cast<int>(f.prefix.meta.destination), f.body);
     boxes_[f.prefix.meta.destination]->put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
     f = frame_in_progress{};
   }

@@ -7,7 +7,8 @@
 // validates every frame before use: the header against the limits, the source rank against
 // the ranks that process hosts, the destination against this process's ranks, the shape
 // against the payload size; a bad frame or a closed connection closes the fabric with a
-// reason that names the peer, which wakes every waiting rank.
+// reason that names the peer, which wakes every waiting rank. A rank waiting in recv_landing()
+// has posted its buffer: the payload of the message it waits for is read straight into it.
 //
 //   tcp_fabric_options o{.process_of_rank = {0, 1}, .process = me, .peers = roster, .generation = 1};
 //   auto f = tcp_fabric::connect(listener, o);      // listener: this process's data port

@@ -1,9 +1,11 @@
-// UCX fabric: one worker, one progress thread, two tagged messages per tensor.
+// UCX fabric: one worker, one progress thread, two tagged messages per tensor (a header, then
+// the payload, received into the buffer a waiting rank posted when it posted one).
 #include "transport/ucx_fabric.hpp"
 
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "transport/mailbox.hpp"
+#include "transport/posted_receives.hpp"
 #include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
@@ -74,6 +77,7 @@ struct ucx_fabric::impl {
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
   progress_handoff drivers;      // ranks driving progress now, or the progress thread
+  std::unique_ptr<posted_receives> posted;  // guarded by progress_mutex
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -127,6 +131,34 @@ class ucx_endpoint : public channel {
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
     if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
     return f_.recv(rank_, peer, tag, timeout);
+  }
+  // Posts `landing`: the payload of the message it waits for is received straight into it.
+  result<tensor> recv_landing(int peer, std::uint64_t tag, const tensor& landing, milliseconds timeout) override {
+    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
+    if (f_.is_local(peer) || !landing.is_contiguous()) return recv(peer, tag, timeout);
+    mailbox& box = *f_.boxes[static_cast<std::size_t>(rank_)];
+    {
+      std::lock_guard<std::mutex> lock(f_.progress_mutex);
+      if (auto t = box.try_take(peer, tag)) return std::move(*t);  // it came before we asked
+      // a message whose header came is arriving into a buffer of its own: offering ours then
+      // would let the next one land there
+      const auto& q = f_.incoming[static_cast<std::size_t>(f_.o.process_of_rank[static_cast<std::size_t>(peer)])];
+      const bool arriving = std::any_of(q.begin(), q.end(), [&](const auto& op) { return op->to == rank_ && op->from == peer && op->tag == tag; });
+      if (!arriving) f_.posted->post(rank_, peer, tag, landing);
+    }
+    auto got = f_.recv(rank_, peer, tag, timeout);
+    posted_receives::state s;
+    {
+      std::lock_guard<std::mutex> lock(f_.progress_mutex);
+      s = f_.posted->withdraw(rank_);
+    }
+    if (got) return got;
+    if (s == posted_receives::state::landed)  // it landed just as the wait ended
+      if (auto t = box.try_take(peer, tag)) return std::move(*t);
+    if (s == posted_receives::state::landing)  // UCX cannot stop a matched receive: end the fabric
+      f_.close("rank " + std::to_string(rank_) + " stopped waiting for rank " + std::to_string(peer) +
+               " while its payload arrived: " + got.error().message);
+    return got;
   }
 
  private:
@@ -297,7 +329,10 @@ bool ucx_fabric::impl::probe_headers() {
     op->from = static_cast<int>(h->meta.source);
     op->to = static_cast<int>(h->meta.destination);
     op->tag = h->meta.tag;
-    op->t = tensor::empty(std::move(*s), h->type);
+    if (auto dst = posted->claim(op->to, op->from, op->tag, h->type, *s))
+      op->t = std::move(*dst);  // a rank posted a buffer for exactly this message
+    else
+      op->t = tensor::empty(std::move(*s), h->type);
     incoming[static_cast<std::size_t>(p)].push_back(op);
     if (h->payload_bytes == 0) {
       op->complete = true;
@@ -327,6 +362,7 @@ void ucx_fabric::impl::deliver() {
         close("ucx: a payload from rank " + std::to_string(op->from) + ": " + ucs_status_string(op->status));
         return;
       }
+      posted->complete(op->to, op->t);
       boxes[static_cast<std::size_t>(op->to)]->put(op->from, op->tag, std::move(op->t));
     }
 }
@@ -423,6 +459,7 @@ result<std::shared_ptr<ucx_fabric>> ucx_fabric::create(const tcp_fabric_options&
     p->boxes.push_back(local ? std::make_unique<mailbox>() : nullptr);
     p->endpoints.push_back(local ? std::make_unique<ucx_endpoint>(*p, r) : nullptr);
   }
+  p->posted = std::make_unique<posted_receives>(ranks);
   p->next_seq.assign(o.peers.size(), 0);
   p->incoming.resize(o.peers.size());
   return std::shared_ptr<ucx_fabric>(new ucx_fabric(std::move(p)));

@@ -2,7 +2,8 @@
 // collectives give exactly the in-process results with 2 and 4 processes (one and two ranks
 // per process); a wrong job secret and a stale generation are refused while the right node
 // joins; a node killed with SIGKILL, or stopped with SIGSTOP, is reported as lost, naming it;
-// a peer sending a malformed data frame closes the fabric with a reason, not a crash.
+// a peer sending a malformed data frame closes the fabric with a reason, not a crash; a
+// payload lands in the buffer its receiver offered (recv_landing), early and late ones intact.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -72,19 +73,21 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
     threads.emplace_back([&, k] {
       const int me = process * per_process + k;
       channel& ch = (*fabric)->endpoint(me);
-      for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{(1 << 20) + 3}}) {
-        tensor buf = tensor::empty({n});
-        for (std::int64_t j = 0; j < n; ++j) buf.data<float>()[j] = value(me, j);
-        if (auto st = allreduce_ring(ch, group, buf, {.tag = 1, .timeout = 20s}); !st) {
-          results[static_cast<std::size_t>(k)] = st;
-          return;
-        }
-        for (std::int64_t j = 0; j < n; ++j)
-          if (buf.data<float>()[j] != static_cast<float>(ranks * (ranks + 1) / 2 * (j % 13 + 1))) {
-            results[static_cast<std::size_t>(k)] = expect(false, "allreduce wrong at " + std::to_string(j));
+      for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{(1 << 20) + 3}})
+        for (bool ring : {true, false}) {  // the ring, and allreduce()'s pick (recursive doubling on pairs)
+          tensor buf = tensor::empty({n});
+          for (std::int64_t j = 0; j < n; ++j) buf.data<float>()[j] = value(me, j);
+          auto st = ring ? allreduce_ring(ch, group, buf, {.tag = 1, .timeout = 20s}) : allreduce(ch, group, buf, {.tag = 3, .timeout = 20s});
+          if (!st) {
+            results[static_cast<std::size_t>(k)] = st;
             return;
           }
-      }
+          for (std::int64_t j = 0; j < n; ++j)
+            if (buf.data<float>()[j] != static_cast<float>(ranks * (ranks + 1) / 2 * (j % 13 + 1))) {
+              results[static_cast<std::size_t>(k)] = expect(false, std::string(ring ? "ring" : "allreduce()") + " wrong at " + std::to_string(j));
+              return;
+            }
+        }
       tensor b = tensor::full({7}, me == 1 ? 3.5f : 0.f);
       if (auto st = broadcast(ch, group, 1, b, {.tag = 2, .timeout = 20s}); !st) {
         results[static_cast<std::size_t>(k)] = st;
@@ -102,7 +105,82 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
   return (*cp)->finish(10s);
 }
 
+// Process 0 sends, process 1 receives with recv_landing(): the payload lands in the offered
+// buffer when it was offered first; a message that came before is returned as it is; a wait
+// that times out leaves the buffer alone, and the message it missed is received whole later.
+status run_landing(job_ports& ports, int process) {
+  auto cp = join_job(ports, process, 2);
+  if (!cp) return cp.error();
+  tcp_fabric_options fo{.process_of_rank = {0, 1}, .process = process, .timeout = 20s};
+  for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
+  auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
+  if (!fabric) return fabric.error();
+  channel& ch = (*fabric)->endpoint(process);
+  const std::int64_t n = 100000;
+  auto message = [&](float base) {
+    tensor t = tensor::empty({n});
+    for (std::int64_t j = 0; j < n; ++j) t.data<float>()[j] = base + static_cast<float>(j);
+    return t;
+  };
+  auto is_message = [&](const tensor& t, float base) {
+    if (t.numel() != n) return false;
+    for (std::int64_t j = 0; j < n; ++j)
+      if (t.data<float>()[j] != base + static_cast<float>(j)) return false;
+    return true;
+  };
+  if (process == 0) {
+    // 1: offered first (process 1 says it is about to wait; up to 5 tries for it to be waiting)
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto ready = ch.recv(1, 100 + static_cast<std::uint64_t>(attempt), 20s);
+      if (!ready) return ready.error();
+      if (ready->at(0) == 0.f) break;  // it has seen a landing
+      std::this_thread::sleep_for(100ms);
+      if (auto st = ch.send(1, 10 + static_cast<std::uint64_t>(attempt), message(1.f), 20s); !st) return st;
+    }
+    // 2: a message that arrives before the receiver asks for it
+    if (auto st = ch.send(1, 20, message(2.f), 20s); !st) return st;
+    if (auto st = ch.send(1, 21, tensor::zeros({1}), 20s); !st) return st;
+    // 3: sent only after the receiver's wait for it timed out
+    auto timed_out = ch.recv(1, 30, 20s);
+    if (!timed_out) return timed_out.error();
+    if (auto st = ch.send(1, 31, message(3.f), 20s); !st) return st;
+  } else {
+    bool landed = false;
+    for (int attempt = 0; attempt < 5 && !landed; ++attempt) {
+      if (auto st = ch.send(0, 100 + static_cast<std::uint64_t>(attempt), tensor::full({1}, 1.f), 20s); !st) return st;
+      tensor landing = tensor::full({n}, -1.f);
+      auto got = ch.recv_landing(0, 10 + static_cast<std::uint64_t>(attempt), landing, 20s);
+      if (!got) return got.error();
+      if (!is_message(*got, 1.f)) return expect(false, "the message offered a landing is wrong");
+      landed = got->data<float>() == landing.data<float>();
+      if (landed && !is_message(landing, 1.f)) return expect(false, "the landing buffer is wrong");
+      if (landed)
+        if (auto st = ch.send(0, 101 + static_cast<std::uint64_t>(attempt), tensor::zeros({1}), 20s); !st) return st;
+    }
+    if (!landed) return expect(false, "no payload landed in the offered buffer in 5 tries");
+    if (auto st = ch.recv(0, 21, 20s); !st) return st.error();  // message 20 is already here
+    tensor unused = tensor::full({n}, -1.f);
+    auto early = ch.recv_landing(0, 20, unused, 20s);
+    if (!early || !is_message(*early, 2.f)) return expect(false, "a message that came first is wrong");
+    tensor untouched = tensor::full({n}, -1.f);
+    auto late = ch.recv_landing(0, 31, untouched, 50ms);
+    if (late || late.error().code != errc::timeout) return expect(false, "the wait for message 31 did not time out");
+    if (auto st = ch.send(0, 30, tensor::zeros({1}), 20s); !st) return st;
+    auto whole = ch.recv(0, 31, 20s);
+    if (!whole || !is_message(*whole, 3.f)) return expect(false, "the message after a timed-out wait is wrong");
+    for (std::int64_t j = 0; j < n; ++j)
+      if (untouched.data<float>()[j] != -1.f) return expect(false, "a timed-out landing buffer was written");
+  }
+  return (*cp)->finish(10s);
+}
+
 }  // namespace
+
+TEST_CASE("recv_landing over TCP: the payload lands in the offered buffer; early and late messages stay whole") {
+  job_ports ports(2);
+  auto codes = spawn_processes(2, [&](int p) { return run_landing(ports, p); });
+  for (int c : codes) CHECK(c == 0);
+}
 
 TEST_CASE("ring collectives across 2 and 4 OS processes over TCP give the exact sums") {
   for (auto [processes, per_process] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
