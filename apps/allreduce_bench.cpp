@@ -1,4 +1,4 @@
-// cohort-allreduce: cohort's ring allreduce between processes, timed per size the way
+// cohort-allreduce: cohort's allreduce between processes, timed per size the way
 // nccl-tests and ../shared/bench/allreduce_torch.py report it (time per op, algbw, busbw),
 // one JSON line from process 0. A benchmark, not a test: bench/allreduce.sh runs it beside
 // gloo and Open MPI.
@@ -24,11 +24,13 @@ using json = nlohmann::json;
 
 int main(int argc, char** argv) {
   std::int64_t min_bytes = 4 << 10, max_bytes = 64 << 20, budget = std::int64_t{1} << 30;
+  std::string algorithm = "auto";
   process_options dist;
-  option_set opts("cohort-allreduce", "Times cohort's ring allreduce (sum, f32) between the processes of a job.");
+  option_set opts("cohort-allreduce", "Times cohort's allreduce (sum, f32) between the processes of a job.");
   opts.add("bench.min", min_bytes, "smallest buffer in bytes (doubling up to bench.max)")
       .add("bench.max", max_bytes, "largest buffer in bytes")
-      .add("bench.budget", budget, "bytes reduced per size (caps the iterations, as the gloo script does)");
+      .add("bench.budget", budget, "bytes reduced per size (caps the iterations, as the gloo script does)")
+      .add("bench.algorithm", algorithm, "auto (what training uses: transport::allreduce_algorithm_for), ring or recursive-doubling");
   dist.add_to(opts);
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("cohort-allreduce", parsed.error().message, 2);
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   if (dist.launches()) return launch_processes(argc, argv, dist, opts);
   if (!dist.multi_process()) return fail("cohort-allreduce", "run it with --launch.nproc=N (or RANK and WORLD_SIZE)", 2);
   if (min_bytes < 4 || max_bytes < min_bytes) return fail("cohort-allreduce", "need 4 <= bench.min <= bench.max", 2);
+  if (algorithm != "auto" && algorithm != "ring" && algorithm != "recursive-doubling")
+    return fail("cohort-allreduce", "--bench.algorithm: auto, ring or recursive-doubling, not '" + algorithm + "'", 2);
 
   auto group = form_process_group(dist);
   if (!group) return fail("cohort-allreduce", group.error().message, 1);
@@ -62,6 +66,8 @@ int main(int argc, char** argv) {
     transport::collective_options o{.tag = 0, .timeout = std::chrono::seconds(60)};
     auto once = [&]() -> status {
       o.tag = tag++;
+      if (algorithm == "ring") return transport::allreduce_ring(ch, ring, x, o);
+      if (algorithm == "recursive-doubling") return transport::allreduce_recursive_doubling(ch, ring, x, o);
       return transport::allreduce(ch, ring, x, o);
     };
     for (int i = 0; i < 3; ++i)
@@ -90,7 +96,7 @@ int main(int argc, char** argv) {
   }
   if (auto st = g.control->finish(std::chrono::seconds(10)); !st) return fail("cohort-allreduce", st.error().message, 1);
   if (g.process() == 0)
-    std::printf("%s\n", json({{"bench", "cohort_allreduce"}, {"transport", dist.transport}, {"world", world}, {"dtype", "float32"},
+    std::printf("%s\n", json({{"bench", "cohort_allreduce"}, {"transport", dist.transport}, {"algorithm", algorithm}, {"world", world}, {"dtype", "float32"},
                               {"results", rows}}).dump().c_str());
   return 0;
 }

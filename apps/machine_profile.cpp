@@ -65,7 +65,8 @@ double copy_bytes_per_s(std::size_t bytes) {
   return 2.0 * static_cast<double>(floats) * sizeof(float) / s;  // read + write
 }
 
-// Two threads allreduce `floats` floats `repeats` times; the fastest allreduce's seconds.
+// Two threads allreduce `floats` floats `repeats` times by recursive doubling (one exchange);
+// the fastest allreduce's seconds.
 double allreduce_seconds(std::int64_t floats, int repeats) {
   transport::in_process_fabric fabric(2);
   std::vector<double> per(2, 0.0);
@@ -77,7 +78,7 @@ double allreduce_seconds(std::int64_t floats, int repeats) {
     for (int i = 0; i < repeats + 1; ++i) {
       o.tag = static_cast<std::uint64_t>(i);
       auto t0 = clock_type::now();
-      (void)transport::allreduce(fabric.endpoint(rank), {0, 1}, buf, o);
+      (void)transport::allreduce_recursive_doubling(fabric.endpoint(rank), {0, 1}, buf, o);
       if (i > 0) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
     }
     // the fastest, as for the other peaks: a disturbance only ever makes an allreduce slower
@@ -213,8 +214,8 @@ machine_profile calibrate(int threads) {
   p.memory_bandwidth_bytes_per_s = copy_bytes_per_s(64u << 20);
   p.cache_bytes = last_level_cache_bytes();
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
-  // two ranks: t = alpha + bytes / beta (transport's allreduce on a pair: one exchange of the
-  // whole buffer; planner::allreduce_seconds prices it the same way)
+  // two ranks, recursive doubling at both sizes: t = alpha + bytes / beta (one exchange of the
+  // whole buffer; planner::allreduce_recursive_doubling_seconds prices it the same way)
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
   double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 20);
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta

@@ -60,7 +60,7 @@ double allreduce_recursive_doubling_seconds(double bytes, int ranks, const link_
 
 bool allreduce_uses_recursive_doubling(double bytes, int ranks) {
   const bool power_of_two = ranks > 1 && (ranks & (ranks - 1)) == 0;
-  return power_of_two && (ranks == 2 || bytes <= 64.0 * 1024.0);
+  return power_of_two && bytes <= (ranks == 2 ? 1024.0 * 1024.0 : 64.0 * 1024.0);
 }
 
 double allreduce_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {

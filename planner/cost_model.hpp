@@ -80,7 +80,7 @@ double allreduce_ring_seconds(double bytes, int ranks, const link_cost& l, const
 /// Recursive-doubling allreduce: log2(n) exchanges of the whole buffer.
 double allreduce_recursive_doubling_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 /// Whether the runtime's allreduce (transport::allreduce_algorithm_for) uses recursive
-/// doubling: on 2 ranks, and on larger power-of-two groups for at most 64 KiB (planner/ does
+/// doubling: on power-of-two groups for at most 1 MiB on a pair, 64 KiB on larger groups (planner/ does
 /// not link transport/; test/planner/cost_model_test.cpp checks the two rules agree).
 bool allreduce_uses_recursive_doubling(double bytes, int ranks);
 /// The allreduce the runtime runs: recursive doubling or the ring, by that rule.

@@ -1,5 +1,4 @@
-// allreduce(): recursive doubling for two ranks and for small buffers on power-of-two groups,
-// the ring otherwise. Recursive doubling: at step k rank i exchanges its whole running sum
+// allreduce(): recursive doubling for small buffers on power-of-two groups, the ring otherwise. Recursive doubling: at step k rank i exchanges its whole running sum
 // with the rank whose group index differs in bit k and folds the partner's sum into its own;
 // after log2 n steps every rank holds the total. The two partners of a step add the same two
 // values (a + b on one, b + a on the other), so all ranks end with identical bits.
@@ -12,7 +11,8 @@ namespace cohort::transport {
 
 allreduce_algorithm allreduce_algorithm_for(std::int64_t bytes, int ranks) {
   if (ranks <= 1 || !std::has_single_bit(static_cast<unsigned>(ranks))) return allreduce_algorithm::ring;
-  if (ranks == 2 || bytes <= recursive_doubling_max_bytes) return allreduce_algorithm::recursive_doubling;
+  if (bytes <= (ranks == 2 ? recursive_doubling_max_bytes_pair : recursive_doubling_max_bytes))
+    return allreduce_algorithm::recursive_doubling;
   return allreduce_algorithm::ring;
 }
 

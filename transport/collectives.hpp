@@ -34,10 +34,12 @@ struct collective_options {
 };
 
 /// How allreduce() reduces: recursive doubling (log2 n steps, each exchanging the whole buffer
-/// with one partner) on groups of 2, and on larger power-of-two groups for buffers of at most
-/// recursive_doubling_max_bytes, where latency dominates; the ring (2(n-1) steps of a 1/n
-/// piece) otherwise. The cost model (planner/cost_model) prices the same rule.
+/// with one partner) on power-of-two groups while latency dominates: up to 1 MiB on a pair,
+/// 64 KiB on larger groups (where each step moves the whole buffer again); the ring (2(n-1)
+/// steps of a 1/n piece, half the reduction work on a pair) otherwise. The cost model
+/// (planner/cost_model) prices the same rule.
 enum class allreduce_algorithm { ring, recursive_doubling };
+constexpr std::int64_t recursive_doubling_max_bytes_pair = std::int64_t{1} << 20;
 constexpr std::int64_t recursive_doubling_max_bytes = std::int64_t{64} << 10;
 allreduce_algorithm allreduce_algorithm_for(std::int64_t bytes, int ranks);
 

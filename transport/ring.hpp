@@ -32,31 +32,45 @@ error in_step(const error& e, const char* what, int step, int me, int peer);
 /// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
 tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r);
 
-/// Between processes pieces travel in chunks of this many elements (256 KiB of f32: a chunk
-/// being reduced stays in a core's cache).
+/// Between processes pieces travel in chunks: the first of 32 KiB (of f32), so the receiver
+/// starts at once, then doubling up to 256 KiB (a chunk being reduced stays in a core's cache,
+/// and a frame's own cost stays small beside its payload). In-process a piece is one part.
+constexpr std::int64_t exchange_first_chunk_elems = std::int64_t{1} << 13;
 constexpr std::int64_t exchange_chunk_elems = std::int64_t{1} << 16;
+
+/// The parts a piece `r` travels in (both ends of a pair cut a piece the same way).
+struct chunking {
+  range r;
+  bool split = false;  // chunks (between processes) or one part
+  std::int64_t count() const {
+    if (!split) return 1;
+    std::int64_t n = 0;
+    for (std::int64_t b = r.begin, c = exchange_first_chunk_elems; b < r.end; b += c, c = std::min(2 * c, exchange_chunk_elems)) ++n;
+    return std::max<std::int64_t>(1, n);
+  }
+  range part(std::int64_t k) const {
+    if (!split) return r;
+    std::int64_t b = r.begin, c = exchange_first_chunk_elems;
+    for (std::int64_t i = 0; i < k; ++i, c = std::min(2 * c, exchange_chunk_elems)) b += c;
+    return {std::min(b, r.end), std::min(r.end, b + c)};
+  }
+};
 
 /// One step: sends elements `out` of `work` to `send_to`, receives `in` from `recv_from`.
 /// Each received part (a range of `in`) is offered land(range) as its landing place when that
 /// gives a tensor (channel::recv_landing: the payload may be written straight there), and
-/// take(range, tensor) consumes it, wherever it landed. Between processes the pieces travel in chunks and the next chunk is sent before the
-/// current one is taken, so the transfer of one overlaps the reduction of the other. Both
-/// ends of a pair chunk the same way: a piece's ranges are the same on the two ranks. A chunk
+/// take(range, tensor) consumes it, wherever it landed. The next chunk is sent before the
+/// current one is taken, so the transfer of one overlaps the reduction of the other. A chunk
 /// is sent before the received chunk of the same range is taken, so `take` may write the
 /// range it is given even when `out` and `in` overlap.
 template <class Land, class Take>
 status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
                      const collective_options& o, const char* what, int step, Land land, Take take) {
-  auto chunk_of = [](bool peer_remote, range r) {
-    return peer_remote ? exchange_chunk_elems : std::max<std::int64_t>(1, r.size());
-  };
-  const std::int64_t out_chunk = chunk_of(ch.send_copies(send_to), out), in_chunk = chunk_of(ch.send_copies(recv_from), in);
-  auto part = [](range r, std::int64_t k, std::int64_t c) { return range{r.begin + k * c, std::min(r.end, r.begin + (k + 1) * c)}; };
-  auto parts = [](range r, std::int64_t c) { return std::max<std::int64_t>(1, (r.size() + c - 1) / c); };
-  const std::int64_t out_parts = parts(out, out_chunk), in_parts = parts(in, in_chunk);
+  const chunking out_chunks{out, ch.send_copies(send_to)}, in_chunks{in, ch.send_copies(recv_from)};
+  const std::int64_t out_parts = out_chunks.count(), in_parts = in_chunks.count();
   std::int64_t sent = 0;
   auto send_next = [&]() -> status {
-    const range r = part(out, sent++, out_chunk);
+    const range r = out_chunks.part(sent++);
     if (auto st = ch.send(send_to, o.tag, piece_to_send(ch, send_to, work, r), o.timeout); !st)
       return in_step(st.error(), what, step, ch.rank(), send_to);
     return {};
@@ -65,7 +79,7 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
   for (std::int64_t k = 0; k < in_parts; ++k) {
     if (sent < out_parts)
       if (auto st = send_next(); !st) return st;
-    const range r = part(in, k, in_chunk);
+    const range r = in_chunks.part(k);
     const tensor landing = land(r);
     auto got = landing.storage_ptr() ? ch.recv_landing(recv_from, o.tag, landing, o.timeout) : ch.recv(recv_from, o.tag, o.timeout);
     if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);

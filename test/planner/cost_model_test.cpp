@@ -50,12 +50,14 @@ TEST_CASE("collectives follow the alpha-beta model of the ring") {
         doctest::Approx(allreduce_ring_seconds(8e6, 4, l, e)));
 }
 
-TEST_CASE("allreduce is priced as the runtime runs it: recursive doubling on pairs and small power-of-two groups") {
+TEST_CASE("allreduce is priced as the runtime runs it: recursive doubling for small buffers on power-of-two groups") {
   link_cost l{1e9, 1e-5};
   efficiency e{.link = 0.5};
-  // 2 ranks: one exchange of the whole 8 MB at 0.5 GB/s = 16 ms, plus one latency
-  CHECK(allreduce_recursive_doubling_seconds(8e6, 2, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
-  CHECK(allreduce_seconds(8e6, 2, l, e) == doctest::Approx(1e-5 + 16e-3).epsilon(1e-12));
+  // 2 ranks, 1 MB: one exchange of the whole buffer at 0.5 GB/s = 2 ms, plus one latency;
+  // 8 MB: the ring, two steps of 4 MB
+  CHECK(allreduce_recursive_doubling_seconds(1e6, 2, l, e) == doctest::Approx(1e-5 + 2e-3).epsilon(1e-12));
+  CHECK(allreduce_seconds(1e6, 2, l, e) == doctest::Approx(1e-5 + 2e-3).epsilon(1e-12));
+  CHECK(allreduce_seconds(8e6, 2, l, e) == doctest::Approx(2 * (1e-5 + 8e-3)).epsilon(1e-12));
   // 8 ranks, 32 KiB: 3 exchanges of 32 KiB; 8 ranks, 8 MB: the ring
   CHECK(allreduce_seconds(32768, 8, l, e) == doctest::Approx(3 * (1e-5 + 32768 / 5e8)).epsilon(1e-12));
   CHECK(allreduce_seconds(8e6, 8, l, e) == doctest::Approx(allreduce_ring_seconds(8e6, 8, l, e)));
@@ -67,7 +69,7 @@ TEST_CASE("allreduce is priced as the runtime runs it: recursive doubling on pai
 TEST_CASE("the cost model's allreduce rule is the transport's") {
   for (int ranks : {1, 2, 3, 4, 6, 8, 16, 64})
     for (std::int64_t bytes : {std::int64_t{4}, std::int64_t{65532}, std::int64_t{65536}, std::int64_t{65540},
-                               std::int64_t{1} << 20, std::int64_t{1} << 30}) {
+                               std::int64_t{1} << 20, (std::int64_t{1} << 20) + 4, std::int64_t{1} << 30}) {
       CAPTURE(ranks);
       CAPTURE(bytes);
       CHECK(allreduce_uses_recursive_doubling(static_cast<double>(bytes), ranks) ==

@@ -66,9 +66,10 @@ TEST_CASE("ring allreduce sums exactly for every rank count and size") {
     }
 }
 
-TEST_CASE("allreduce picks recursive doubling for pairs and small power-of-two groups, the ring otherwise") {
+TEST_CASE("allreduce picks recursive doubling for small buffers on power-of-two groups, the ring otherwise") {
   CHECK(allreduce_algorithm_for(4, 1) == allreduce_algorithm::ring);
-  CHECK(allreduce_algorithm_for(std::int64_t{1} << 30, 2) == allreduce_algorithm::recursive_doubling);
+  CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes_pair, 2) == allreduce_algorithm::recursive_doubling);
+  CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes_pair + 4, 2) == allreduce_algorithm::ring);
   CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes, 4) == allreduce_algorithm::recursive_doubling);
   CHECK(allreduce_algorithm_for(recursive_doubling_max_bytes + 4, 4) == allreduce_algorithm::ring);
   CHECK(allreduce_algorithm_for(4, 8) == allreduce_algorithm::recursive_doubling);
