@@ -42,6 +42,11 @@ class channel {
   /// Whether send() to `peer` is done with the tensor's storage when it returns (it was
   /// copied to a socket or shared memory): then a view may be sent and written afterwards.
   virtual bool send_copies(int /*peer*/) const { return false; }
+  /// For collectives that send a large piece in chunks (pieces go whole where send() does not
+  /// copy): the first chunk's size in bytes. Small where the receiver can start on a chunk
+  /// while later ones travel (TCP); large where each message costs a rendezvous (UCX). Both
+  /// ends of a pair must answer alike (they run the same fabric).
+  virtual std::int64_t first_chunk_bytes(int /*peer*/) const { return std::int64_t{256} << 10; }
   /// recv(), offering `landing` (contiguous) as the place for the payload: fabrics between
   /// processes that see the message begin while the caller waits write it there and return a
   /// view of `landing` (no buffer of their own, no copy); otherwise, and by default, the

@@ -32,25 +32,28 @@ error in_step(const error& e, const char* what, int step, int me, int peer);
 /// returns (TCP, UCX), a copy when the receiver would share the storage (in-process).
 tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r);
 
-/// Between processes pieces travel in chunks: the first of 32 KiB (of f32), so the receiver
-/// starts at once, then doubling up to 256 KiB (a chunk being reduced stays in a core's cache,
-/// and a frame's own cost stays small beside its payload). In-process a piece is one part.
-constexpr std::int64_t exchange_first_chunk_elems = std::int64_t{1} << 13;
+/// Between processes pieces travel in chunks: the first of the channel's first_chunk_bytes,
+/// then doubling up to 256 KiB of f32 (a chunk being reduced stays in a core's cache, and a
+/// frame's own cost stays small beside its payload). In-process a piece is one part.
 constexpr std::int64_t exchange_chunk_elems = std::int64_t{1} << 16;
 
 /// The parts a piece `r` travels in (both ends of a pair cut a piece the same way).
 struct chunking {
   range r;
-  bool split = false;  // chunks (between processes) or one part
+  std::int64_t first = 0;  // the first chunk's elements; 0: one part
+  chunking(const channel& ch, int peer, range piece) : r(piece) {
+    if (ch.send_copies(peer))
+      first = std::clamp<std::int64_t>(ch.first_chunk_bytes(peer) / static_cast<std::int64_t>(sizeof(float)), 1, exchange_chunk_elems);
+  }
   std::int64_t count() const {
-    if (!split) return 1;
+    if (first == 0) return 1;
     std::int64_t n = 0;
-    for (std::int64_t b = r.begin, c = exchange_first_chunk_elems; b < r.end; b += c, c = std::min(2 * c, exchange_chunk_elems)) ++n;
+    for (std::int64_t b = r.begin, c = first; b < r.end; b += c, c = std::min(2 * c, exchange_chunk_elems)) ++n;
     return std::max<std::int64_t>(1, n);
   }
   range part(std::int64_t k) const {
-    if (!split) return r;
-    std::int64_t b = r.begin, c = exchange_first_chunk_elems;
+    if (first == 0) return r;
+    std::int64_t b = r.begin, c = first;
     for (std::int64_t i = 0; i < k; ++i, c = std::min(2 * c, exchange_chunk_elems)) b += c;
     return {std::min(b, r.end), std::min(r.end, b + c)};
   }
@@ -66,7 +69,7 @@ struct chunking {
 template <class Land, class Take>
 status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
                      const collective_options& o, const char* what, int step, Land land, Take take) {
-  const chunking out_chunks{out, ch.send_copies(send_to)}, in_chunks{in, ch.send_copies(recv_from)};
+  const chunking out_chunks(ch, send_to, out), in_chunks(ch, recv_from, in);
   const std::int64_t out_parts = out_chunks.count(), in_parts = in_chunks.count();
   std::int64_t sent = 0;
   auto send_next = [&]() -> status {
