@@ -111,7 +111,10 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
 status run_landing(job_ports& ports, int process) {
   auto cp = join_job(ports, process, 2);
   if (!cp) return cp.error();
-  tcp_fabric_options fo{.process_of_rank = {0, 1}, .process = process, .timeout = 20s};
+  tcp_fabric_options fo;
+  fo.process_of_rank = {0, 1};
+  fo.process = process;
+  fo.timeout = 20s;
   for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
   auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
   if (!fabric) return fabric.error();
