@@ -84,8 +84,11 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     const task& t = order[index];
     if (io.before_task) io.before_task(t, index);
     // A task's time is its own work: waiting for data or for another stage's tensor is left
-    // out (the planner's simulator models those waits; its refit needs the work alone).
+    // out (the planner's simulator models those waits; its refit needs the work alone). The
+    // amplifier's time is its gradient reduction, which the refit sets against the modelled
+    // collective: handing the piece to the parameter owner is the runtime's own cost.
     auto start = std::chrono::steady_clock::now();
+    auto end = start;
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
     status st;
     if (t.kind == task_kind::forward) {
@@ -118,10 +121,12 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         piece = w.grad_piece(mine.size());
         st = transport::reduce_scatter_ring(ch, dp_group, grads, piece, dp_opt);
       }
+      end = std::chrono::steady_clock::now();
       if (st) st = io.submit(piece);
     }
     if (!st) return in_task(st.error(), t, at);
-    report.timings.push_back({t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();
+    report.timings.push_back({t, std::chrono::duration<double>(end - start).count()});
   }
   return report;
 }
