@@ -9,7 +9,8 @@
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
 #   MLP_ROUNDS=5 GPT_ROUNDS=3 bench/planner_accuracy.sh (rounds over each model's plans, median
-#                                          per plan; default 3 for mlp, 2 for gpt)
+#                                          per plan; default 5 for mlp, 3 for gpt: one disturbed
+#                                          round cannot move a median)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 steps=${1:-12}
@@ -51,7 +52,7 @@ for model in ${MODELS:-mlp gpt}; do
     # measure every fitting candidate (refit off: the profile stays as it is), in rounds that
     # each run every plan once, so that the machine's drift over minutes falls on all plans
     # alike; a plan's figure is its median over the rounds
-    rounds=${GPT_ROUNDS:-2}; [ $model = mlp ] && rounds=${MLP_ROUNDS:-3}
+    rounds=${GPT_ROUNDS:-3}; [ $model = mlp ] && rounds=${MLP_ROUNDS:-5}
     grep '"fits":true' "$work/before.jsonl" >"$work/fitting.jsonl"
     for ((round = 1; round <= rounds; round++)); do
       i=0
