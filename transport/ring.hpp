@@ -37,26 +37,28 @@ tensor piece_to_send(const channel& ch, int peer, const tensor& work, range r);
 /// frame's own cost stays small beside its payload). In-process a piece is one part.
 constexpr std::int64_t exchange_chunk_elems = std::int64_t{1} << 16;
 
-/// The parts a piece `r` travels in (both ends of a pair cut a piece the same way).
-struct chunking {
-  range r;
-  std::int64_t first = 0;  // the first chunk's elements; 0: one part
-  chunking(const channel& ch, int peer, range piece) : r(piece) {
+/// The parts a piece travels in, one after the other (both ends of a pair cut a piece the same
+/// way). An empty piece travels as one empty part.
+class chunk_cursor {
+ public:
+  chunk_cursor(const channel& ch, int peer, range piece) : r_(piece), at_(piece.begin) {
     if (ch.send_copies(peer))
-      first = std::clamp<std::int64_t>(ch.first_chunk_bytes(peer) / static_cast<std::int64_t>(sizeof(float)), 1, exchange_chunk_elems);
+      size_ = std::clamp<std::int64_t>(ch.first_chunk_bytes(peer) / static_cast<std::int64_t>(sizeof(float)), 1, exchange_chunk_elems);
   }
-  std::int64_t count() const {
-    if (first == 0) return 1;
-    std::int64_t n = 0;
-    for (std::int64_t b = r.begin, c = first; b < r.end; b += c, c = std::min(2 * c, exchange_chunk_elems)) ++n;
-    return std::max<std::int64_t>(1, n);
+  bool done() const { return started_ && at_ >= r_.end; }
+  range next() {
+    const range part{at_, size_ == 0 ? r_.end : std::min(r_.end, at_ + size_)};
+    at_ = part.end;
+    size_ = std::min(2 * size_, exchange_chunk_elems);
+    started_ = true;
+    return part;
   }
-  range part(std::int64_t k) const {
-    if (first == 0) return r;
-    std::int64_t b = r.begin, c = first;
-    for (std::int64_t i = 0; i < k; ++i, c = std::min(2 * c, exchange_chunk_elems)) b += c;
-    return {std::min(b, r.end), std::min(r.end, b + c)};
-  }
+
+ private:
+  range r_;
+  std::int64_t at_;
+  std::int64_t size_ = 0;  // the next part's elements; 0: the whole piece in one part
+  bool started_ = false;
 };
 
 /// One step: sends elements `out` of `work` to `send_to`, receives `in` from `recv_from`.
@@ -69,20 +71,18 @@ struct chunking {
 template <class Land, class Take>
 status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
                      const collective_options& o, const char* what, int step, Land land, Take take) {
-  const chunking out_chunks(ch, send_to, out), in_chunks(ch, recv_from, in);
-  const std::int64_t out_parts = out_chunks.count(), in_parts = in_chunks.count();
-  std::int64_t sent = 0;
+  chunk_cursor out_parts(ch, send_to, out), in_parts(ch, recv_from, in);
   auto send_next = [&]() -> status {
-    const range r = out_chunks.part(sent++);
+    const range r = out_parts.next();
     if (auto st = ch.send(send_to, o.tag, piece_to_send(ch, send_to, work, r), o.timeout); !st)
       return in_step(st.error(), what, step, ch.rank(), send_to);
     return {};
   };
   if (auto st = send_next(); !st) return st;
-  for (std::int64_t k = 0; k < in_parts; ++k) {
-    if (sent < out_parts)
+  while (!in_parts.done()) {
+    if (!out_parts.done())
       if (auto st = send_next(); !st) return st;
-    const range r = in_chunks.part(k);
+    const range r = in_parts.next();
     const tensor landing = land(r);
     auto got = landing.storage_ptr() ? ch.recv_landing(recv_from, o.tag, landing, o.timeout) : ch.recv(recv_from, o.tag, o.timeout);
     if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);
@@ -92,7 +92,7 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
                                                     ", expected " + std::to_string(r.size()) + " " + to_string(work.type()));
     take(r, got->is_contiguous() ? *got : got->contiguous());
   }
-  while (sent < out_parts)
+  while (!out_parts.done())
     if (auto st = send_next(); !st) return st;
   return {};
 }

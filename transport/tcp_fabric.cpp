@@ -34,13 +34,13 @@ struct frame_in_progress {
 };
 
 struct tcp_fabric::connection {
+  explicit connection(int ranks) : posted(ranks) {}
   tcp_socket socket;
   std::mutex write;
   std::mutex read;                 // held while reading: by the reader thread or a rank
   frame_in_progress in;            // guarded by `read`
   progress_handoff readers;        // ranks reading this connection themselves, or the reader thread
   posted_receives posted;          // guarded by `read`: where ranks want their next payloads
-  explicit connection(int ranks) : posted(ranks) {}
   event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
   std::vector<std::byte> discard;  // scratch for a stale frame's body
 };
