@@ -73,20 +73,24 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   std::vector<int> dp_group = plan_mesh(plan).group(rank_of(plan, at), "dp");
   transport::collective_options dp_opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
   w.zero_grads();
+  double gather_s = 0;  // the sharded plan's all-gather: the amplifier's too, reported with its task
   if (plan.shard_params) {
     // Every rank owns a piece, updated at the last commit: gather the others'.
+    const auto gather_start = std::chrono::steady_clock::now();
     range mine = owned_piece(plan, w.flat_params().numel(), at.dp_rank);
     tensor own = w.flat_params().slice(0, mine.begin, mine.end).clone();
     if (auto st = transport::all_gather_ring(ch, dp_group, own, w.flat_params(), dp_opt); !st)
       return in_task(st.error(), {task_kind::update, -1}, at);
+    gather_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
   }
   for (std::size_t index = 0; index < order.size(); ++index) {
     const task& t = order[index];
     if (io.before_task) io.before_task(t, index);
     // A task's time is its own work: waiting for data or for another stage's tensor is left
     // out (the planner's simulator models those waits; its refit needs the work alone). The
-    // amplifier's time is its gradient reduction, which the refit sets against the modelled
-    // collective: handing the piece to the parameter owner is the runtime's own cost.
+    // amplifier's time is its gradient reduction (with a sharded plan's all-gather at the
+    // step's start), which the refit sets against the modelled collectives: handing the piece
+    // to the parameter owner is the runtime's own cost.
     auto start = std::chrono::steady_clock::now();
     auto end = start;
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
@@ -126,7 +130,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     }
     if (!st) return in_task(st.error(), t, at);
     if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();
-    report.timings.push_back({t, std::chrono::duration<double>(end - start).count()});
+    report.timings.push_back({t, std::chrono::duration<double>(end - start).count() + (t.kind == task_kind::update ? gather_s : 0.0)});
   }
   return report;
 }

@@ -88,29 +88,8 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
   out["predicted_step_s"] = predicted;
   out["measured_step_s"] = measured;
   out["error_pct"] = 100.0 * (predicted - measured) / measured;
-  // One observation per stage: forward and backward averaged over the stage's ranks; the
-  // update (the dp reduction) from the rank that waited least in it, the last to arrive,
-  // whose time is the reduction itself rather than waiting for slower replicas.
-  std::vector<planner::task_observation> obs;
   const auto& plan = choice.plan;
-  const auto stages = choice.predicted->stages.size();
-  std::vector<std::array<double, 3>> per_stage(stages, {0.0, 0.0, std::numeric_limits<double>::infinity()});
-  std::vector<int> count(stages, 0);
-  for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
-    const auto stage = static_cast<std::size_t>((static_cast<int>(r) / plan.tp) % plan.pp);
-    if (stage >= stages) continue;
-    const double n = static_cast<double>(t.steps);
-    per_stage[stage][0] += t.per_rank[r][0] / n;
-    per_stage[stage][1] += t.per_rank[r][1] / n;
-    per_stage[stage][2] = std::min(per_stage[stage][2], t.per_rank[r][2] / n);
-    ++count[stage];
-  }
-  for (std::size_t s = 0; s < stages; ++s) {
-    if (count[s] == 0) continue;
-    per_stage[s][0] /= count[s];
-    per_stage[s][1] /= count[s];
-    obs.push_back({choice.predicted->stages[s], per_stage[s]});
-  }
+  const auto obs = stage_observations(plan, choice.predicted->stages, t);
   auto fit = planner::refit(obs, setup.search.eff);  // the constants the prediction was made with
   if (!fit.changed) return out;
   // What the refit tasks do not explain (messages, waking threads, the commit) is the

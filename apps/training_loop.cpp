@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace cohort::apps {
 
@@ -33,8 +34,12 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     }
     if (m.step >= job.warmup || job.steps <= job.warmup) {
       totals.per_rank.resize(std::max(totals.per_rank.size(), m.task_seconds.size()));
-      for (std::size_t r = 0; r < m.task_seconds.size(); ++r)
+      totals.update_per_step.resize(totals.per_rank.size());
+      for (std::size_t r = 0; r < m.task_seconds.size(); ++r) {
         for (std::size_t k = 0; k < 3; ++k) totals.per_rank[r][k] += m.task_seconds[r][k];
+        totals.update_per_step[r].resize(static_cast<std::size_t>(totals.steps), 0.0);
+        totals.update_per_step[r].push_back(m.task_seconds[r][2]);
+      }
       totals.step_seconds.push_back(m.seconds);
       ++totals.steps;
       if (on_totals) on_totals(totals);
@@ -66,6 +71,40 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   loop.out.parameters = std::move(r->parameters);
   loop.out.plan = choice.to_json();
   return std::move(loop.out);
+}
+
+std::vector<planner::task_observation> stage_observations(const planner::parallel_plan& plan,
+                                                          const std::vector<planner::stage_prediction>& predicted,
+                                                          const task_totals& t) {
+  std::vector<planner::task_observation> obs;
+  if (t.steps <= 0) return obs;
+  const auto stages = predicted.size();
+  std::size_t timed = static_cast<std::size_t>(t.steps);  // the steps every rank's updates are known for
+  for (std::size_t r = 0; r < t.per_rank.size(); ++r)
+    timed = std::min(timed, r < t.update_per_step.size() ? t.update_per_step[r].size() : 0);
+  std::vector<std::array<double, 3>> per_stage(stages, {0.0, 0.0, 0.0});
+  std::vector<std::vector<double>> least_update(stages, std::vector<double>(std::max<std::size_t>(timed, 1),
+                                                                            std::numeric_limits<double>::infinity()));
+  std::vector<int> count(stages, 0);
+  const double n = static_cast<double>(t.steps);
+  for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
+    const auto stage = static_cast<std::size_t>((static_cast<int>(r) / plan.tp) % plan.pp);
+    if (stage >= stages) continue;
+    per_stage[stage][0] += t.per_rank[r][0] / n;
+    per_stage[stage][1] += t.per_rank[r][1] / n;
+    if (timed == 0)  // no step-by-step record: the replica that waited least over the run
+      least_update[stage][0] = std::min(least_update[stage][0], t.per_rank[r][2] / n);
+    for (std::size_t i = 0; i < timed; ++i) least_update[stage][i] = std::min(least_update[stage][i], t.update_per_step[r][i]);
+    ++count[stage];
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (count[s] == 0) continue;
+    per_stage[s][0] /= count[s];
+    per_stage[s][1] /= count[s];
+    for (double u : least_update[s]) per_stage[s][2] += u / static_cast<double>(least_update[s].size());
+    obs.push_back({predicted[s], per_stage[s]});
+  }
+  return obs;
 }
 
 }  // namespace cohort::apps

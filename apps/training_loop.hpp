@@ -1,6 +1,7 @@
 // The pieces of apps/training.cpp that the single- and the multi-process paths share: the
 // per-step bookkeeping (progress line, metrics file, throughput), the per-rank task times for
-// the cost model, and one run on the actor runtime. Internal to apps/.
+// the cost model and the observations the refit takes from them, and one run on the actor
+// runtime. Internal to apps/.
 //
 //   loop_state loop(job);                                   // progress + metrics of one run
 //   task_totals totals;
@@ -16,6 +17,7 @@
 #include "actors/runtime.hpp"
 #include "apps/planning.hpp"
 #include "apps/training.hpp"
+#include "planner/refit.hpp"
 
 namespace cohort::apps {
 
@@ -53,12 +55,26 @@ struct loop_state {
   }
 };
 
-// Per rank, the seconds of forward, backward and update tasks summed over the timed steps.
+// Per rank, the seconds of forward, backward and update tasks summed over the timed steps,
+// and each timed step's update (the gradient reduction) on its own: a reduction's time is
+// that of the last replica to arrive, the one that did not wait for the others, which only
+// a step-by-step minimum over the replicas finds (which replica arrives last changes from
+// step to step).
 struct task_totals {
   std::vector<std::array<double, 3>> per_rank;
+  std::vector<std::vector<double>> update_per_step;  // [rank][timed step]
   std::vector<double> step_seconds;
   std::int64_t steps = 0;
 };
+
+/// What the refit sets against the prediction, one observation per stage: forward and
+/// backward seconds per step averaged over the stage's ranks (ranks in plan order); the
+/// update (the gradient reduction) in each step from the replica that waited least in it, the
+/// last to arrive, whose time is the reduction itself rather than the wait for slower
+/// replicas, averaged over the steps. Stages without a rank are left out.
+std::vector<planner::task_observation> stage_observations(const planner::parallel_plan& plan,
+                                                          const std::vector<planner::stage_prediction>& predicted,
+                                                          const task_totals& t);
 
 /// Trains `job` under `choice` on the actor runtime; `on_totals` sees the task times after
 /// every timed step; `customize` may change the runtime's options last (multi-process hooks).

@@ -104,13 +104,20 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     return r;
   }
   // every rank's task times on the coordinator, for the refit: each process adds its own ranks'
-  // (a contiguous block, in rank order) into a job-wide vector
-  std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * 3, 0.0);
+  // (a contiguous block, in rank order) into a job-wide vector: per rank the three task sums,
+  // then each timed step's update, the first 256 of them (every process times the same steps;
+  // the control plane's frames are bounded)
+  const auto timed = std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256);
+  const std::size_t width = 3 + timed;
+  std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * width, 0.0);
   std::size_t local = 0;
   for (std::size_t rank = 0; rank < owner.size(); ++rank) {
     if (owner[rank] != g.process()) continue;
     if (local < totals.per_rank.size())
-      for (std::size_t k = 0; k < 3; ++k) flat[rank * 3 + k] = totals.per_rank[local][k];
+      for (std::size_t k = 0; k < 3; ++k) flat[rank * width + k] = totals.per_rank[local][k];
+    if (local < totals.update_per_step.size())
+      for (std::size_t i = 0; i < timed && i < totals.update_per_step[local].size(); ++i)
+        flat[rank * width + 3 + i] = totals.update_per_step[local][i];
     ++local;
   }
   auto job_totals = g.control->sum(3, flat);
@@ -121,8 +128,11 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (coordinator && setup && choice->predicted && totals.steps > 0) {
     task_totals all = totals;
     all.per_rank.assign(owner.size(), {0.0, 0.0, 0.0});
-    for (std::size_t rank = 0; rank < owner.size(); ++rank)
-      for (std::size_t k = 0; k < 3; ++k) all.per_rank[rank][k] = (*job_totals)[rank * 3 + k];
+    all.update_per_step.assign(owner.size(), std::vector<double>(timed, 0.0));
+    for (std::size_t rank = 0; rank < owner.size(); ++rank) {
+      for (std::size_t k = 0; k < 3; ++k) all.per_rank[rank][k] = (*job_totals)[rank * width + k];
+      for (std::size_t i = 0; i < timed; ++i) all.update_per_step[rank][i] = (*job_totals)[rank * width + 3 + i];
+    }
     // reported, not saved: the profile describes this machine's in-process runtime, and a job's
     // data plane (TCP, UCX, another host) is a different link
     plan_options report_only = p;

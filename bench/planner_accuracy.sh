@@ -5,9 +5,11 @@
 # the freshly calibrated profile ("before"), and from the profile after one online refit
 # ("after": the auto-chosen plan trained once with --plan.refit, as a user's first run
 # does). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
-# plan measured against the best measured one.
+# plan measured against the best measured one, and how alike two rounds of the same plans
+# rank them (the noise ceiling for the rank correlation).
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
+#   RANKS=4 bench/planner_accuracy.sh      (only some rank counts; default "2 4")
 #   MLP_ROUNDS=5 GPT_ROUNDS=3 bench/planner_accuracy.sh (rounds over each model's plans, median
 #                                          per plan; default 5 for mlp, 3 for gpt: one disturbed
 #                                          round cannot move a median)
@@ -37,7 +39,7 @@ binary_for() { echo "$root/build/apps/$1"; }
   | head -n 1 >&2
 
 for model in ${MODELS:-mlp gpt}; do
-  for ranks in 2 4; do
+  for ranks in ${RANKS:-2 4}; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8 --cluster.profile=$profile"
     bin=$(binary_for $model)
     n=$steps; [ $model = mlp ] && n=$((steps * 10))
@@ -126,6 +128,19 @@ for model in ("mlp", "gpt"):
             k = q["key"]
             if k[2] > 1: pairs.setdefault(json.dumps(k[:4] + k[5:]), []).append(x)
         diffs = sorted(abs(v[0] - v[1]) / min(v) for v in pairs.values() if len(v) == 2)
+        # the noise ceiling: how alike two rounds of the same plans rank them (no model can
+        # rank the medians much better than repeated measurement agrees with itself)
+        by_round = {}
+        for r in sel: by_round.setdefault(r["round"], {})[json.dumps(key(r["plan"]))] = r["result"]["prediction"]["measured_step_s"]
+        rounds = sorted(by_round)
+        repeat = []
+        for i in range(len(rounds)):
+            for j in range(i + 1, len(rounds)):
+                ks = sorted(set(by_round[rounds[i]]) & set(by_round[rounds[j]]))
+                if len(ks) > 2: repeat.append(spearman([by_round[rounds[i]][k] for k in ks], [by_round[rounds[j]][k] for k in ks]))
+        if repeat:
+            print(f"      repeat: two rounds of the same plans rank them with rho {statistics.mean(repeat):.2f} "
+                  f"(mean of {len(repeat)} pairs, {min(repeat):.2f} .. {max(repeat):.2f})")
         if diffs:
             print(f"      noise: {len(diffs)} GPipe/1F1B pairs of identical predicted work differ by median "
                   f"{100 * diffs[len(diffs) // 2]:.1f}%, at most {100 * diffs[-1]:.1f}%")

@@ -255,7 +255,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     // the optimizer streams parameters, gradients and state once: from the cache when they fit
     double update = compute_seconds({0.0, owned * (3.0 + 2.0 * slots), false}, o.topo.speed, o.eff);
     timing[k].update_s = reduce + update;
-    out.stages[k].update_comm_s = reduce;
+    out.stages[k].update_comm_s = reduce;  // scaled to the task's wall time below
     dp_comm = std::max(dp_comm, reduce);
     // parameters and gradients in the compute type; master weights (mixed precision) and
     // optimizer state on the owner
@@ -296,6 +296,9 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     out.stages[k].forward_s = sim.task_wall_s[k + first][0];
     out.stages[k].backward_s = sim.task_wall_s[k + first][1];
     out.stages[k].update_s = sim.task_wall_s[k + first][2];
+    // the reduction's share of the update task, slowed as the task was where cores are shared
+    const double work = timing[k + first].update_s;
+    if (work > 0) out.stages[k].update_comm_s *= out.stages[k].update_s / work;
   }
   out.step_s = sim.step_s + o.eff.step_overhead_seconds(p.ranks());
   out.bubble = sim.bubble;

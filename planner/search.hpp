@@ -53,10 +53,12 @@ struct topology {
 /// the f16 FLOP/s. Errors: a cluster without devices.
 result<topology> topology_of(const cluster& c, bool half_precision = false);
 
-/// What one stage's ranks are predicted to spend per step, in the runtime's task kinds.
+/// What one stage's ranks are predicted to spend per step, in the runtime's task kinds, as the
+/// runtime measures them: from a task's start to its end, waits for inputs left out, slowed
+/// where ranks share cores.
 struct stage_prediction {
   double forward_s = 0, backward_s = 0;  // all micro-batches, tensor-parallel collectives included
-  double compute_comm_s = 0;             // of which tensor-parallel collectives
+  double compute_comm_s = 0;             // of which tensor-parallel collectives (unshared cores)
   double update_s = 0;                   // the amplifier: gradient reduction over dp + optimizer
   double update_comm_s = 0;              // of which the gradient reduction
 };

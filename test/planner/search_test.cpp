@@ -189,3 +189,22 @@ TEST_CASE("a heterogeneous cluster: the embedding goes to the host CPUs when onl
   INFO(explain(*ranked, 12));
   CHECK(!ranked->front().embedding_on_host);
 }
+
+TEST_CASE("where ranks share cores, the reduction is predicted as the runtime times it: slowed with its task") {
+  // dp2 on one core: both replicas reduce at once, each at half the core's speed
+  const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {256, 256, 256}, r); }, 1);
+  parallel_plan p;
+  p.dp = 2;
+  search_options alone = options(64, two_devices(1e9, 1e12));
+  search_options sharing = alone;
+  sharing.topo.shared_cores = 1;
+  auto own = evaluate_plan(a, p, alone, {}, false);
+  auto shared = evaluate_plan(a, p, sharing, {}, false);
+  REQUIRE(own);
+  REQUIRE(shared);
+  REQUIRE(own->stages.size() == 1);
+  CHECK(own->stages[0].update_comm_s > 0);
+  CHECK(own->stages[0].update_comm_s < own->stages[0].update_s);  // the optimizer is the rest
+  CHECK(shared->stages[0].update_comm_s == doctest::Approx(2 * own->stages[0].update_comm_s));
+  CHECK(shared->stages[0].update_s == doctest::Approx(2 * own->stages[0].update_s));
+}
