@@ -104,6 +104,12 @@ json plan_choice::to_json() const {
                       {"bubble", predicted->bubble},
                       {"comm_fraction", predicted->step_s > 0 ? predicted->comm_s / predicted->step_s : 0.0},
                       {"fits", predicted->fits}};
+    // per stage, the task times as the runtime measures them (what --plan.refit compares)
+    json stages = json::array();
+    for (const auto& st : predicted->stages)
+      stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}, {"update_s", st.update_s},
+                        {"reduce_s", st.update_comm_s}});
+    j["predicted"]["stages"] = stages;
   }
   return j;
 }
