@@ -23,6 +23,7 @@ struct machine_profile {
   double memory_bandwidth_bytes_per_s = 10e9;   // one core streaming a 64 MiB copy
   double cache_bytes = 8 << 20;                 // the last-level cache
   double cache_bandwidth_bytes_per_s = 30e9;    // one core copying within half of it
+  double optimizer_bytes_per_s = 0;             // one core's AdamW update over 64 MiB (0: not measured)
   planner::link_cost link{5e9, 10e-6};         // in-process fabric: allreduce between threads
   planner::efficiency eff;
   int refits = 0;                               // online refits folded in since calibration

@@ -40,6 +40,12 @@ double compute_seconds(const op_profile& p, const device_speed& d, const efficie
   return byte_s + e.per_op_seconds;
 }
 
+double optimizer_seconds(double bytes, const device_speed& d, const efficiency& e) {
+  if (bytes <= 0) return 0;
+  if (d.optimizer_bytes_per_s > 0) return bytes / d.optimizer_bytes_per_s + e.per_op_seconds;
+  return compute_seconds({0.0, bytes, false}, d, e);
+}
+
 // Nothing to send costs nothing: the runtime sends no message then (a tensor-parallel node
 // whose inputs already have the placement it needs must not be charged a collective's latency).
 double p2p_seconds(double bytes, const link_cost& l, const efficiency& e) {

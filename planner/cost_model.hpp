@@ -62,6 +62,9 @@ struct device_speed {
   /// The BLAS packs a GEMM's operands at every call before multiplying (OpenBLAS on CPUs), so
   /// the traffic adds to the arithmetic; false (accelerators): the roofline's larger side.
   bool gemm_packs_operands = false;
+  /// What the optimizer's update streams per second (parameters, gradients, state), measured
+  /// on this machine (--cluster.calibrate); 0: priced as memory traffic on the roofline.
+  double optimizer_bytes_per_s = 0;
 };
 
 /// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
@@ -72,6 +75,11 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 /// arithmetic), else the larger of the two; other operations: the bytes term alone; plus the
 /// per-operation cost. The bandwidth is the cache's when the bytes fit in it.
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e);
+
+/// The optimizer's update of `bytes` of parameters, gradients and state: at the measured
+/// optimizer rate when the device has one (a measured rate, not a peak: no efficiency applies),
+/// else as memory traffic (compute_seconds of the bytes alone).
+double optimizer_seconds(double bytes, const device_speed& d, const efficiency& e);
 
 /// One message of `bytes` over a link.
 double p2p_seconds(double bytes, const link_cost& l, const efficiency& e);

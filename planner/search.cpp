@@ -252,8 +252,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff) +
                                          all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff)
                                    : allreduce_seconds(grads, p.dp, dp_link, o.eff);
-    // the optimizer streams parameters, gradients and state once: from the cache when they fit
-    double update = compute_seconds({0.0, owned * (3.0 + 2.0 * slots), false}, o.topo.speed, o.eff);
+    // the optimizer streams parameters, gradients and state once
+    double update = optimizer_seconds(owned * (3.0 + 2.0 * slots), o.topo.speed, o.eff);
     timing[k].update_s = reduce + update;
     out.stages[k].update_comm_s = reduce;  // scaled to the task's wall time below
     dp_comm = std::max(dp_comm, reduce);

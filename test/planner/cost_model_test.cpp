@@ -170,3 +170,17 @@ TEST_CASE("the overhead terms' fit: exact data is recovered, a term the data pus
   auto none = fit_nonnegative(a, std::vector<double>(a.size(), -1e-3));
   CHECK((none[0] == 0.0 && none[1] == 0.0 && none[2] == 0.0));
 }
+
+TEST_CASE("the optimizer's update: at the measured rate when there is one, else as memory traffic") {
+  efficiency e;
+  e.memory = 0.5;
+  e.per_op_seconds = 1e-6;
+  device_speed d;
+  d.flops_per_s = 1e11;
+  d.memory_bytes_per_s = 1e10;
+  // 28 MB of parameters, gradients and state: 28e6 / (1e10 x 0.5) + 1 us
+  CHECK(optimizer_seconds(28e6, d, e) == doctest::Approx(5.6e-3 + 1e-6));
+  d.optimizer_bytes_per_s = 28e9;  // measured: no efficiency on top
+  CHECK(optimizer_seconds(28e6, d, e) == doctest::Approx(1e-3 + 1e-6));
+  CHECK(optimizer_seconds(0, d, e) == 0);
+}
