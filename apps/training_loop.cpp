@@ -37,8 +37,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       totals.update_per_step.resize(totals.per_rank.size());
       for (std::size_t r = 0; r < m.task_seconds.size(); ++r) {
         for (std::size_t k = 0; k < 3; ++k) totals.per_rank[r][k] += m.task_seconds[r][k];
-        totals.update_per_step[r].resize(static_cast<std::size_t>(totals.steps), 0.0);
-        totals.update_per_step[r].push_back(m.task_seconds[r][2]);
+        if (totals.steps < task_totals::max_recorded_steps) {
+          totals.update_per_step[r].resize(static_cast<std::size_t>(totals.steps), 0.0);
+          totals.update_per_step[r].push_back(m.task_seconds[r][2]);
+        }
       }
       totals.step_seconds.push_back(m.seconds);
       ++totals.steps;

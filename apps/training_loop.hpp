@@ -62,7 +62,8 @@ struct loop_state {
 // step to step).
 struct task_totals {
   std::vector<std::array<double, 3>> per_rank;
-  std::vector<std::vector<double>> update_per_step;  // [rank][timed step]
+  std::vector<std::vector<double>> update_per_step;  // [rank][timed step], the first max_recorded_steps
+  static constexpr std::int64_t max_recorded_steps = 4096;
   std::vector<double> step_seconds;
   std::int64_t steps = 0;
 };
@@ -71,7 +72,7 @@ struct task_totals {
 /// backward seconds per step averaged over the stage's ranks (ranks in plan order); the
 /// update (the gradient reduction) in each step from the replica that waited least in it, the
 /// last to arrive, whose time is the reduction itself rather than the wait for slower
-/// replicas, averaged over the steps. Stages without a rank are left out.
+/// replicas, averaged over the recorded steps. Stages without a rank are left out.
 std::vector<planner::task_observation> stage_observations(const planner::parallel_plan& plan,
                                                           const std::vector<planner::stage_prediction>& predicted,
                                                           const task_totals& t);

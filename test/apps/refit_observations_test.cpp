@@ -61,3 +61,17 @@ TEST_CASE("tensor-parallel ranks of a stage are averaged with it; no timed step,
   t.steps = 0;
   CHECK(apps::stage_observations(plan, predicted, t).empty());
 }
+
+TEST_CASE("a long run: the reduction from the steps recorded step by step") {
+  // 10 timed steps, the first 2 recorded (runs keep the first task_totals::max_recorded_steps)
+  auto plan = plan_of(2, 1, 1);
+  std::vector<planner::stage_prediction> predicted(1);
+  apps::task_totals t;
+  t.steps = 10;
+  t.per_rank = {{1.0, 2.0, 0.5}, {1.0, 2.0, 0.5}};
+  t.update_per_step = {{0.010, 0.001}, {0.003, 0.020}};
+  auto obs = apps::stage_observations(plan, predicted, t);
+  REQUIRE(obs.size() == 1);
+  CHECK(obs[0].measured_s[0] == doctest::Approx(0.1));
+  CHECK(obs[0].measured_s[2] == doctest::Approx(0.002));  // (0.003 + 0.001) / 2
+}
