@@ -40,17 +40,42 @@ double seconds_of(const std::function<void()>& f, int repeats) {
   return best;
 }
 
-double gemm_flops_per_s() {
-  constexpr std::int64_t n = 512;
+// The fastest of `repeats` runs of cohort's matmul kernel on [m, k] x [k, n].
+double gemm_seconds(std::int64_t m, std::int64_t k, std::int64_t n, int repeats) {
   graph g;
-  var a = g.input("a", {n, n}), b = g.input("b", {n, n});
+  var a = g.input("a", {m, k}), b = g.input("b", {k, n});
   (void)matmul(a, b);
   const node& op = g.nodes().back();
-  std::vector<tensor> in{tensor::full({n, n}, 0.5f), tensor::full({n, n}, 0.25f)};
-  std::vector<tensor> out{tensor::zeros({n, n})};
+  std::vector<tensor> in{tensor::full({m, k}, 0.5f), tensor::full({k, n}, 0.25f)};
+  std::vector<tensor> out{tensor::zeros({m, n})};
   auto table = kernels::cpu_kernels();
-  double s = seconds_of([&] { (void)table[op_kind::matmul]({op, in, out}); }, 25);
-  return 2.0 * n * n * n / s;
+  return seconds_of([&] { (void)table[op_kind::matmul]({op, in, out}); }, repeats);
+}
+
+}  // namespace
+
+gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny) {
+  // t = flops / F + bytes / B for both shapes: two equations in 1/F and 1/B
+  const double det = square.flops * skinny.bytes - skinny.flops * square.bytes;
+  gemm_rates r{square.flops / square.seconds, 0.0};
+  if (det == 0) return r;
+  const double per_flop = (square.seconds * skinny.bytes - skinny.seconds * square.bytes) / det;
+  const double per_byte = (square.flops * skinny.seconds - skinny.flops * square.seconds) / det;
+  if (!(per_flop > 0) || !(per_byte > 0)) return r;  // noise: the square GEMM's whole rate, no traffic term
+  return {1.0 / per_flop, 1.0 / per_byte};
+}
+
+namespace {
+
+// The arithmetic rate and the operand traffic rate of one core's GEMM, from a square
+// 512 x 512 x 512 (arithmetic-heavy) and a skinny 32 x 512 x 512 (traffic-heavy: the weight
+// is packed for 32 rows) — the shapes small micro-batches give.
+gemm_rates measure_gemm_rates() {
+  auto timing = [](std::int64_t m, std::int64_t k, std::int64_t n, int repeats) {
+    return gemm_timing{2.0 * static_cast<double>(m * k * n), 4.0 * static_cast<double>(m * k + k * n + m * n),
+                       gemm_seconds(m, k, n, repeats)};
+  };
+  return solve_gemm_rates(timing(512, 512, 512, 25), timing(32, 512, 512, 200));
 }
 
 double copy_bytes_per_s(std::size_t bytes) {
@@ -169,6 +194,7 @@ result<machine_profile> load_profile(const std::string& path) {
   if (j.contains("cache_bandwidth_bytes_per_s"))
     COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
   if (j.contains("optimizer_bytes_per_s")) COHORT_READ(p.optimizer_bytes_per_s, j, "optimizer_bytes_per_s", w);
+  if (j.contains("gemm_bytes_per_s")) COHORT_READ(p.gemm_bytes_per_s, j, "gemm_bytes_per_s", w);
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
@@ -192,6 +218,8 @@ result<machine_profile> load_profile(const std::string& path) {
     return make_error(errc::invalid_argument, w + ": cores, FLOP/s, bandwidths and efficiencies must be positive");
   if (!(p.optimizer_bytes_per_s >= 0))
     return make_error(errc::invalid_argument, w + ".optimizer_bytes_per_s: must be 0 (not measured) or positive");
+  if (!(p.gemm_bytes_per_s >= 0))
+    return make_error(errc::invalid_argument, w + ".gemm_bytes_per_s: must be 0 (not measured) or positive");
   p.source = path;
   return p;
 }
@@ -204,6 +232,7 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"cache_bytes", p.cache_bytes},
             {"cache_bandwidth_bytes_per_s", p.cache_bandwidth_bytes_per_s},
             {"optimizer_bytes_per_s", p.optimizer_bytes_per_s},
+            {"gemm_bytes_per_s", p.gemm_bytes_per_s},
             {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
              {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds},
@@ -228,7 +257,9 @@ status save_profile(const std::string& path, const machine_profile& p) {
 machine_profile calibrate(int threads) {
   machine_profile p;
   p.cores = planner::detect_cores();
-  p.flops_f32_per_core = gemm_flops_per_s();
+  const gemm_rates gemm = measure_gemm_rates();
+  p.flops_f32_per_core = gemm.flops_per_s;
+  p.gemm_bytes_per_s = gemm.bytes_per_s;
   p.memory_bandwidth_bytes_per_s = copy_bytes_per_s(64u << 20);
   p.cache_bytes = last_level_cache_bytes();
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
@@ -271,7 +302,8 @@ planner::topology local_topology(const machine_profile& p, int ranks, int thread
   t.devices_per_machine = ranks;
   t.speed = {p.flops_f32_per_core * kernel_threads, p.memory_bandwidth_bytes_per_s * kernel_threads,
              p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads, /*gemm_packs_operands=*/true,
-             p.optimizer_bytes_per_s};  // the optimizer runs on the rank's own thread
+             p.optimizer_bytes_per_s,  // the optimizer runs on the rank's own thread
+             p.gemm_bytes_per_s * kernel_threads};
   t.shared_cores = std::min(threads, std::max(1, p.cores));
   double memory = planner::detect_memory_bytes();
   t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;
@@ -282,9 +314,9 @@ planner::topology local_topology(const machine_profile& p, int ranks, int thread
 std::string describe(const machine_profile& p) {
   char b[448];
   std::snprintf(b, sizeof b,
-                "%d cores, %.1f GFLOP/s per core, %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra rank (%s%s)",
-                p.cores, p.flops_f32_per_core / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
+                p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
                 p.link.bandwidth_bytes_per_s / 1e9,
                 p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,

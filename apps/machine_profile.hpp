@@ -19,7 +19,9 @@ namespace cohort::apps {
 
 struct machine_profile {
   int cores = 1;
-  double flops_f32_per_core = 50e9;             // one core's SGEMM rate on 512 x 512 x 512
+  double flops_f32_per_core = 50e9;             // one core's GEMM arithmetic rate (see gemm_bytes_per_s)
+  double gemm_bytes_per_s = 0;                  // its operand traffic rate; 0: not measured, and
+                                                // flops_f32_per_core is 512^3's whole rate
   double memory_bandwidth_bytes_per_s = 10e9;   // one core streaming a 64 MiB copy
   double cache_bytes = 8 << 20;                 // the last-level cache
   double cache_bandwidth_bytes_per_s = 30e9;    // one core copying within half of it
@@ -39,11 +41,24 @@ result<machine_profile> load_profile(const std::string& path);
 /// Writes atomically (a temporary file renamed over the old one), creating the directory.
 status save_profile(const std::string& path, const machine_profile& p);
 
-/// Measures this machine: SGEMM FLOP/s on one thread, a streaming copy's bandwidth from memory
-/// and within the last-level cache, the in-process allreduce between two threads at 4 KiB and
-/// 4 MiB (alpha and beta), and the actor runtime's own overhead on `threads` threads
-/// (apps/runtime_calibration.hpp). Efficiencies start at the defaults. Takes a few seconds.
+/// Measures this machine: one thread's GEMM (arithmetic and operand traffic rates, from a
+/// square and a skinny shape), a streaming copy's bandwidth from memory and within the
+/// last-level cache, the optimizer's update rate, the in-process allreduce between two threads
+/// at 4 KiB and 4 MiB (alpha and beta), and the actor runtime's own overhead on `threads`
+/// threads (apps/runtime_calibration.hpp). Efficiencies start at the defaults. Takes a few seconds.
 machine_profile calibrate(int threads);
+
+/// One GEMM timing and what the rates are solved from it.
+struct gemm_timing {
+  double flops = 0, bytes = 0, seconds = 0;
+};
+struct gemm_rates {
+  double flops_per_s = 0;
+  double bytes_per_s = 0;  // 0: the timings did not separate (the square GEMM's whole rate then)
+};
+/// t = flops / F + bytes / B for both timings, solved for F and B; when noise makes either
+/// term non-positive, F is the square GEMM's whole rate and B is 0.
+gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny);
 
 /// `ranks` ranks running in this process on `threads` threads, as the runtime runs them: each
 /// rank computes on max(1, threads / ranks) kernel threads, and all share min(threads, cores)

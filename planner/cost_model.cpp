@@ -29,6 +29,10 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
 }
 
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e) {
+  // calibrated at two shapes: arithmetic and operand traffic each at its measured rate, both
+  // scaled by the GEMM efficiency the refit fits (skinny GEMMs are traffic-heavy)
+  if (p.gemm && d.gemm_bytes_per_s > 0)
+    return (p.flops / d.flops_per_s + p.bytes / d.gemm_bytes_per_s) / e.gemm + e.per_op_seconds;
   double flop_s = p.gemm ? p.flops / (d.flops_per_s * e.gemm) : 0.0;
   const bool cached = d.cache_bytes > 0 && d.cache_bytes_per_s > 0 && p.bytes <= d.cache_bytes;
   double byte_s = p.bytes / ((cached ? d.cache_bytes_per_s : d.memory_bytes_per_s) * e.memory);

@@ -62,6 +62,11 @@ struct device_speed {
   /// The BLAS packs a GEMM's operands at every call before multiplying (OpenBLAS on CPUs), so
   /// the traffic adds to the arithmetic; false (accelerators): the roofline's larger side.
   bool gemm_packs_operands = false;
+  /// A GEMM's operand traffic per second, measured with its arithmetic rate from two shapes
+  /// (--cluster.calibrate: a square GEMM and a skinny one): a GEMM then costs
+  /// (flops / flops_per_s + bytes / gemm_bytes_per_s) / gemm efficiency. 0: the roofline
+  /// (flops_per_s is then the square GEMM's whole rate).
+  double gemm_bytes_per_s = 0;
   /// What the optimizer's update streams per second (parameters, gradients, state), measured
   /// on this machine (--cluster.calibrate); 0: priced as memory traffic on the roofline.
   double optimizer_bytes_per_s = 0;

@@ -184,3 +184,19 @@ TEST_CASE("the optimizer's update: at the measured rate when there is one, else 
   CHECK(optimizer_seconds(28e6, d, e) == doctest::Approx(1e-3 + 1e-6));
   CHECK(optimizer_seconds(0, d, e) == 0);
 }
+
+TEST_CASE("a GEMM with calibrated arithmetic and traffic rates: both terms, scaled by the GEMM efficiency") {
+  efficiency e;
+  e.gemm = 0.5;
+  e.per_op_seconds = 1e-6;
+  device_speed d;
+  d.flops_per_s = 1e11;
+  d.gemm_bytes_per_s = 1e10;
+  d.gemm_packs_operands = true;
+  op_profile p{2e8, 1e7, true};  // 2 ms of arithmetic, 1 ms of traffic at the measured rates
+  CHECK(compute_seconds(p, d, e) == doctest::Approx((2e-3 + 1e-3) / 0.5 + 1e-6));
+  op_profile not_gemm{0, 1e7, false};  // other operations keep the memory roofline
+  d.memory_bytes_per_s = 1e10;
+  e.memory = 0.5;
+  CHECK(compute_seconds(not_gemm, d, e) == doctest::Approx(2e-3 + 1e-6));
+}
