@@ -55,7 +55,8 @@ struct step_io {
 };
 
 /// A task's own work in seconds: forward and backward without waiting for their inputs; the
-/// amplifier's gradient reduction without the hand-over to the parameter owner.
+/// amplifier's gradient reduction (and a sharded plan's all-gather) without the hand-over to
+/// the parameter owner.
 struct task_timing {
   task t;
   double seconds = 0;

@@ -81,27 +81,12 @@ PY
   done
 done
 
-$py - "$out" "$out.predictions" <<'PY'
+PYTHONPATH="$root/bench" $py - "$out" "$out.predictions" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 preds = [json.loads(l) for l in open(sys.argv[2])]
 def key(p): return [p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]]
-def ranks_of(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]: j += 1
-        for k in range(i, j + 1): r[order[k]] = (i + j) / 2
-        i = j + 1
-    return r
-def spearman(x, y):
-    rx, ry = ranks_of(x), ranks_of(y)
-    mx, my = statistics.mean(rx), statistics.mean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
-    return num / den if den else float("nan")
+from rank_stats import spearman
 print(f"{'model':5} {'ranks':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':>10} {'rho before':>10} {'rho after':>9} "
       f"{'auto/best before':>16} {'auto/best after':>15}")
 for model in ("mlp", "gpt"):

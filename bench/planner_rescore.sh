@@ -34,21 +34,11 @@ for model in ${MODELS:-mlp gpt}; do
       --plan.list="$work/$model-$ranks.jsonl" >/dev/null
   done
 done
-$py - "$work" "$@" <<'PY'
+PYTHONPATH="$root/bench" $py - "$work" "$@" <<'PY'
 import json, os, statistics, sys
 work, files = sys.argv[1], sys.argv[2:]
 def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
-def ranks_of(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    for i, o in enumerate(order): r[o] = i
-    return r
-def spearman(x, y):
-    rx, ry = ranks_of(x), ranks_of(y)
-    mx, my = statistics.mean(rx), statistics.mean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
-    return num / den if den else float("nan")
+from rank_stats import spearman
 print(f"{'model':5} {'ranks':>5} {'run':>28} {'plans':>5} {'MAPE':>6} {'rescaled':>8} {'rho':>5} {'auto/best':>9}")
 for model in ("mlp", "gpt"):
     for ranks in (2, 4):
