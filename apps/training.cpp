@@ -114,14 +114,24 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, const p
       }
     }
   }
-  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor},
-                  {"efficiency", {{"gemm", fit.eff.gemm}, {"memory", fit.eff.memory}, {"link", fit.eff.link},
-                                  {"per_op_seconds", fit.eff.per_op_seconds},
-                                  {"per_task_seconds", fit.eff.per_task_seconds},
-                                  {"per_step_seconds", fit.eff.per_step_seconds},
-                                  {"per_rank_seconds", fit.eff.per_rank_seconds}}}};
+  auto to_json = [](const planner::efficiency& e) {
+    return json{{"gemm", e.gemm},
+                {"memory", e.memory},
+                {"link", e.link},
+                {"per_op_seconds", e.per_op_seconds},
+                {"per_task_seconds", e.per_task_seconds},
+                {"per_step_seconds", e.per_step_seconds},
+                {"per_rank_seconds", e.per_rank_seconds}};
+  };
+  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
   if (p.refit && !setup.cluster) {
-    setup.profile.eff = fit.eff;
+    // the profile keeps a running mean over its refits (one run can catch a slow minute);
+    // blended with the constants this run was planned with, so a run's later refit replaces its first
+    const int n = std::max(1, first ? setup.profile.refits + 1 : setup.profile.refits);
+    const double weight = planner::refit_weight(n);
+    setup.profile.eff = planner::blend(setup.search.eff, fit.eff, weight);
+    out["refit"]["weight"] = weight;
+    out["refit"]["saved_efficiency"] = to_json(setup.profile.eff);
     if (first) ++setup.profile.refits;
     if (auto st = save_profile(setup.profile_path, setup.profile); !st)
       std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());

@@ -2,14 +2,15 @@
 # How right is the planner? For mlp (synth) and gpt (GPL-3), on 2 and on 4 ranks of this
 # machine: every candidate plan the planner lists (up to 8 micro-batches) is trained for a
 # few steps and its median step time compared with the prediction. Twice: predictions from
-# the freshly calibrated profile ("before"), and from the profile after one online refit
-# ("after": the auto-chosen plan trained once with --plan.refit, as a user's first run
-# does). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
+# the freshly calibrated profile ("before"), and from the profile after online refits
+# ("after": the auto-chosen plan trained REFIT_RUNS times, default 3, with --plan.refit, as a
+# user's first runs do; the profile keeps the mean of their fits). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
 # plan measured against the best measured one, and how alike two rounds of the same plans
 # rank them (the noise ceiling for the rank correlation).
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
 #   RANKS=4 bench/planner_accuracy.sh      (only some rank counts; default "2 4")
+#   REFIT_RUNS=1 bench/planner_accuracy.sh (runs refitting the "after" profile; default 3)
 #   MLP_ROUNDS=5 GPT_ROUNDS=3 bench/planner_accuracy.sh (rounds over each model's plans, median
 #                                          per plan; default 5 for mlp, 3 for gpt: one disturbed
 #                                          round cannot move a median)
@@ -46,10 +47,12 @@ for model in ${MODELS:-mlp gpt}; do
     cp "$profile" "$work/before.json"
     # predictions before refit, and the plan auto chooses
     $bin $base --cluster.profile="$work/before.json" --plan.only=true --plan.list="$work/before.jsonl" >/dev/null
-    # one run of the auto plan with refit: the "after" profile
+    # runs of the auto plan with refit: the "after" profile
     cp "$profile" "$work/after.json"
-    $bin $base --cluster.profile="$work/after.json" --train.steps=$((n + warmup)) --train.warmup=$warmup \
-      >/dev/null 2>&1
+    for ((run = 1; run <= ${REFIT_RUNS:-3}; run++)); do
+      $bin $base --cluster.profile="$work/after.json" --train.steps=$((n + warmup)) --train.warmup=$warmup \
+        >/dev/null 2>&1
+    done
     $bin $base --cluster.profile="$work/after.json" --plan.only=true --plan.list="$work/after.jsonl" >/dev/null
     # measure every fitting candidate (refit off: the profile stays as it is), in rounds that
     # each run every plan once, so that the machine's drift over minutes falls on all plans

@@ -4,7 +4,7 @@
 # this shared 2-core machine is large (two rounds of gpt's 33 plans on 4 ranks correlate at
 # 0.47-0.64); scoring one model against several runs' medians shows what is the model's and
 # what is one run's noise. The model is built as the accuracy run builds it: a fresh
-# calibration, then one refit run of the auto plan per model and rank count; no plan is
+# calibration, then REFIT_RUNS (default 3) refit runs of the auto plan per model and rank count; no plan is
 # trained again. The runtime's speed must not have changed since the runs (it is what they
 # measured). MAPE is given twice: as is, and with the predictions rescaled to the run's mean
 # (the machine's speed drifts between runs: that part is calibration, not ranking).
@@ -29,7 +29,9 @@ for model in ${MODELS:-mlp gpt}; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8"
     n=15; [ $model = mlp ] && n=123
     cp "$work/profile.json" "$work/after.json"
-    "$root/build/apps/$model" $base --cluster.profile="$work/after.json" --train.steps=$n --train.warmup=3 >/dev/null 2>&1
+    for ((run = 1; run <= ${REFIT_RUNS:-3}; run++)); do
+      "$root/build/apps/$model" $base --cluster.profile="$work/after.json" --train.steps=$n --train.warmup=3 >/dev/null 2>&1
+    done
     "$root/build/apps/$model" $base --cluster.profile="$work/after.json" --plan.only=true \
       --plan.list="$work/$model-$ranks.jsonl" >/dev/null
   done

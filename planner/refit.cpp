@@ -74,6 +74,23 @@ refit_result refit(const std::vector<task_observation>& observations, const effi
   return out;
 }
 
+efficiency blend(const efficiency& old, const efficiency& fit, double weight) {
+  const double w = std::clamp(weight, 0.0, 1.0);
+  auto geometric = [w](double a, double b) { return a > 0 && b > 0 ? std::pow(a, 1 - w) * std::pow(b, w) : b; };
+  auto arithmetic = [w](double a, double b) { return (1 - w) * a + w * b; };
+  efficiency e = fit;
+  e.gemm = geometric(old.gemm, fit.gemm);
+  e.memory = geometric(old.memory, fit.memory);
+  e.link = geometric(old.link, fit.link);
+  e.per_op_seconds = arithmetic(old.per_op_seconds, fit.per_op_seconds);
+  e.per_task_seconds = arithmetic(old.per_task_seconds, fit.per_task_seconds);
+  e.per_step_seconds = arithmetic(old.per_step_seconds, fit.per_step_seconds);
+  e.per_rank_seconds = arithmetic(old.per_rank_seconds, fit.per_rank_seconds);
+  return e;
+}
+
+double refit_weight(int n) { return 1.0 / static_cast<double>(std::clamp(n, 1, max_refits_averaged)); }
+
 std::array<double, 3> fit_nonnegative(const std::vector<std::array<double, 3>>& a, const std::vector<double>& y) {
   std::array<double, 3> best{0, 0, 0};
   double best_sse = 0;

@@ -9,9 +9,12 @@
 //            applies the committed gradient at the next step's start, outside the tasks).
 // Predicted time scales with 1/efficiency, so the new efficiencies are the old ones divided
 // by the factors (and the per-operation cost multiplied by a).
+// Runs are noisy (one run on a shared machine can be 25 % slow), so a profile keeps a running
+// mean over its refits rather than the last run's fit: blend(old, fit, 1/n) for the n-th.
 //
 //   std::vector<task_observation> obs = {{plan.stages[s], {0.012, 0.025, 0.004}}, ...};
-//   refit_result r = refit(obs, eff);          // r.eff: the constants to save and plan with
+//   refit_result r = refit(obs, eff);          // r.eff: this run's constants
+//   efficiency saved = blend(eff, r.eff, refit_weight(profile_refits + 1));
 #pragma once
 
 #include <array>
@@ -36,6 +39,16 @@ struct refit_result {
 };
 
 refit_result refit(const std::vector<task_observation>& observations, const efficiency& current);
+
+/// `fit` folded into `old` with weight w in [0, 1]: the efficiencies geometrically
+/// (old^(1-w) fit^w, a running mean of their logarithms, as the factors multiply), the
+/// per-operation and overhead seconds arithmetically (they may start at 0).
+efficiency blend(const efficiency& old, const efficiency& fit, double weight);
+
+/// The weight of the n-th refit since calibration (n >= 1): 1/n, a running mean over the
+/// runs, but at least 1/max_refits_averaged, so the profile still follows a machine that changes.
+constexpr int max_refits_averaged = 8;
+double refit_weight(int n);
 
 /// Non-negative least squares with three unknowns, y ~ A x, x >= 0 (the runtime's overhead
 /// terms fitted to calibration runs): every subset of the columns solved unconstrained, the

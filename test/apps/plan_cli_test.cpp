@@ -4,6 +4,7 @@
 // reports predicted against measured step time.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -121,6 +122,20 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
     CHECK(saved["efficiency"][term].get<double>() >= 0);
     CHECK(saved["efficiency"][term] == p["refit"]["efficiency"][term]);
   }
+  // a second run: the profile keeps the mean of the two runs' fits (geometric for efficiencies)
+  auto again = run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.profile=" + profile.string());
+  REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+  const auto& q = again.summary["prediction"]["refit"];
+  CHECK(q["weight"] == 0.5);
+  std::ifstream in2(profile);
+  auto resaved = nlohmann::json::parse(in2);
+  CHECK(resaved["refits"] == 2);
+  CHECK(resaved["efficiency"]["gemm"].get<double>() ==
+        doctest::Approx(std::sqrt(saved["efficiency"]["gemm"].get<double>() * q["efficiency"]["gemm"].get<double>())));
+  CHECK(resaved["efficiency"]["per_step_seconds"].get<double>() ==
+        doctest::Approx((saved["efficiency"]["per_step_seconds"].get<double>() +
+                         q["efficiency"]["per_step_seconds"].get<double>()) / 2));
+  CHECK(resaved["efficiency"] == q["saved_efficiency"]);
   // a profile written before the overhead terms: its per-rank step cost is x per step and x per extra rank
   std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
     "memory_bandwidth_bytes_per_s": 1e10, "refits": 3, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},

@@ -150,6 +150,37 @@ TEST_CASE("refit: measured task times twice the prediction halve the efficiencie
   CHECK(!refit({}, e).changed);
 }
 
+TEST_CASE("a profile's refits: a running mean, geometric for efficiencies, arithmetic for seconds") {
+  efficiency old;
+  old.gemm = 0.8, old.link = 0.2, old.per_step_seconds = 0, old.per_task_seconds = 10e-6;
+  efficiency fit = old;
+  fit.gemm = 0.2, fit.link = 0.8, fit.per_step_seconds = 100e-6, fit.per_task_seconds = 30e-6;
+  // the first refit replaces the calibration's defaults outright
+  CHECK(refit_weight(1) == 1.0);
+  efficiency first = blend(old, fit, refit_weight(1));
+  CHECK(first.gemm == fit.gemm);
+  CHECK(first.per_step_seconds == fit.per_step_seconds);
+  // the second is the mean of two runs: sqrt(0.8 x 0.2) = 0.4 either way round
+  CHECK(refit_weight(2) == 0.5);
+  efficiency second = blend(old, fit, refit_weight(2));
+  CHECK(second.gemm == doctest::Approx(0.4));
+  CHECK(second.link == doctest::Approx(0.4));
+  CHECK(second.memory == doctest::Approx(old.memory));
+  CHECK(second.per_step_seconds == doctest::Approx(50e-6));
+  CHECK(second.per_task_seconds == doctest::Approx(20e-6));
+  // three runs whose fits say 1, 2 and 4 times slow: the mean of the logarithms, 2 times
+  efficiency e = old, slower = old;
+  int n = 0;
+  for (double factor : {1.0, 2.0, 4.0}) {
+    slower.gemm = old.gemm / factor;
+    e = blend(e, slower, refit_weight(++n));
+  }
+  CHECK(e.gemm == doctest::Approx(old.gemm / 2));
+  // long histories still follow the machine: at least 1/8 weight
+  CHECK(refit_weight(100) == doctest::Approx(1.0 / max_refits_averaged));
+  CHECK(blend(old, fit, 0).gemm == doctest::Approx(old.gemm));
+}
+
 TEST_CASE("the overhead terms' fit: exact data is recovered, a term the data push below zero is held at zero") {
   // columns: tasks on the critical path, 1 (per step), extra ranks — as the calibration plans give them
   const std::vector<std::array<double, 3>> a = {{2, 1, 0}, {2, 1, 1}, {4, 1, 1}, {18, 1, 1}, {2, 1, 3}, {16, 1, 3}};
