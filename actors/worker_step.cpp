@@ -78,7 +78,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     // Every rank owns a piece, updated at the last commit: gather the others'.
     const auto gather_start = std::chrono::steady_clock::now();
     range mine = owned_piece(plan, w.flat_params().numel(), at.dp_rank);
-    tensor own = w.flat_params().slice(0, mine.begin, mine.end).clone();
+    const tensor own = w.flat_params().slice(0, mine.begin, mine.end);  // already in place
     if (auto st = transport::all_gather_ring(ch, dp_group, own, w.flat_params(), dp_opt); !st)
       return in_task(st.error(), {task_kind::update, -1}, at);
     gather_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
@@ -123,7 +123,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       if (st && plan.shard_params) {
         range mine = owned_piece(plan, grads.numel(), at.dp_rank);
         piece = w.grad_piece(mine.size());
-        st = transport::reduce_scatter_ring(ch, dp_group, grads, piece, dp_opt);
+        st = transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
       }
       end = std::chrono::steady_clock::now();
       if (st) st = io.submit(piece);

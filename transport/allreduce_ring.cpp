@@ -89,6 +89,21 @@ status reduce_scatter_ring(channel& ch, const std::vector<int>& group, const ten
   return {};
 }
 
+status reduce_scatter_ring_consuming(channel& ch, const std::vector<int>& group, tensor& buf, tensor& out,
+                                     const collective_options& o) {
+  auto p = detail::locate(ch, group, "reduce_scatter");
+  if (!p) return p.error();
+  if (auto st = check_flat_f32(buf, "reduce_scatter"); !st) return st;
+  range mine = shard_range(buf.numel(), p->size, p->index);
+  if (out.numel() != mine.size())
+    return make_error(errc::invalid_argument, "reduce_scatter: output has " + std::to_string(out.numel()) +
+                                                  " elements, this rank's piece " + std::to_string(mine.size()));
+  tensor work = buf.reshape({buf.numel()});
+  if (auto st = reduce_scatter_in_place(ch, *p, work, o, "reduce_scatter"); !st) return st;
+  if (mine.size() > 0) out.reshape({out.numel()}).copy_from(work.slice(0, mine.begin, mine.end));
+  return {};
+}
+
 status all_gather_ring(channel& ch, const std::vector<int>& group, const tensor& mine, tensor& out,
                        const collective_options& o) {
   auto p = detail::locate(ch, group, "all_gather");
@@ -99,7 +114,11 @@ status all_gather_ring(channel& ch, const std::vector<int>& group, const tensor&
     return make_error(errc::invalid_argument, "all_gather: this rank's piece has " + std::to_string(mine.numel()) +
                                                   " elements, expected " + std::to_string(r.size()));
   tensor flat = out.reshape({out.numel()});
-  if (r.size() > 0) flat.slice(0, r.begin, r.end).copy_from(mine.contiguous().reshape({r.size()}));
+  if (r.size() > 0) {
+    tensor place = flat.slice(0, r.begin, r.end);
+    if (place.data<std::byte>() != mine.data<std::byte>() || !mine.is_contiguous())  // `mine` may already be in place
+      place.copy_from(mine.contiguous().reshape({r.size()}));
+  }
   return all_gather_in_place(ch, *p, flat, o, "all_gather");
 }
 

@@ -55,7 +55,13 @@ status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, c
 status reduce_scatter_ring(channel& ch, const std::vector<int>& group, const tensor& in, tensor& out,
                            const collective_options& o);
 
-/// out (full size) = every rank's piece placed at its offset; `mine` is this rank's piece.
+/// As reduce_scatter_ring, reducing in `buf` itself (no copy of it): afterwards `buf` holds
+/// partial sums and is to be discarded (a step's gradients, zeroed before the next).
+status reduce_scatter_ring_consuming(channel& ch, const std::vector<int>& group, tensor& buf, tensor& out,
+                                     const collective_options& o);
+
+/// out (full size) = every rank's piece placed at its offset; `mine` is this rank's piece
+/// (it may be the view of its place in `out`: nothing is copied then).
 status all_gather_ring(channel& ch, const std::vector<int>& group, const tensor& mine, tensor& out,
                        const collective_options& o);
 

@@ -135,6 +135,11 @@ TEST_CASE("ring reduce-scatter leaves each rank its near-equal piece of the sum"
         if (auto st = reduce_scatter_ring(fabric.endpoint(r), all_ranks(n), filled(r, size), out, {.tag = 2}); !st) return st;
         for (std::int64_t j = 0; j < mine.size(); ++j)
           if (out.data<float>()[j] != sum_over_ranks(n, mine.begin + j)) return expect(false, "mismatch at " + std::to_string(j));
+        // the same, reducing in the input itself (a step's gradients), into a fresh output
+        tensor consumed = filled(r, size), again = tensor::full({mine.size()}, -1.0f);
+        if (auto st = reduce_scatter_ring_consuming(fabric.endpoint(r), all_ranks(n), consumed, again, {.tag = 5}); !st) return st;
+        for (std::int64_t j = 0; j < mine.size(); ++j)
+          if (again.data<float>()[j] != out.data<float>()[j]) return expect(false, "consuming: mismatch at " + std::to_string(j));
         return {};
       }));
     }
@@ -152,10 +157,17 @@ TEST_CASE("ring all-gather assembles every rank's piece") {
         for (std::int64_t j = 0; j < mine.size(); ++j) piece.data<float>()[j] = value(r, mine.begin + j);
         tensor out = tensor::zeros({size});
         if (auto st = all_gather_ring(fabric.endpoint(r), all_ranks(n), piece, out, {.tag = 3}); !st) return st;
+        // and with the piece already in its place in the output (the view is passed, nothing copied)
+        tensor in_place = tensor::zeros({size});
+        if (mine.size() > 0) in_place.slice(0, mine.begin, mine.end).copy_from(piece);
+        const tensor view = in_place.slice(0, mine.begin, mine.end);
+        if (auto st = all_gather_ring(fabric.endpoint(r), all_ranks(n), view, in_place, {.tag = 6}); !st) return st;
         for (int owner = 0; owner < n; ++owner) {
           range rr = shard_range(size, n, owner);
-          for (std::int64_t j = rr.begin; j < rr.end; ++j)
+          for (std::int64_t j = rr.begin; j < rr.end; ++j) {
             if (out.data<float>()[j] != value(owner, j)) return expect(false, "mismatch at " + std::to_string(j));
+            if (in_place.data<float>()[j] != value(owner, j)) return expect(false, "in place: mismatch at " + std::to_string(j));
+          }
         }
         return {};
       }));
