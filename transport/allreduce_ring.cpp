@@ -76,17 +76,9 @@ status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, c
 
 status reduce_scatter_ring(channel& ch, const std::vector<int>& group, const tensor& in, tensor& out,
                            const collective_options& o) {
-  auto p = detail::locate(ch, group, "reduce_scatter");
-  if (!p) return p.error();
   if (auto st = check_flat_f32(in, "reduce_scatter"); !st) return st;
-  range mine = shard_range(in.numel(), p->size, p->index);
-  if (out.numel() != mine.size())
-    return make_error(errc::invalid_argument, "reduce_scatter: output has " + std::to_string(out.numel()) +
-                                                  " elements, this rank's piece " + std::to_string(mine.size()));
   tensor work = in.reshape({in.numel()}).clone();
-  if (auto st = reduce_scatter_in_place(ch, *p, work, o, "reduce_scatter"); !st) return st;
-  out.reshape({out.numel()}).copy_from(copy_range(work, mine));
-  return {};
+  return reduce_scatter_ring_consuming(ch, group, work, out, o);
 }
 
 status reduce_scatter_ring_consuming(channel& ch, const std::vector<int>& group, tensor& buf, tensor& out,
