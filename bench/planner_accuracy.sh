@@ -49,7 +49,7 @@ for model in ${MODELS:-mlp gpt}; do
     $bin $base --cluster.profile="$work/before.json" --plan.only=true --plan.list="$work/before.jsonl" >/dev/null
     # runs of the auto plan with refit: the "after" profile
     cp "$profile" "$work/after.json"
-    for ((run = 1; run <= ${REFIT_RUNS:-3}; run++)); do
+    for ((refit_run = 1; refit_run <= ${REFIT_RUNS:-3}; refit_run++)); do
       $bin $base --cluster.profile="$work/after.json" --train.steps=$((n + warmup)) --train.warmup=$warmup \
         >/dev/null 2>&1
     done

@@ -29,7 +29,7 @@ for model in ${MODELS:-mlp gpt}; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8"
     n=15; [ $model = mlp ] && n=123
     cp "$work/profile.json" "$work/after.json"
-    for ((run = 1; run <= ${REFIT_RUNS:-3}; run++)); do
+    for ((refit_run = 1; refit_run <= ${REFIT_RUNS:-3}; refit_run++)); do
       "$root/build/apps/$model" $base --cluster.profile="$work/after.json" --train.steps=$n --train.warmup=3 >/dev/null 2>&1
     done
     "$root/build/apps/$model" $base --cluster.profile="$work/after.json" --plan.only=true \
