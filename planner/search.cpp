@@ -432,7 +432,25 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
   std::stable_sort(rejected.begin(), rejected.end(),
                    [](const planned& x, const planned& y) { return x.peak_memory_bytes < y.peak_memory_bytes; });
   fitting.insert(fitting.end(), rejected.begin(), rejected.end());
+  prefer_simpler_near_ties(fitting);
   return fitting;
+}
+
+std::size_t prefer_simpler_near_ties(std::vector<planned>& ranked, double within) {
+  if (ranked.empty() || !ranked.front().fits) return 0;
+  auto fastest = std::min_element(ranked.begin(), ranked.end(), [](const planned& x, const planned& y) {
+    return x.fits && (!y.fits || x.step_s < y.step_s);
+  });
+  const double limit = fastest->step_s * (1 + within);
+  auto synchronisations = [](const planned& p) {
+    return std::tuple{p.plan.shard_params, p.plan.micro_batches, p.plan.schedule == schedule_kind::gpipe};
+  };
+  auto chosen = fastest;
+  for (auto it = ranked.begin(); it != ranked.end(); ++it)
+    if (it->fits && it->step_s <= limit && synchronisations(*it) < synchronisations(*chosen)) chosen = it;
+  const auto f = static_cast<std::size_t>(fastest - ranked.begin()), c = static_cast<std::size_t>(chosen - ranked.begin());
+  std::rotate(ranked.begin(), chosen, chosen + 1);  // [0, c) move one down
+  return f == c ? 0 : f < c ? f + 1 : f;
 }
 
 std::string what_would_fit(const model_analysis& a, const search_options& o) {

@@ -104,7 +104,20 @@ result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, c
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
 /// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides). With
 /// o.topo.host, every candidate is also tried with the embedding on the host CPUs.
+/// The fastest fitting plan is first, except where a near tie is broken (see
+/// prefer_simpler_near_ties).
 result<std::vector<planned>> rank_plans(const model_analysis& a, const search_options& o);
+
+/// Predictions closer than this fraction are a tie: the cost model's error between two twins
+/// of one layout (measured: a few per cent at best) is larger than the difference.
+inline constexpr double near_tie_fraction = 0.01;
+
+/// Breaks near ties among the fitting plans of `ranked` (sorted by step time) towards the one
+/// with the fewest synchronisations: unsharded before sharded (a sharded plan waits for the
+/// all-gather of its parameters at every step's start), then fewer micro-batches, then 1F1B
+/// before GPipe. That plan moves to the front; the others keep their order. Returns the
+/// position the fastest plan now has (0 when it stays first).
+std::size_t prefer_simpler_near_ties(std::vector<planned>& ranked, double within = near_tie_fraction);
 
 /// When nothing fits: what would — the fewest devices of the same kind that fit (up to 64x),
 /// whether sharding or more micro-batches would, the memory one device would need.

@@ -208,3 +208,43 @@ TEST_CASE("where ranks share cores, the reduction is predicted as the runtime ti
   CHECK(shared->stages[0].update_comm_s == doctest::Approx(2 * own->stages[0].update_comm_s));
   CHECK(shared->stages[0].update_s == doctest::Approx(2 * own->stages[0].update_s));
 }
+
+TEST_CASE("near ties go to the plan with fewer synchronisations, clear differences do not") {
+  auto plan = [](double step_s, bool sharded, int micro_batches, bool fits = true) {
+    planned p;
+    p.plan = {.dp = 2, .tp = 1, .pp = 2, .micro_batches = micro_batches, .schedule = schedule_kind::one_f_one_b,
+              .shard_params = sharded};
+    p.step_s = step_s;
+    p.fits = fits;
+    return p;
+  };
+  SUBCASE("a sharded twin 0.3 % faster yields to the unsharded one") {
+    std::vector<planned> r{plan(1.000, true, 1), plan(1.003, false, 1), plan(1.2, false, 2)};
+    CHECK(prefer_simpler_near_ties(r) == 1);  // the fastest is now second
+    CHECK(!r[0].plan.shard_params);
+    CHECK(r[0].step_s == 1.003);
+    CHECK(r[1].step_s == 1.000);
+    CHECK(r[2].step_s == 1.2);
+  }
+  SUBCASE("2 % apart is not a tie") {
+    std::vector<planned> r{plan(1.000, true, 1), plan(1.020, false, 1)};
+    CHECK(prefer_simpler_near_ties(r) == 0);
+    CHECK(r[0].plan.shard_params);
+  }
+  SUBCASE("among unsharded near ties, fewer micro-batches; the simplest need not be next to the fastest") {
+    std::vector<planned> r{plan(1.000, false, 8), plan(1.004, true, 1), plan(1.006, false, 4), plan(1.009, false, 2)};
+    CHECK(prefer_simpler_near_ties(r) == 1);
+    CHECK(r[0].plan.micro_batches == 2);
+    CHECK(r[1].plan.micro_batches == 8);
+    CHECK(r[2].plan.shard_params);
+    CHECK(r[3].plan.micro_batches == 4);
+  }
+  SUBCASE("rejected plans never win a tie, and a list of only rejected plans stays as it is") {
+    std::vector<planned> r{plan(1.000, true, 1), plan(1.001, false, 1, false)};
+    CHECK(prefer_simpler_near_ties(r) == 0);
+    CHECK(r[0].plan.shard_params);
+    std::vector<planned> none{plan(1.0, true, 1, false), plan(0.5, false, 1, false)};
+    CHECK(prefer_simpler_near_ties(none) == 0);
+    CHECK(none[0].step_s == 1.0);
+  }
+}
