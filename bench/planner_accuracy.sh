@@ -106,8 +106,9 @@ for model in ("mlp", "gpt"):
         mape = lambda xs: 100 * statistics.mean(abs(x - y) / y for x, y in zip(xs, m))
         best = min(m)
         auto_b = next((measured[json.dumps(q["key"])] for q in p if q["auto_before"]), float("nan"))
-        ia = min(range(len(p)), key=lambda i: after[i]) if all(a is not None for a in after) else None
-        auto_a = m[ia] if ia is not None else float("nan")
+        # the plan the planner chose after refit (its first line: near ties broken, not simply
+        # the lowest prediction)
+        auto_a = next((measured[json.dumps(q["key"])] for q in p if q["auto_after"]), float("nan"))
         print(f"{model:5} {ranks:5} {len(p):5} {mape(before):10.1f}% {mape(after):9.1f}% {spearman(before, m):10.2f} "
               f"{spearman(after, m):9.2f} {auto_b / best:16.2f} {auto_a / best:15.2f}")
         # the noise floor: plans that do identical work (GPipe and 1F1B predicted equal)
