@@ -30,8 +30,10 @@ status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, 
   for (int bit = 1; bit < p->size; bit <<= 1, ++step) {
     const int partner = group[static_cast<std::size_t>(p->index ^ bit)];
     const detail::reduce_landing scratch(ch, partner);
-    auto st = detail::exchange_step(ch, partner, partner, flat, all, all, o, "allreduce (recursive doubling)", step, scratch,
-                                    [&](range r, const tensor& got) { o.reduce(flat.data<float>() + r.begin, got.data<float>(), r.size()); });
+    auto st = detail::exchange_step(
+        ch, partner, partner, flat, all, all, o, "allreduce (recursive doubling)", step, scratch,
+        [&](range r, const tensor& got) { o.reduce(flat.data<float>() + r.begin, got.data<float>(), r.size()); },
+        detail::send_whole_first(ch, partner, all));
     if (!st) return st;
   }
   return {};

@@ -65,12 +65,14 @@ class chunk_cursor {
 /// Each received part (a range of `in`) is offered land(range) as its landing place when that
 /// gives a tensor (channel::recv_landing: the payload may be written straight there), and
 /// take(range, tensor) consumes it, wherever it landed. The next chunk is sent before the
-/// current one is taken, so the transfer of one overlaps the reduction of the other. A chunk
+/// current one is taken, so the transfer of one overlaps the reduction of the other; with
+/// `whole_first` every chunk is sent before the first is taken (see send_whole_first). A chunk
 /// is sent before the received chunk of the same range is taken, so `take` may write the
 /// range it is given even when `out` and `in` overlap.
 template <class Land, class Take>
 status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work, range out, range in,
-                     const collective_options& o, const char* what, int step, Land land, Take take) {
+                     const collective_options& o, const char* what, int step, Land land, Take take,
+                     bool whole_first = false) {
   chunk_cursor out_parts(ch, send_to, out), in_parts(ch, recv_from, in);
   auto send_next = [&]() -> status {
     const range r = out_parts.next();
@@ -79,6 +81,9 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
     return {};
   };
   if (auto st = send_next(); !st) return st;
+  if (whole_first)
+    while (!out_parts.done())
+      if (auto st = send_next(); !st) return st;
   while (!in_parts.done()) {
     if (!out_parts.done())
       if (auto st = send_next(); !st) return st;
@@ -95,6 +100,13 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
   while (!out_parts.done())
     if (auto st = send_next(); !st) return st;
   return {};
+}
+
+/// Whether a reduction step sends its piece `out` of f32 whole before taking the peer's
+/// (channel::send_ahead_bytes). Not for steps whose parts land in place (an all-gather): the
+/// peer's parts would have arrived before their landing is offered, and cost a copy each.
+inline bool send_whole_first(const channel& ch, int peer, range out) {
+  return out.size() * static_cast<std::int64_t>(sizeof(float)) <= ch.send_ahead_bytes(peer);
 }
 
 /// Where a reduction's received parts land: when `peer` is in another process, a scratch

@@ -240,6 +240,13 @@ void tcp_socket::set_buffers(int bytes) {
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
 
+std::int64_t tcp_socket::send_buffer_bytes() const {
+  int bytes = 0;
+  socklen_t len = sizeof bytes;
+  if (fd_ < 0 || ::getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, &len) != 0) return 0;
+  return bytes / 2;
+}
+
 void tcp_socket::shutdown() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }

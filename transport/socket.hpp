@@ -52,6 +52,9 @@ class tcp_socket {
   /// Kernel buffers of `bytes` each way (capped by net.core.[rw]mem_max): a large message is
   /// handed to the kernel without waiting for the peer to read it.
   void set_buffers(int bytes);
+  /// The send buffer the kernel gives the socket, in bytes of payload it holds (half of what
+  /// SO_SNDBUF reports: the kernel doubles the request for its own bookkeeping); 0 on error.
+  std::int64_t send_buffer_bytes() const;
   /// Ends both directions: a thread blocked reading this socket wakes with errc::closed.
   void shutdown();
   bool valid() const { return fd_ >= 0; }

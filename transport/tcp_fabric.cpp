@@ -1,6 +1,7 @@
 // The TCP mesh: connection set-up, validated reader threads, framed sends.
 #include "transport/tcp_fabric.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -42,6 +43,7 @@ struct tcp_fabric::connection {
   progress_handoff readers;        // ranks reading this connection themselves, or the reader thread
   posted_receives posted;          // guarded by `read`: where ranks want their next payloads
   event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
+  std::int64_t send_buffer = 0;    // bytes the kernel buffers for sending (after set_buffers)
   std::vector<std::byte> discard;  // scratch for a stale frame's body
 };
 
@@ -65,6 +67,13 @@ class tcp_fabric::endpoint_impl : public channel {
   // one frame within loopback's 64 KiB segments: the peer reads and reduces it while the rest
   // of the piece travels
   std::int64_t first_chunk_bytes(int /*peer*/) const override { return std::int64_t{32} << 10; }
+  // a piece the socket's send buffer holds (measured on loopback: 256 KiB - 1 MiB exchanges
+  // 1.2-1.6x faster whole than one chunk ahead), at most 1 MiB
+  std::int64_t send_ahead_bytes(int peer) const override {
+    if (f_.is_local(peer)) return 0;
+    const auto& c = *f_.conns_[static_cast<std::size_t>(f_.o_.process_of_rank[static_cast<std::size_t>(peer)])];
+    return std::min<std::int64_t>(c.send_buffer, std::int64_t{1} << 20);
+  }
 
   result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
     if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
@@ -204,7 +213,11 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   if (!connected) return connected.error();
   if (!accepted) return accepted.error();
   for (int p = 0; p < processes; ++p)
-    if (p != o.process) f->conns_[static_cast<std::size_t>(p)]->socket.set_buffers(4 << 20);
+    if (p != o.process) {
+      connection& c = *f->conns_[static_cast<std::size_t>(p)];
+      c.socket.set_buffers(4 << 20);  // the kernel caps it at net.core.wmem_max / rmem_max
+      c.send_buffer = c.socket.send_buffer_bytes();
+    }
   for (int p = 0; p < processes; ++p)
     if (p != o.process) {
       connection& c = *f->conns_[static_cast<std::size_t>(p)];
