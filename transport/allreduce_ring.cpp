@@ -29,10 +29,9 @@ status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tens
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s - 1, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 2, p.size));
-    auto st = exchange_step(
-        ch, p.next, p.prev, work, out, in, o, what, s, scratch,
-        [&](range r, const tensor& got) { o.reduce(work.data<float>() + r.begin, got.data<float>(), r.size()); },
-        detail::send_whole_first(ch, p.next, out));
+    auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, scratch, [&](range r, const tensor& got) {
+      o.reduce(work.data<float>() + r.begin, got.data<float>(), r.size());
+    });
     if (!st) return st;
   }
   return {};

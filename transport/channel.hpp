@@ -49,9 +49,9 @@ class channel {
   virtual std::int64_t first_chunk_bytes(int /*peer*/) const { return std::int64_t{256} << 10; }
   /// How many bytes a rank may send to `peer` ahead of receiving anything, sure that they go
   /// at once into buffers on the way (the kernel's socket buffers) rather than wait for the
-  /// peer. A collective's reduction step sends a piece up to this size whole before it reads
-  /// the peer's: both sides copy out in one stretch and then find the peer's data waiting,
-  /// instead of waiting for it chunk by chunk. 0 (the default): one chunk ahead.
+  /// peer. Recursive doubling sends a buffer up to this size whole before it reads the
+  /// peer's: both sides copy out in one stretch and then find the peer's data waiting, instead
+  /// of waiting for it chunk by chunk. 0 (the default): one chunk ahead.
   virtual std::int64_t send_ahead_bytes(int /*peer*/) const { return 0; }
   /// recv(), offering `landing` (contiguous) as the place for the payload: fabrics between
   /// processes that see the message begin while the caller waits write it there and return a

@@ -73,8 +73,8 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
     threads.emplace_back([&, k] {
       const int me = process * per_process + k;
       channel& ch = (*fabric)->endpoint(me);
-      // a piece up to the socket's send buffer (at most 1 MiB) goes whole before the peer's is
-      // read; within a process, one chunk ahead
+      // a buffer up to the socket's send buffer (at most 1 MiB) goes whole before the peer's is
+      // read (recursive doubling); within a process, one chunk ahead
       const int remote = ((process + 1) % processes) * per_process, local = process * per_process + (k + 1) % per_process;
       if (ch.send_ahead_bytes(remote) <= 0 || ch.send_ahead_bytes(remote) > (1 << 20) || ch.send_ahead_bytes(local) != 0) {
         results[static_cast<std::size_t>(k)] = expect(false, "send_ahead_bytes: " + std::to_string(ch.send_ahead_bytes(remote)) +
@@ -83,8 +83,7 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
         return;
       }
       // 50003 floats (200 KB: within even a default 208 KiB send buffer): several chunks, sent
-      // whole first by recursive doubling and the ring's
-      // reduce-scatter; (1 << 20) + 3: chunk by chunk
+      // whole first by allreduce()'s recursive doubling on 2 processes; (1 << 20) + 3: chunk by chunk
       for (std::int64_t n : {std::int64_t{1}, std::int64_t{1001}, std::int64_t{50003}, std::int64_t{(1 << 20) + 3}})
         for (bool ring : {true, false}) {  // the ring, and allreduce()'s pick (recursive doubling on pairs)
           tensor buf = tensor::empty({n});
