@@ -10,7 +10,6 @@
 
 namespace cohort::transport {
 
-using detail::copy_range;
 using detail::exchange_step;
 
 void sum_floats(float* acc, const float* in, std::int64_t n) {

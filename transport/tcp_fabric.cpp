@@ -70,7 +70,7 @@ class tcp_fabric::endpoint_impl : public channel {
   // what the socket's send buffer holds, at most 1 MiB (measured on loopback: recursive
   // doubling at 128 KiB - 1 MiB 1.1-1.6x faster with the buffer sent whole first)
   std::int64_t send_ahead_bytes(int peer) const override {
-    if (f_.is_local(peer)) return 0;
+    if (peer < 0 || peer >= size() || f_.is_local(peer)) return 0;  // nothing to send ahead to
     const auto& c = *f_.conns_[static_cast<std::size_t>(f_.o_.process_of_rank[static_cast<std::size_t>(peer)])];
     return std::min<std::int64_t>(c.send_buffer, std::int64_t{1} << 20);
   }

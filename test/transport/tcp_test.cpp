@@ -76,10 +76,12 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
       // a buffer up to the socket's send buffer (at most 1 MiB) goes whole before the peer's is
       // read (recursive doubling); within a process, one chunk ahead
       const int remote = ((process + 1) % processes) * per_process, local = process * per_process + (k + 1) % per_process;
-      if (ch.send_ahead_bytes(remote) <= 0 || ch.send_ahead_bytes(remote) > (1 << 20) || ch.send_ahead_bytes(local) != 0) {
+      if (ch.send_ahead_bytes(remote) <= 0 || ch.send_ahead_bytes(remote) > (1 << 20) || ch.send_ahead_bytes(local) != 0 ||
+          ch.send_ahead_bytes(ranks) != 0) {
         results[static_cast<std::size_t>(k)] = expect(false, "send_ahead_bytes: " + std::to_string(ch.send_ahead_bytes(remote)) +
                                                                  " to a remote rank, " + std::to_string(ch.send_ahead_bytes(local)) +
-                                                                 " to a local one");
+                                                                 " to a local one, " + std::to_string(ch.send_ahead_bytes(ranks)) +
+                                                                 " to a nonexistent one");
         return;
       }
       // 50003 floats (200 KB: within even a default 208 KiB send buffer): several chunks, sent
