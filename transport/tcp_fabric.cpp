@@ -2,6 +2,7 @@
 #include "transport/tcp_fabric.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -45,6 +46,13 @@ struct tcp_fabric::connection {
   event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
   std::int64_t send_buffer = 0;    // bytes the kernel buffers for sending (after set_buffers)
   std::vector<std::byte> discard;  // scratch for a stale frame's body
+  // Bytes read past the piece being read (guarded by `read`): a short piece - a header, a
+  // shape, a small payload - takes what the socket has, up to this buffer, in one read (a
+  // frame's header and shape, or whole small frames, for one system call), and the pieces
+  // after it come from here. Empty whenever pump() returns without an error, so that a
+  // poll() on the socket sees everything not yet delivered.
+  std::array<std::byte, 4096> ahead;
+  std::size_t ahead_begin = 0, ahead_end = 0;
 };
 
 class tcp_fabric::endpoint_impl : public channel {
@@ -269,7 +277,24 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor
   return {};
 }
 
-status tcp_fabric::pump(connection& c, int p) {
+// Up to `want` bytes of the piece being read: first what an earlier read brought in ahead of
+// it; then, for a piece shorter than the look-ahead buffer, what the socket has (into that
+// buffer); a longer one straight from the socket into place. 0: nothing there now.
+result<std::size_t> tcp_fabric::read_piece(connection& c, std::byte* target, std::size_t want) {
+  if (c.ahead_begin == c.ahead_end && want < c.ahead.size()) {
+    auto got = c.socket.read_some(c.ahead.data(), c.ahead.size());
+    if (!got) return got.error();
+    c.ahead_begin = 0;
+    c.ahead_end = *got;
+  }
+  if (c.ahead_begin == c.ahead_end) return c.socket.read_some(target, want);
+  const std::size_t n = std::min(want, c.ahead_end - c.ahead_begin);
+  std::memcpy(target, c.ahead.data() + c.ahead_begin, n);
+  c.ahead_begin += n;
+  return n;
+}
+
+status tcp_fabric::pump(connection& c, int p, const message_key* until) {
   frame_in_progress& f = c.in;
   using stage = frame_in_progress::stage;
   for (;;) {
@@ -285,7 +310,7 @@ status tcp_fabric::pump(connection& c, int p) {
         want = c.discard.size();
         break;
     }
-    auto got = c.socket.read_some(target, want);
+    auto got = read_piece(c, target, want);
     if (!got) return got.error();
     if (*got == 0) return {};  // nothing more for now
     f.last_progress = std::chrono::steady_clock::now();
@@ -330,9 +355,13 @@ status tcp_fabric::pump(connection& c, int p) {
       if (f.prefix.payload_bytes > 0) continue;
     }
     // stage::payload complete: deliver
-    c.posted.complete(static_cast<int>(f.prefix.meta.destination), f.body);
-    boxes_[f.prefix.meta.destination]->put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
+    const auto& meta = f.prefix.meta;
+    const bool awaited = until != nullptr && meta.destination == static_cast<std::uint32_t>(until->destination) &&
+                         meta.source == static_cast<std::uint32_t>(until->source) && meta.tag == until->tag;
+    c.posted.complete(static_cast<int>(meta.destination), f.body);
+    boxes_[meta.destination]->put(static_cast<int>(meta.source), meta.tag, std::move(f.body));
     f = frame_in_progress{};
+    if (awaited && c.ahead_begin == c.ahead_end) return {};  // its reader takes it now (one read fewer)
   }
 }
 
@@ -353,7 +382,8 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
     if (!closed_reason().empty()) break;
     std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
     if (lock.owns_lock()) {
-      if (auto st = pump(c, p); !st) {
+      const message_key awaited{.destination = me, .source = from, .tag = tag};
+      if (auto st = pump(c, p, &awaited); !st) {
         close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
         break;
       }

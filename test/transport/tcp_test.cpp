@@ -190,7 +190,56 @@ status run_landing(job_ports& ports, int process) {
   return (*cp)->finish(10s);
 }
 
+// Process 0 sends a burst of frames without waiting; process 1 reads them only once they
+// are all queued, so that one read takes several frames, or ends inside a header, a shape or a
+// payload: scalars, empty tensors, shapes of rank 0 to 3, payloads on either side of the
+// reader's 4 KiB look-ahead, a large one between small ones. Every message arrives whole.
+status run_burst(job_ports& ports, int process) {
+  auto cp = join_job(ports, process, 2);
+  if (!cp) return cp.error();
+  tcp_fabric_options fo;
+  fo.process_of_rank = {0, 1};
+  fo.process = process;
+  fo.timeout = 20s;
+  for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
+  auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
+  if (!fabric) return fabric.error();
+  channel& ch = (*fabric)->endpoint(process);
+  std::vector<shape> shapes = {shape{}, shape{0}, shape{1}, shape{3, 0, 2}, shape{2, 3, 5}, shape{100000}, shape{1}};
+  for (std::int64_t n = 1000; n <= 1030; n += 3) shapes.push_back(shape{n});  // 4,000 - 4,120 bytes
+  for (std::int64_t n = 1; n <= 64; n *= 2) shapes.push_back(shape{n, 3});
+  auto fill = [](const shape& s, std::uint64_t tag) {
+    tensor t = tensor::empty(s);
+    for (std::int64_t j = 0; j < t.numel(); ++j) t.data<float>()[j] = static_cast<float>(tag * 1000003 + static_cast<std::uint64_t>(j));
+    return t;
+  };
+  if (process == 0) {
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      if (auto st = ch.send(1, i, fill(shapes[i], i), 20s); !st) return st;
+    if (auto done = ch.recv(1, 9999, 20s); !done) return done.error();
+  } else {
+    std::this_thread::sleep_for(300ms);  // the whole burst is queued in the socket by now
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      tensor landing = tensor::full({shapes[i].numel()}, -1.f);
+      auto got = i % 2 == 0 ? ch.recv(0, i, 20s) : ch.recv_landing(0, i, landing, 20s);
+      if (!got) return got.error();
+      const tensor want = fill(shapes[i], i);
+      bool same = got->shape() == shapes[i];
+      for (std::int64_t j = 0; same && j < want.numel(); ++j) same = got->data<float>()[j] == want.data<float>()[j];
+      if (!same) return expect(false, "message " + std::to_string(i) + " of shape " + shapes[i].to_string() + " arrived wrong");
+    }
+    if (auto st = ch.send(0, 9999, tensor::zeros({1}), 20s); !st) return st;
+  }
+  return (*cp)->finish(10s);
+}
+
 }  // namespace
+
+TEST_CASE("a burst of frames of every size read in few reads over TCP: every message whole") {
+  job_ports ports(2);
+  auto codes = spawn_processes(2, [&](int p) { return run_burst(ports, p); });
+  for (int c : codes) CHECK(c == 0);
+}
 
 TEST_CASE("recv_landing over TCP: the payload lands in the offered buffer; early and late messages stay whole") {
   job_ports ports(2);
