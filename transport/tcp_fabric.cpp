@@ -294,7 +294,7 @@ result<std::size_t> tcp_fabric::read_piece(connection& c, std::byte* target, std
   return n;
 }
 
-status tcp_fabric::pump(connection& c, int p, const message_key* until) {
+status tcp_fabric::pump(connection& c, int p) {
   frame_in_progress& f = c.in;
   using stage = frame_in_progress::stage;
   for (;;) {
@@ -355,13 +355,9 @@ status tcp_fabric::pump(connection& c, int p, const message_key* until) {
       if (f.prefix.payload_bytes > 0) continue;
     }
     // stage::payload complete: deliver
-    const auto& meta = f.prefix.meta;
-    const bool awaited = until != nullptr && meta.destination == static_cast<std::uint32_t>(until->destination) &&
-                         meta.source == static_cast<std::uint32_t>(until->source) && meta.tag == until->tag;
-    c.posted.complete(static_cast<int>(meta.destination), f.body);
-    boxes_[meta.destination]->put(static_cast<int>(meta.source), meta.tag, std::move(f.body));
+    c.posted.complete(static_cast<int>(f.prefix.meta.destination), f.body);
+    boxes_[f.prefix.meta.destination]->put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
     f = frame_in_progress{};
-    if (awaited && c.ahead_begin == c.ahead_end) return {};  // its reader takes it now (one read fewer)
   }
 }
 
@@ -382,8 +378,7 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
     if (!closed_reason().empty()) break;
     std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
     if (lock.owns_lock()) {
-      const message_key awaited{.destination = me, .source = from, .tag = tag};
-      if (auto st = pump(c, p, &awaited); !st) {
+      if (auto st = pump(c, p); !st) {
         close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
         break;
       }

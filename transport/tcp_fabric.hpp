@@ -63,13 +63,8 @@ class tcp_fabric : public fabric {
   status send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout);
   result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout);
   void read_loop(int process);
-  struct message_key {
-    int destination = 0, source = 0;
-    std::uint64_t tag = 0;
-  };
-  /// Reads what is there on `c` (read lock held), delivering every frame it completes; stops
-  /// early after delivering the message `until` when nothing read stays buffered.
-  status pump(connection& c, int process, const message_key* until = nullptr);
+  /// Reads what is there on `c` (read lock held), delivering every frame it completes.
+  status pump(connection& c, int process);
   static result<std::size_t> read_piece(connection& c, std::byte* target, std::size_t want);
 
   tcp_fabric_options o_;
