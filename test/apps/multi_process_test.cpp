@@ -151,7 +151,7 @@ TEST_CASE("over UCX too, a node killed with SIGKILL ends the job with the report
   CHECK(j.leftovers == 0);
 }
 
-TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout; the job ends and nothing is left behind") {
+TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout, the job ends and nothing is left behind") {
   auto j = run_with_fault("STOP", 1, 5, "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500");
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);

@@ -47,7 +47,7 @@ TEST_CASE("without a step-by-step record the reduction is the least-waiting repl
   CHECK(obs[0].measured_s[2] == doctest::Approx(0.003));
 }
 
-TEST_CASE("tensor-parallel ranks of a stage are averaged with it; no timed step, no observation") {
+TEST_CASE("tensor-parallel ranks of a stage are averaged with it, no timed step, no observation") {
   auto plan = plan_of(1, 2, 2);  // ranks 0, 1: stage 0; 2, 3: stage 1
   std::vector<planner::stage_prediction> predicted(2);
   apps::task_totals t;

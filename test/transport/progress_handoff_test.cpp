@@ -15,7 +15,7 @@ TEST_CASE("the background thread may drive a connection nobody has driven") {
   CHECK(h.wait_turn(0ms, stopping));
 }
 
-TEST_CASE("while a rank drives, the background thread waits; a rank that gives up hands over at once") {
+TEST_CASE("while a rank drives, the background thread waits, a rank that gives up hands over at once") {
   progress_handoff h(std::chrono::microseconds(10'000'000));  // a grace period no test waits out
   std::atomic<bool> stopping{false};
   h.enter();

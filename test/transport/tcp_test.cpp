@@ -118,10 +118,13 @@ status run_collectives(job_ports& ports, int process, int processes, int per_pro
   return (*cp)->finish(10s);
 }
 
-// Process 0 sends, process 1 receives with recv_landing(): the payload lands in the offered
-// buffer when it was offered first; a message that came before is returned as it is; a wait
-// that times out leaves the buffer alone, and the message it missed is received whole later.
-status run_landing(job_ports& ports, int process) {
+// A job of two processes, one rank each, joined over the control plane and the TCP fabric.
+struct pair_job {
+  std::unique_ptr<control_plane> control;
+  std::shared_ptr<tcp_fabric> fabric;
+};
+
+result<pair_job> join_pair(job_ports& ports, int process) {
   auto cp = join_job(ports, process, 2);
   if (!cp) return cp.error();
   tcp_fabric_options fo;
@@ -131,7 +134,17 @@ status run_landing(job_ports& ports, int process) {
   for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
   auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
   if (!fabric) return fabric.error();
-  channel& ch = (*fabric)->endpoint(process);
+  return pair_job{std::move(*cp), std::move(*fabric)};
+}
+
+// Process 0 sends, process 1 receives with recv_landing(): the payload lands in the offered
+// buffer when it was offered first; a message that came before is returned as it is; a wait
+// that times out leaves the buffer alone, and the message it missed is received whole later.
+status run_landing(job_ports& ports, int process) {
+  auto job = join_pair(ports, process);
+  if (!job) return job.error();
+  auto& [cp, fabric] = *job;
+  channel& ch = fabric->endpoint(process);
   const std::int64_t n = 100000;
   auto message = [&](float base) {
     tensor t = tensor::empty({n});
@@ -187,7 +200,7 @@ status run_landing(job_ports& ports, int process) {
     for (std::int64_t j = 0; j < n; ++j)
       if (untouched.data<float>()[j] != -1.f) return expect(false, "a timed-out landing buffer was written");
   }
-  return (*cp)->finish(10s);
+  return cp->finish(10s);
 }
 
 // Process 0 sends a burst of frames without waiting; process 1 reads them only once they
@@ -195,16 +208,10 @@ status run_landing(job_ports& ports, int process) {
 // payload: scalars, empty tensors, shapes of rank 0 to 3, payloads on either side of the
 // reader's 4 KiB look-ahead, a large one between small ones. Every message arrives whole.
 status run_burst(job_ports& ports, int process) {
-  auto cp = join_job(ports, process, 2);
-  if (!cp) return cp.error();
-  tcp_fabric_options fo;
-  fo.process_of_rank = {0, 1};
-  fo.process = process;
-  fo.timeout = 20s;
-  for (const auto& n : (*cp)->roster()) fo.peers.push_back({n.host, n.data_port});
-  auto fabric = tcp_fabric::connect(ports.data[static_cast<std::size_t>(process)], fo);
-  if (!fabric) return fabric.error();
-  channel& ch = (*fabric)->endpoint(process);
+  auto job = join_pair(ports, process);
+  if (!job) return job.error();
+  auto& [cp, fabric] = *job;
+  channel& ch = fabric->endpoint(process);
   std::vector<shape> shapes = {shape{}, shape{0}, shape{1}, shape{3, 0, 2}, shape{2, 3, 5}, shape{100000}, shape{1}};
   for (std::int64_t n = 1000; n <= 1030; n += 3) shapes.push_back(shape{n});  // 4,000 - 4,120 bytes
   for (std::int64_t n = 1; n <= 64; n *= 2) shapes.push_back(shape{n, 3});
@@ -230,7 +237,7 @@ status run_burst(job_ports& ports, int process) {
     }
     if (auto st = ch.send(0, 9999, tensor::zeros({1}), 20s); !st) return st;
   }
-  return (*cp)->finish(10s);
+  return cp->finish(10s);
 }
 
 }  // namespace
@@ -241,7 +248,7 @@ TEST_CASE("a burst of frames of every size read in few reads over TCP: every mes
   for (int c : codes) CHECK(c == 0);
 }
 
-TEST_CASE("recv_landing over TCP: the payload lands in the offered buffer; early and late messages stay whole") {
+TEST_CASE("recv_landing over TCP: the payload lands in the offered buffer, early and late messages stay whole") {
   job_ports ports(2);
   auto codes = spawn_processes(2, [&](int p) { return run_landing(ports, p); });
   for (int c : codes) CHECK(c == 0);
@@ -257,7 +264,7 @@ TEST_CASE("ring collectives across 2 and 4 OS processes over TCP give the exact 
   }
 }
 
-TEST_CASE("a wrong job secret or a stale generation is refused; the right node then joins") {
+TEST_CASE("a wrong job secret or a stale generation is refused, the right node then joins") {
   job_ports ports(2);
   const int port = ports.control.port();
   std::thread coordinator_thread;
@@ -295,7 +302,7 @@ TEST_CASE("a wrong job secret or a stale generation is refused; the right node t
   CHECK((*node)->finish(5s).ok());
 }
 
-TEST_CASE("job secrets: a file others can read is refused; the environment variables are read") {
+TEST_CASE("job secrets: a file others can read is refused, the environment variables are read") {
   char path[] = "/tmp/cohort-secret-XXXXXX";
   int fd = ::mkstemp(path);
   REQUIRE(fd >= 0);
