@@ -7,7 +7,8 @@
 #   mpi-tcp      Open MPI 4.1, --mca btl self,tcp on lo
 # Every side reports time per op (mean over iterations, the slower rank), algbw and busbw as
 # nccl-tests do (busbw = algbw x 2(n-1)/n; n = 2 here). Then a table of medians over the
-# repetitions and the ratios the issue asks for.
+# repetitions and the ratios the issue asks for (bench/allreduce_table.py, which also pools the
+# rounds of several runs: single runs here flip verdicts).
 #   bench/allreduce.sh [REPS]     (default 3)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -26,27 +27,5 @@ for ((r = 1; r <= reps; r++)); do
   run mpi-tcp allreduce 2proc "${mpirun_[@]}" --mca btl self,tcp --mca btl_tcp_if_include lo "$mpi_bin"
 done
 rm -f "$mpi_bin"
-$py - "$out" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-sides = ["cohort-tcp", "cohort-ucx", "gloo", "mpi-shm", "mpi-tcp"]
-by = {}  # (side, bytes) -> [busbw], [us_mean]
-for r in rows:
-    for x in r["result"].get("results", []):
-        by.setdefault((r["side"], x["bytes"]), []).append((x["busbw_GBps"], x["us_mean"]))
-sizes = sorted({b for (_, b) in by})
-med = lambda side, b, i: statistics.median(v[i] for v in by[(side, b)]) if (side, b) in by else float("nan")
-print()
-print("busbw GB/s (median over runs; time per op = mean over iterations)")
-print(f"{'bytes':>9} " + " ".join(f"{s:>11}" for s in sides) + "   ucx/gloo tcp/gloo ucx/mpi-shm tcp/mpi-tcp")
-for b in sizes:
-    v = {s: med(s, b, 0) for s in sides}
-    print(f"{b:>9} " + " ".join(f"{v[s]:>11.3f}" for s in sides) +
-          f"   {v['cohort-ucx']/v['gloo']:>8.2f} {v['cohort-tcp']/v['gloo']:>8.2f} {v['cohort-ucx']/v['mpi-shm']:>11.2f}"
-          f" {v['cohort-tcp']/v['mpi-tcp']:>11.2f}")
-print()
-print("us per op (median over runs)")
-for b in sizes:
-    print(f"{b:>9} " + " ".join(f"{med(s, b, 1):>11.1f}" for s in sides))
-PY
+$py "$root/bench/allreduce_table.py" "$out"
 echo "raw: $out"
