@@ -283,13 +283,13 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor
 // it; then, for a piece shorter than the look-ahead buffer, what the socket has (into that
 // buffer); a longer one straight from the socket into place. 0: nothing there now.
 result<std::size_t> tcp_fabric::read_piece(connection& c, std::byte* target, std::size_t want) {
-  if (c.ahead_begin == c.ahead_end && want < c.ahead.size()) {
+  if (c.ahead_begin == c.ahead_end) {
+    if (want >= c.ahead.size()) return c.socket.read_some(target, want);
     auto got = c.socket.read_some(c.ahead.data(), c.ahead.size());
-    if (!got) return got.error();
+    if (!got || *got == 0) return got;  // an error, or nothing there (one read, not two)
     c.ahead_begin = 0;
     c.ahead_end = *got;
   }
-  if (c.ahead_begin == c.ahead_end) return c.socket.read_some(target, want);
   const std::size_t n = std::min(want, c.ahead_end - c.ahead_begin);
   std::memcpy(target, c.ahead.data() + c.ahead_begin, n);
   c.ahead_begin += n;
