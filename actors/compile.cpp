@@ -1,6 +1,10 @@
 // Plan compilation.
 #include "actors/compile.hpp"
 
+#include "planner/analysis.hpp"
+#include "planner/rank_layout.hpp"
+#include "planner/search.hpp"
+
 namespace cohort::actors {
 
 result<stage_program> compiled_model::program(int stage, int tp_rank) const {
@@ -23,13 +27,23 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
   auto tp = complete_axis(*cm.serial, "tp", plan.tp);
   if (!tp) return make_error(tp.error().code, "plan tp=" + std::to_string(plan.tp) + ": " + tp.error().message);
   cm.tp = std::move(*tp);
-  auto st = stage_cuts.empty() ? cut_stages(*cm.serial, cm.grads, plan.pp)
-                               : stages_from_cuts(*cm.serial, cm.grads, stage_cuts);
+  std::vector<std::size_t> cuts = stage_cuts;
+  if (cuts.empty() && plan.pp > 1) {  // the planner's cuts, with its default constants
+    auto a = planner::analyze_model(model, 0);
+    if (!a) return a.error();
+    planner::search_options o;
+    o.batch = batch;
+    auto found = planner::stage_cuts(**a, plan, o);
+    if (!found) return make_error(found.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + found.error().message);
+    cuts = std::move(*found);
+  }
+  auto st = stages_from_cuts(*cm.serial, cm.grads, cuts);
   if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
   if (st->stages != plan.pp)
     return make_error(errc::invalid_argument, "plan pp=" + std::to_string(plan.pp) + " but " +
                                                   std::to_string(st->stages) + " stages were cut");
   cm.stages = std::move(*st);
+  cm.cuts = std::move(cuts);
   cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
   // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
   for (int s = 0; s < plan.pp; ++s)
@@ -43,14 +57,14 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
   if (static_cast<int>(pieces.size()) != p.ranks())
     return make_error(errc::invalid_argument, "assemble: " + std::to_string(pieces.size()) + " pieces for " +
                                                   std::to_string(p.ranks()) + " ranks");
-  auto rank = [&](int d, int s, int t) { return (d * p.pp + s) * p.tp + t; };
+  const planner::rank_layout layout(p);
   parameter_store full;
   for (int s = 0; s < p.pp; ++s)
     for (int t = 0; t < p.tp; ++t) {
       auto prog = cm.program(s, t);
       if (!prog) return prog.error();
       std::vector<tensor> parts;
-      for (int d = 0; d < (p.shard_params ? p.dp : 1); ++d) parts.push_back(pieces[static_cast<std::size_t>(rank(d, s, t))]);
+      for (int d = 0; d < (p.shard_params ? p.dp : 1); ++d) parts.push_back(pieces[static_cast<std::size_t>(layout.rank_of({d, s, t}))]);
       std::int64_t total = 0;
       for (const auto& q : parts) total += q.numel();
       tensor flat = tensor::empty({total});

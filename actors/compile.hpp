@@ -3,9 +3,9 @@
 // cuts and the task order of every stage. Local programs are partitioned on demand, one per
 // worker (stage, tp rank); data-parallel replicas get identical copies.
 //
-//   model_fn mlp = [](graph& g, std::int64_t batch) { return apps::build_mlp(g, dims, batch).loss; };
-//   auto cm = compile(mlp, plan, /*batch=*/128);
-//   auto prog = cm->program(stage, tp_rank);
+//   model_fn mlp = [](graph& g, std::int64_t rows) { return softmax_cross_entropy(linear(g.input("x", {rows, 8}), 4, "fc"), g.input("y", {rows}, dtype::i32)); };
+//   auto cm = compile(mlp, parallel_plan{.dp = 2}, /*batch=*/128);
+//   auto prog = cm->program(/*stage=*/0, /*tp_rank=*/0);
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,7 @@ struct compiled_model {
   gradients grads;
   axis_completion tp;
   stage_assignment stages;
+  std::vector<std::size_t> cuts;  // where stages 1.. begin (forward node indices)
   std::vector<std::vector<planner::task>> schedule;
 
   result<stage_program> program(int stage, int tp_rank) const;
@@ -42,8 +43,10 @@ struct compiled_model {
 /// replica 0's pieces are used), tensor-parallel shards joined.
 result<parameter_store> assemble_parameters(const compiled_model& cm, const std::vector<tensor>& pieces);
 
-/// Errors: an invalid plan for this batch, a model error, tensor parallelism the model's
-/// shapes cannot take (naming the tensor), more pipeline stages than operations.
+/// `stage_cuts` are the planner's (plan_choice::cuts); empty with pp > 1 asks the planner for
+/// them with its default constants. Errors: an invalid plan for this batch, a model error,
+/// tensor parallelism the model's shapes cannot take (naming the tensor), more pipeline
+/// stages than operations.
 result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
                                const std::vector<std::size_t>& stage_cuts = {});
 

@@ -42,11 +42,8 @@ void after_commit(self_ptr self) {
   m.generation = s.generation;
   m.seconds = since(s.step_start);
   for (auto& o : s.outcomes) {
-    if (!o) continue;  // a rank of another process
-    std::array<double, 3> secs{0, 0, 0};
-    for (const auto& t : o->report.timings) secs[static_cast<std::size_t>(t.t.kind)] += t.seconds;
-    m.task_seconds.push_back(secs);
-    if (o->report.reports_loss) m.loss += o->report.loss_share;
+    m.task_seconds.push_back(o ? o->report.seconds : planner::task_seconds{});  // zeros: a rank of another process
+    if (o && o->report.reports_loss) m.loss += o->report.loss_share;
   }
   if (s.options.combine_loss) {
     auto total = s.options.combine_loss(s.step, m.loss);
@@ -207,7 +204,7 @@ void setup(self_ptr self, batch_fn data) {
     auto spec = std::make_shared<worker_spec>();
     spec->model = s.model;
     spec->rank = r;
-    spec->at = {r / (plan.pp * plan.tp), (r / plan.tp) % plan.pp, r % plan.tp};
+    spec->at = planner::rank_layout(plan).place_of(r);
     spec->seed = s.options.seed;
     spec->kernel_threads = kernel_threads;
     spec->timeout = s.options.timeout;

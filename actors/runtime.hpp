@@ -31,8 +31,9 @@ struct step_metrics {
   double loss = 0;
   double seconds = 0;           // wall time of the step, commit included
   std::int64_t generation = 0;
-  /// Per worker rank: seconds in forward, backward and update tasks this step.
-  std::vector<std::array<double, 3>> task_seconds;
+  /// Per rank: seconds in forward, backward and update tasks this step (zeros for the ranks
+  /// of other processes).
+  std::vector<planner::task_seconds> task_seconds;
 };
 
 struct failure_event {

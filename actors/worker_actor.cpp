@@ -15,8 +15,8 @@ status worker_actor::start() {
   const auto& plan = s.model->plan;
   auto prog = s.model->program(s.at.stage, s.at.tp_rank);
   if (!prog) return prog.error();
-  process_mesh mesh = plan_mesh(plan);
-  comm_context ctx{&fabric_->endpoint(s.rank), {{"tp", mesh.group(s.rank, "tp")}, {"dp", mesh.group(s.rank, "dp")}},
+  const planner::rank_layout layout(plan);
+  comm_context ctx{&fabric_->endpoint(s.rank), {{"tp", layout.group(s.rank, "tp")}, {"dp", layout.group(s.rank, "dp")}},
                    s.timeout};
   if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
   auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx,

@@ -20,14 +20,6 @@ error in_task(const error& e, const task& t, const worker_place& at) {
 
 }  // namespace
 
-process_mesh plan_mesh(const planner::parallel_plan& p) {
-  return process_mesh({{"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}});
-}
-
-int rank_of(const planner::parallel_plan& p, const worker_place& at) {
-  return (at.dp_rank * p.pp + at.stage) * p.tp + at.tp_rank;
-}
-
 range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank) {
   if (!plan.shard_params) return {0, flat_size};
   return shard_range(flat_size, plan.dp, dp_rank);
@@ -46,7 +38,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   const float seed = 1.f / static_cast<float>(plan.micro_batches * plan.dp);
   step_report report;
   report.reports_loss = prog.loss != no_value && at.tp_rank == 0;
-  auto peer = [&](int stage) { return rank_of(plan, {at.dp_rank, stage, at.tp_rank}); };
+  const planner::rank_layout layout(plan);
+  auto peer = [&](int stage) { return layout.rank_of({at.dp_rank, stage, at.tp_rank}); };
   auto receive = [&](int slot, int mb, bool backward) -> status {
     for (const auto& r : prog.recvs) {
       if (r.backward != backward) continue;
@@ -70,7 +63,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     return {};
   };
 
-  std::vector<int> dp_group = plan_mesh(plan).group(rank_of(plan, at), "dp");
+  const std::vector<int> dp_group = layout.group(layout.rank_of(at), "dp");
   transport::collective_options dp_opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
   w.zero_grads();
   double gather_s = 0;  // the sharded plan's all-gather: the amplifier's too, reported with its task
@@ -130,7 +123,10 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     }
     if (!st) return in_task(st.error(), t, at);
     if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();
-    report.timings.push_back({t, std::chrono::duration<double>(end - start).count() + (t.kind == task_kind::update ? gather_s : 0.0)});
+    const double took = std::chrono::duration<double>(end - start).count();
+    if (t.kind == task_kind::forward) report.seconds.forward_s += took;
+    else if (t.kind == task_kind::backward) report.seconds.backward_s += took;
+    else report.seconds.update_s += took + gather_s;
   }
   return report;
 }

@@ -28,6 +28,8 @@
 #include "actors/stage_worker.hpp"
 #include "graph/mesh.hpp"
 #include "planner/plan.hpp"
+#include "planner/rank_layout.hpp"
+#include "planner/task_seconds.hpp"
 
 namespace cohort::actors {
 
@@ -36,13 +38,7 @@ using planner::task;
 using planner::task_kind;
 using planner::to_string;
 
-struct worker_place {
-  int dp_rank = 0, stage = 0, tp_rank = 0;
-};
-
-/// The mesh of a plan: {dp, pp, tp}, tp fastest.
-process_mesh plan_mesh(const planner::parallel_plan& p);
-int rank_of(const planner::parallel_plan& p, const worker_place& at);
+using worker_place = planner::rank_place;
 
 struct step_io {
   /// The data inputs this stage reads, for micro-batch `mb` of this replica (by input name).
@@ -54,20 +50,15 @@ struct step_io {
   std::function<void(const task&, std::size_t index)> before_task;
 };
 
-/// A task's own work in seconds: forward and backward without waiting for their inputs; the
-/// amplifier's gradient reduction (and a sharded plan's all-gather) without the hand-over to
-/// the parameter owner.
-struct task_timing {
-  task t;
-  double seconds = 0;
-};
-
 struct step_report {
   /// sum over micro-batches of loss / (micro_batches * dp): this replica's share of the
   /// step's loss; only the last stage's tp rank 0 reports one (others leave it at 0).
   double loss_share = 0;
   bool reports_loss = false;
-  std::vector<task_timing> timings;
+  /// A task's own work in seconds, by kind: forward and backward without waiting for their
+  /// inputs; the amplifier's gradient reduction (and a sharded plan's all-gather) without the
+  /// hand-over to the parameter owner.
+  planner::task_seconds seconds;
 };
 
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/options.hpp"
-#include "apps/processes.hpp"
-#include "apps/report.hpp"
+#include "apps/driver/options.hpp"
+#include "apps/driver/processes.hpp"
+#include "apps/driver/report.hpp"
 #include "transport/collectives.hpp"
 
 using namespace cohort;
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   if (!group) return fail("cohort-allreduce", group.error().message, 1);
   process_group& g = **group;
   const int world = g.world();
-  auto fabric = g.connect(world);
+  auto fabric = g.connect(planner::parallel_plan{.dp = world});  // one rank per process
   if (!fabric) return fail("cohort-allreduce", fabric.error().message, 1);
   transport::channel& ch = (*fabric)->endpoint(g.process());
   std::vector<int> ring;

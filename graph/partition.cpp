@@ -16,17 +16,6 @@ int stage_of_node(const graph& g, const gradients& gr, const stage_assignment& s
   return origin >= 0 ? sa.of_forward_node[static_cast<std::size_t>(origin)] : sa.stages - 1;
 }
 
-double node_cost(const graph& g, const node& n) {
-  const shape& out = g.value(n.outputs[0]).type.shape;
-  if (n.kind == op_kind::matmul) {
-    const auto& at = std::get<matmul_attrs>(n.attrs);
-    const shape& a = g.value(n.inputs[0]).type.shape;
-    double k = static_cast<double>(at.trans_a ? a.at(-2) : a.at(-1));
-    return 2.0 * static_cast<double>(out.numel()) * k;
-  }
-  return 4.0 * static_cast<double>(out.numel());
-}
-
 class local_builder {
  public:
   local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa,
@@ -242,49 +231,6 @@ result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, c
     sa.of_forward_node[i] = stage;
   }
   return sa;
-}
-
-result<stage_assignment> cut_stages(const graph& g, const gradients& gr, int stages) {
-  const std::size_t n = gr.backward_begin;
-  if (stages < 1) return make_error(errc::invalid_argument, "pipeline stages must be >= 1");
-  if (static_cast<std::size_t>(stages) > n)
-    return make_error(errc::invalid_argument, "cannot cut " + std::to_string(n) + " forward operations into " +
-                                                  std::to_string(stages) + " pipeline stages");
-  // Cost of a node, and of cutting before node j (the bytes alive across the cut).
-  std::vector<double> prefix(n + 1, 0.0);
-  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + node_cost(g, g.nodes()[i]);
-  std::vector<double> cut_cost(n + 1, 0.0);
-  for (std::size_t i = 0; i < n; ++i)
-    for (auto v : g.nodes()[i].inputs) {
-      auto p = g.value(v).producer;
-      if (p < 0) continue;
-      double bytes = static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
-      for (std::size_t j = static_cast<std::size_t>(p) + 1; j <= i; ++j) cut_cost[j] += bytes;  // alive across cut j
-    }
-  // Minimize the most expensive stage (its compute plus what crosses its borders).
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(static_cast<std::size_t>(stages) + 1, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<std::size_t>> from(static_cast<std::size_t>(stages) + 1, std::vector<std::size_t>(n + 1, 0));
-  best[0][0] = 0.0;
-  for (int s = 1; s <= stages; ++s)
-    for (std::size_t j = static_cast<std::size_t>(s); j <= n; ++j)
-      for (std::size_t i = static_cast<std::size_t>(s) - 1; i < j; ++i) {
-        if (best[static_cast<std::size_t>(s) - 1][i] == inf) continue;
-        double stage_cost = prefix[j] - prefix[i] + 16.0 * (cut_cost[i] + (j < n ? cut_cost[j] : 0.0));
-        double v = std::max(best[static_cast<std::size_t>(s) - 1][i], stage_cost);
-        if (v < best[static_cast<std::size_t>(s)][j]) {
-          best[static_cast<std::size_t>(s)][j] = v;
-          from[static_cast<std::size_t>(s)][j] = i;
-        }
-      }
-  std::vector<std::size_t> cuts;
-  std::size_t j = n;
-  for (int s = stages; s > 1; --s) {
-    j = from[static_cast<std::size_t>(s)][j];
-    cuts.push_back(j);
-  }
-  std::reverse(cuts.begin(), cuts.end());
-  return stages_from_cuts(g, gr, cuts);
 }
 
 }  // namespace cohort

@@ -6,7 +6,7 @@
 // from and send to the other stages for every micro-batch.
 //
 //   auto c = complete_axis(g, "tp", 2);
-//   auto stages = cut_stages(g, gr, /*pp=*/2);                  // balanced by FLOPs
+//   auto stages = stages_from_cuts(g, gr, {5});                 // stage 1 starts at node 5
 //   auto prog = partition(g, gr, *c, stages, /*stage=*/1, /*tp_rank=*/0);
 //   prog->g                // run it with an executor whose table has the runtime's collectives
 #pragma once
@@ -27,11 +27,8 @@ struct stage_assignment {
   std::vector<int> of_forward_node;
 };
 
-/// Contiguous stages balanced by estimated cost (matmul FLOPs, plus elementwise work).
-/// Error when there are fewer forward nodes than stages.
-result<stage_assignment> cut_stages(const graph& g, const gradients& gr, int stages);
-
-/// Stages from explicit cut points: forward node indices where stages 1..n-1 begin.
+/// Stages from cut points: forward node indices where stages 1..n-1 begin. The cuts come from
+/// the planner (planner::stage_cuts), the only stage cutter.
 result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, const std::vector<std::size_t>& cuts);
 
 struct stage_program {

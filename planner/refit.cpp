@@ -51,7 +51,7 @@ refit_result refit(const std::vector<task_observation>& observations, const effi
   out.eff = current;
   double measured_fb = 0, predicted_fb = 0;
   for (const auto& o : observations) {
-    measured_fb += o.measured_s[0] + o.measured_s[1];
+    measured_fb += o.measured.forward_s + o.measured.backward_s;
     predicted_fb += o.predicted.forward_s + o.predicted.backward_s;
   }
   if (!(predicted_fb > 0) || !(measured_fb > 0) || !std::isfinite(measured_fb)) return out;
@@ -59,7 +59,7 @@ refit_result refit(const std::vector<task_observation>& observations, const effi
   double measured_reduce = 0, predicted_reduce = 0;
   for (const auto& o : observations) {
     if (o.predicted.update_comm_s <= 0) continue;
-    measured_reduce += o.measured_s[2];
+    measured_reduce += o.measured.update_s;
     predicted_reduce += o.predicted.update_comm_s;
   }
   out.compute_factor = a;

@@ -12,7 +12,7 @@
 // Runs are noisy (one run on a shared machine can be 25 % slow), so a profile keeps a running
 // mean over its refits rather than the last run's fit: blend(old, fit, 1/n) for the n-th.
 //
-//   std::vector<task_observation> obs = {{plan.stages[s], {0.012, 0.025, 0.004}}, ...};
+//   std::vector<task_observation> obs = {{plan.stages[s], {0.012, 0.025, 0.004}}};   // per stage
 //   refit_result r = refit(obs, eff);          // r.eff: this run's constants
 //   efficiency saved = blend(eff, r.eff, refit_weight(profile_refits + 1));
 #pragma once
@@ -23,12 +23,13 @@
 
 #include "planner/cost_model.hpp"
 #include "planner/search.hpp"
+#include "planner/task_seconds.hpp"
 
 namespace cohort::planner {
 
 struct task_observation {
   stage_prediction predicted;
-  std::array<double, 3> measured_s{};  // forward, backward, update (the reduction): seconds per step
+  task_seconds measured;  // seconds per step; update_s is the gradient reduction
 };
 
 struct refit_result {

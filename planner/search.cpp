@@ -388,6 +388,12 @@ std::string describe(const parallel_plan& p) {
   return out;
 }
 
+result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o) {
+  auto e = evaluate_plan(a, p, o);
+  if (!e) return e.error();
+  return e->cuts;
+}
+
 result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, const search_options& o,
                               const std::vector<std::size_t>& given_cuts, bool recompute, bool embedding_on_host) {
   search_cache cache;

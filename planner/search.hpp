@@ -101,6 +101,10 @@ result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, c
                               const std::vector<std::size_t>& cuts = {}, bool recompute = false,
                               bool embedding_on_host = false);
 
+/// The planner's stage cuts for `p` (forward nodes where stages 1.. begin; empty for pp = 1),
+/// as evaluate_plan chooses them: the only stage cutter in the code.
+result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o);
+
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
 /// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides). With
 /// o.topo.host, every candidate is also tried with the embedding on the host CPUs.

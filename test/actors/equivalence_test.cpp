@@ -13,7 +13,8 @@
 
 #include <cmath>
 
-#include "apps/models.hpp"
+#include "apps/models/mlp.hpp"
+#include "apps/models/gpt.hpp"
 #include "graph/random.hpp"
 #include "support/tensor_checks.hpp"
 #include "support/thread_runner.hpp"

@@ -66,7 +66,7 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
       {MLP_BINARY, "--data.name=cifar", "mlp: error: --data.name must be digits, fashion, mnist or synth, got 'cifar'"},
       {MLP_BINARY, missing_dir, "mlp: error: missing data file /nonexistent-cohort-data/sklearn/digits.csv.gz (run scripts/fetch-data.sh; add --all for MNIST)"},
       {MLP_BINARY, "--config-file=/nonexistent.ini", "mlp: error: cannot open config file '/nonexistent.ini'"},
-      {MLP_BINARY, "--train.steps=0", "mlp: error: --train.steps, --train.batch, --train.threads and --train.lr must be positive"},
+      {MLP_BINARY, "--train.steps=0", "mlp: error: --train.steps must be positive"},
       {MLP_BINARY, "--model.dims=64,10,3", "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
       {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},
       {GPT_BINARY, "--model.heads=3", "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},

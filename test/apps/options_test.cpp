@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/options.hpp"
+#include "apps/driver/options.hpp"
 
 using namespace cohort;
 using namespace cohort::apps;

@@ -12,7 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/models.hpp"
+#include "apps/models/mlp.hpp"
+#include "apps/models/gpt.hpp"
 #include "kernels/trainer.hpp"
 #include "support/tensor_checks.hpp"
 #include "support/tensor_files.hpp"

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "graph/dsl.hpp"
-#include "apps/models.hpp"
+#include "apps/models/mlp.hpp"
+#include "apps/models/gpt.hpp"
 #include "graph/layers.hpp"
 
 namespace cohort::test {

@@ -57,7 +57,7 @@ inline std::vector<float> distributed_losses(const actors::model_fn& model, cons
   transport::in_process_fabric fabric(ranks);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
-  process_mesh mesh = plan_mesh(plan);
+  const planner::rank_layout layout(plan);
   struct slot {
     worker_place at;
     std::unique_ptr<stage_worker> worker;
@@ -68,10 +68,10 @@ inline std::vector<float> distributed_losses(const actors::model_fn& model, cons
     for (int s = 0; s < plan.pp; ++s)
       for (int t = 0; t < plan.tp; ++t) {
         worker_place at{d, s, t};
-        int r = rank_of(plan, at);
+        int r = layout.rank_of(at);
         auto prog = cm->program(s, t);
         REQUIRE_MESSAGE(prog.ok(), prog.error().message);
-        comm_context ctx{&fabric.endpoint(r), {{"tp", mesh.group(r, "tp")}, {"dp", mesh.group(r, "dp")}},
+        comm_context ctx{&fabric.endpoint(r), {{"tp", layout.group(r, "tp")}, {"dp", layout.group(r, "dp")}},
                          std::chrono::milliseconds(60000)};
         auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s), &table, nullptr, ctx, plan.micro_batches == 1);
         REQUIRE_MESSAGE(w.ok(), w.error().message);

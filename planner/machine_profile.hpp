@@ -4,10 +4,11 @@
 // file (default $XDG_CACHE_HOME/cohort/profile.json, else ~/.cache/cohort/profile.json).
 // Without a file the defaults below stand in, and the planner says so.
 //
-//   auto p = load_profile(default_profile_path());          // missing file: defaults
-//   machine_profile fresh = calibrate(/*threads=*/2);        // a few seconds of micro-benchmarks
-//   save_profile(default_profile_path(), fresh);
-//   planner::topology t = local_topology(fresh, /*ranks=*/4, /*threads=*/2);
+// The micro-benchmarks that measure it are actors::calibrate (actors/calibration.hpp).
+//
+//   result<machine_profile> p = load_profile(default_profile_path());   // missing file: defaults
+//   if (p) (void)save_profile(default_profile_path(), *p);
+//   topology t = local_topology(*p, /*ranks=*/4, /*threads=*/2);
 #pragma once
 
 #include <string>
@@ -15,7 +16,7 @@
 #include "graph/error.hpp"
 #include "planner/search.hpp"
 
-namespace cohort::apps {
+namespace cohort::planner {
 
 struct machine_profile {
   int cores = 1;
@@ -26,8 +27,8 @@ struct machine_profile {
   double cache_bytes = 8 << 20;                 // the last-level cache
   double cache_bandwidth_bytes_per_s = 30e9;    // one core copying within half of it
   double optimizer_bytes_per_s = 0;             // one core's AdamW update over 64 MiB (0: not measured)
-  planner::link_cost link{5e9, 10e-6};         // in-process fabric: allreduce between threads
-  planner::efficiency eff;
+  link_cost link{5e9, 10e-6};         // in-process fabric: allreduce between threads
+  efficiency eff;
   int refits = 0;                               // online refits folded in since calibration
   std::string source = "defaults";              // "defaults", "calibrated", or the file it came from
 };
@@ -40,13 +41,6 @@ std::string default_profile_path();
 result<machine_profile> load_profile(const std::string& path);
 /// Writes atomically (a temporary file renamed over the old one), creating the directory.
 status save_profile(const std::string& path, const machine_profile& p);
-
-/// Measures this machine: one thread's GEMM (arithmetic and operand traffic rates, from a
-/// square and a skinny shape), a streaming copy's bandwidth from memory and within the
-/// last-level cache, the optimizer's update rate, the in-process allreduce between two threads
-/// at 4 KiB and 4 MiB (alpha and beta), and the actor runtime's own overhead on `threads`
-/// threads (apps/runtime_calibration.hpp). Efficiencies start at the defaults. Takes a few seconds.
-machine_profile calibrate(int threads);
 
 /// One GEMM timing and what the rates are solved from it.
 struct gemm_timing {
@@ -63,9 +57,9 @@ gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny
 /// `ranks` ranks running in this process on `threads` threads, as the runtime runs them: each
 /// rank computes on max(1, threads / ranks) kernel threads, and all share min(threads, cores)
 /// cores (processor sharing when ranks outnumber them); 1/ranks of the memory each.
-planner::topology local_topology(const machine_profile& p, int ranks, int threads);
+topology local_topology(const machine_profile& p, int ranks, int threads);
 
 /// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us (calibrated, 2 refits)".
 std::string describe(const machine_profile& p);
 
-}  // namespace cohort::apps
+}  // namespace cohort::planner

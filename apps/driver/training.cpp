@@ -1,7 +1,7 @@
 // Serial or actor-runtime training with one progress/metrics path: the plan options, the
 // serial reference, the single-process runtime path with the cost model's refit, and the
-// dispatch to the multi-process path (apps/training_processes.cpp).
-#include "apps/training.hpp"
+// dispatch to the multi-process path (training_processes.cpp).
+#include "apps/driver/training.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,14 +9,15 @@
 #include <cstdio>
 #include <limits>
 
-#include "apps/training_loop.hpp"
+#include "actors/calibration.hpp"
+#include "apps/driver/training_loop.hpp"
 #include "kernels/trainer.hpp"
-#include "planner/refit.hpp"
+#include "planner/run_refit.hpp"
 
 namespace cohort::apps {
 
 void plan_options::add_to(option_set& opts) {
-  opts.add("plan.mode", mode, "auto (the planner chooses), manual (the --plan.* degrees) or serial (the reference trainer)")
+  opts.add("plan.mode", mode_text, "auto (the planner chooses), manual (the --plan.* degrees) or serial (the reference trainer)")
       .add("plan.dp", dp, "data-parallel replicas (0: the planner's choice; manual: 1)")
       .add("plan.tp", tp, "tensor-parallel ranks per stage (0: the planner's choice; manual: 1)")
       .add("plan.pp", pp, "pipeline stages (0: the planner's choice; manual: 1)")
@@ -39,16 +40,40 @@ void plan_options::add_to(option_set& opts) {
       .add("fault.timeout-ms", timeout_ms, "the longest any wait inside a step may take")
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
       .add("fault.inject-step", inject_step, "... at this step ...")
-      .add("fault.inject-task", inject_task, "... before this task of its schedule");
+      .add("fault.inject-task", inject_task, "... before this task of its schedule")
+      .add("plan.change-at", change_at, "test hook: after this many steps switch to the plan of --plan.change-to (0: off)")
+      .add("plan.change-to", change_to, "a saved plan file (as --plan.only prints it), or serial (one rank)");
   dist.add_to(opts);
 }
 
 status plan_options::finish(const option_set& opts) {
+  auto m = planner::parse_plan_mode(mode_text);
+  if (!m) return m.error();
+  mode = *m;
   if (!opts.was_set("plan.mode"))
     for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
                             "plan.cuts"})
-      if (opts.was_set(key)) mode = "manual";
+      if (opts.was_set(key)) mode = planner::plan_mode::manual;
+  if (change_at < 0) return make_error(errc::invalid_argument, "--plan.change-at must not be negative");
+  if ((change_at > 0) != !change_to.empty())
+    return make_error(errc::invalid_argument, "--plan.change-at and --plan.change-to go together");
   return dist.finish(opts);
+}
+
+result<planner::planning_setup> prepare_planning(const training_job& job, const plan_options& p, int threads) {
+  const std::string path = p.cluster_profile.empty() ? planner::default_profile_path() : p.cluster_profile;
+  planner::machine_profile profile;
+  if (p.cluster_calibrate) {
+    profile = actors::calibrate(threads);
+    if (auto st = planner::save_profile(path, profile); !st) return st.error();
+    profile.source = "calibrated now, saved to " + path;
+  } else {
+    auto loaded = planner::load_profile(path);
+    if (!loaded) return loaded.error();
+    profile = *loaded;
+    if (profile.source == "defaults") profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
+  }
+  return planner::prepare_planning(job.model, state_slots(job.optimizer), job.batch, threads, p, std::move(profile), path);
 }
 
 namespace {
@@ -74,77 +99,8 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
 
 }  // namespace
 
-// Predicted against measured step time, and the refit of the cost model from the task
-// times (saved with the profile when --plan.refit).
-// `first` counts the refit in the profile (a run's later refits replace its first).
-json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t,
-                       bool first) {
-  json out = json::object();
-  if (!choice.predicted || t.steps == 0) return out;
-  std::vector<double> steps = t.step_seconds;
-  std::sort(steps.begin(), steps.end());
-  const double measured = steps[steps.size() / 2];
-  const double predicted = choice.predicted->step_s;
-  out["predicted_step_s"] = predicted;
-  out["measured_step_s"] = measured;
-  out["error_pct"] = 100.0 * (predicted - measured) / measured;
-  const auto& plan = choice.plan;
-  const auto obs = stage_observations(plan, choice.predicted->stages, t);
-  auto fit = planner::refit(obs, setup.search.eff);  // the constants the prediction was made with
-  if (!fit.changed) return out;
-  // What the refit tasks do not explain (messages, waking threads, the commit) is the
-  // runtime's overhead: the calibrated overhead terms are scaled by one factor so that the
-  // refit model predicts the measured step (their proportions stay what calibration found;
-  // without calibrated terms the whole excess becomes per-step overhead).
-  if (!setup.cluster) {
-    planner::search_options again = setup.search;
-    again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
-    again.eff = fit.eff;
-    auto with = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
-    again.eff = fit.eff.without_runtime_overhead();
-    auto bare = planner::evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
-    if (bare && with) {
-      const double excess = std::max(0.0, measured - bare->step_s), modelled = with->step_s - bare->step_s;
-      if (modelled > 0) {
-        const double k = excess / modelled;
-        fit.eff.per_task_seconds *= k, fit.eff.per_step_seconds *= k, fit.eff.per_rank_seconds *= k;
-        out["overhead_factor"] = k;
-      } else {
-        fit.eff.per_step_seconds = excess;
-      }
-    }
-  }
-  auto to_json = [](const planner::efficiency& e) {
-    return json{{"gemm", e.gemm},
-                {"memory", e.memory},
-                {"link", e.link},
-                {"per_op_seconds", e.per_op_seconds},
-                {"per_task_seconds", e.per_task_seconds},
-                {"per_step_seconds", e.per_step_seconds},
-                {"per_rank_seconds", e.per_rank_seconds}};
-  };
-  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
-  if (p.refit && !setup.cluster) {
-    // the profile keeps a running mean over its refits (one run can catch a slow minute);
-    // blended with the constants this run was planned with, so a run's later refit replaces its first
-    const int n = std::max(1, first ? setup.profile.refits + 1 : setup.profile.refits);
-    const double weight = planner::refit_weight(n);
-    setup.profile.eff = planner::blend(setup.search.eff, fit.eff, weight);
-    out["refit"]["weight"] = weight;
-    out["refit"]["saved_efficiency"] = to_json(setup.profile.eff);
-    if (first) ++setup.profile.refits;
-    if (auto st = save_profile(setup.profile_path, setup.profile); !st)
-      std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());
-    else
-      out["profile"] = setup.profile_path;
-  }
-  return out;
-}
-
 result<training_result> train(const training_job& job, const plan_options& plan,
                               const std::vector<std::string>& caf_arguments) {
-  if (plan.mode != "auto" && plan.mode != "serial" && plan.mode != "manual")
-    return make_error(errc::invalid_argument, "--plan.mode must be auto, manual or serial, got '" + plan.mode + "'");
   if (!plan.schedule.empty())
     if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
   if ((plan.recompute || plan.half_precision) && plan.cluster_file.empty())
@@ -153,32 +109,32 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (plan.max_micro_batches < 1 || plan.ranks < 0)
     return make_error(errc::invalid_argument, "--plan.max-micro-batches must be positive and --plan.ranks not negative");
   if (plan.dist.multi_process()) {
-    if (plan.mode == "serial") return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
+    if (plan.mode == planner::plan_mode::serial) return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
     return train_processes(job, plan, caf_arguments);
   }
   loop_state loop(job);
-  if (plan.mode == "serial") {
+  if (plan.mode == planner::plan_mode::serial) {
     if (plan.only || !plan.file.empty() || !plan.cluster_file.empty())
       return make_error(errc::invalid_argument, "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
-  auto setup = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads, plan);
+  auto setup = prepare_planning(job, plan, job.threads);
   if (!setup) return setup.error();
-  auto choice = choose_plan(*setup, plan);
+  auto choice = planner::choose_plan(*setup, plan);
   if (!choice) return choice.error();
   const double planning_s = seconds_since(planning_start);
   if (!plan.list.empty()) {
     std::FILE* f = std::fopen(plan.list.c_str(), "w");
     if (f == nullptr) return make_error(errc::io_error, "cannot write --plan.list file " + plan.list);
-    for (const auto& c : choice->candidates) std::fprintf(f, "%s\n", plan_choice::to_json(c, "candidate").dump().c_str());
+    for (const auto& c : choice->candidates) std::fprintf(f, "%s\n", planner::plan_choice::to_json(c, "candidate").dump().c_str());
     std::fclose(f);
   }
   if (plan.only) {
     std::printf("planning for %s%d %s (%s)\n", !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
                 setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
-                setup->cluster ? plan.cluster_file.c_str() : describe(setup->profile).c_str());
+                setup->cluster ? plan.cluster_file.c_str() : planner::describe(setup->profile).c_str());
     if (!choice->table.empty()) std::printf("%s", choice->table.c_str());
     training_result r;
     r.plan_only = true;
@@ -212,10 +168,10 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   // later still leaves it behind), and again from every timed step at the end.
   constexpr std::int64_t refit_after_steps = 10;
   bool refit_saved = false;
-  task_totals totals;
-  auto mid_run = [&](const task_totals& t) {
+  planner::task_totals totals;
+  auto mid_run = [&](const planner::task_totals& t) {
     if (t.steps != refit_after_steps || t.steps == job.steps - job.warmup) return;
-    json early = compare_and_refit(*choice, *setup, plan, t, !refit_saved);
+    json early = planner::compare_and_refit(*choice, *setup, plan.refit, t, !refit_saved);
     if (!early.contains("refit")) return;
     refit_saved = refit_saved || early.contains("profile");
     std::fprintf(stderr, "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, reduction x%.3g\n",
@@ -225,7 +181,7 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   };
   auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, mid_run);
   if (!r) return r;
-  r->prediction = compare_and_refit(*choice, *setup, plan, totals, !refit_saved);
+  r->prediction = planner::compare_and_refit(*choice, *setup, plan.refit, totals, !refit_saved);
   return r;
 }
 

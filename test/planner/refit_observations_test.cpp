@@ -2,7 +2,7 @@
 // the reduction from the replica that waited least in each step.
 #include <doctest/doctest.h>
 
-#include "apps/training_loop.hpp"
+#include "planner/run_refit.hpp"
 
 using namespace cohort;
 
@@ -22,56 +22,56 @@ TEST_CASE("the reduction is the replica that waited least, step by step") {
   auto plan = plan_of(2, 1, 2);
   std::vector<planner::stage_prediction> predicted(2);
   predicted[0].update_comm_s = predicted[1].update_comm_s = 0.001;
-  apps::task_totals t;
+  planner::task_totals t;
   t.steps = 2;
   t.per_rank = {{0.2, 0.4, 0.032}, {0.6, 1.0, 0.008}, {0.4, 0.8, 0.032}, {0.6, 1.0, 0.012}};
   t.update_per_step = {{0.002, 0.030}, {0.004, 0.004}, {0.030, 0.002}, {0.006, 0.006}};
-  auto obs = apps::stage_observations(plan, predicted, t);
+  auto obs = planner::stage_observations(plan, predicted, t);
   REQUIRE(obs.size() == 2);
-  CHECK(obs[0].measured_s[0] == doctest::Approx(0.15));  // (0.2 + 0.4) / 2 ranks / 2 steps
-  CHECK(obs[0].measured_s[1] == doctest::Approx(0.3));
-  CHECK(obs[0].measured_s[2] == doctest::Approx(0.002));
-  CHECK(obs[1].measured_s[0] == doctest::Approx(0.3));
-  CHECK(obs[1].measured_s[2] == doctest::Approx(0.004));
+  CHECK(obs[0].measured.forward_s == doctest::Approx(0.15));  // (0.2 + 0.4) / 2 ranks / 2 steps
+  CHECK(obs[0].measured.backward_s == doctest::Approx(0.3));
+  CHECK(obs[0].measured.update_s == doctest::Approx(0.002));
+  CHECK(obs[1].measured.forward_s == doctest::Approx(0.3));
+  CHECK(obs[1].measured.update_s == doctest::Approx(0.004));
   CHECK(obs[1].predicted.update_comm_s == 0.001);
 }
 
 TEST_CASE("without a step-by-step record the reduction is the least-waiting replica over the run") {
   auto plan = plan_of(2, 1, 1);
   std::vector<planner::stage_prediction> predicted(1);
-  apps::task_totals t;
+  planner::task_totals t;
   t.steps = 4;
   t.per_rank = {{0.4, 0.8, 0.040}, {0.4, 0.8, 0.012}};
-  auto obs = apps::stage_observations(plan, predicted, t);
+  auto obs = planner::stage_observations(plan, predicted, t);
   REQUIRE(obs.size() == 1);
-  CHECK(obs[0].measured_s[2] == doctest::Approx(0.003));
+  CHECK(obs[0].measured.update_s == doctest::Approx(0.003));
 }
 
 TEST_CASE("tensor-parallel ranks of a stage are averaged with it, no timed step, no observation") {
   auto plan = plan_of(1, 2, 2);  // ranks 0, 1: stage 0; 2, 3: stage 1
   std::vector<planner::stage_prediction> predicted(2);
-  apps::task_totals t;
+  planner::task_totals t;
   t.steps = 1;
   t.per_rank = {{0.1, 0.2, 0.0}, {0.3, 0.4, 0.0}, {0.5, 0.6, 0.0}, {0.7, 0.8, 0.0}};
   t.update_per_step = {{0.0}, {0.0}, {0.0}, {0.0}};
-  auto obs = apps::stage_observations(plan, predicted, t);
+  auto obs = planner::stage_observations(plan, predicted, t);
   REQUIRE(obs.size() == 2);
-  CHECK(obs[0].measured_s[0] == doctest::Approx(0.2));
-  CHECK(obs[1].measured_s[1] == doctest::Approx(0.7));
+  CHECK(obs[0].measured.forward_s == doctest::Approx(0.2));
+  CHECK(obs[1].measured.backward_s == doctest::Approx(0.7));
   t.steps = 0;
-  CHECK(apps::stage_observations(plan, predicted, t).empty());
+  CHECK(planner::stage_observations(plan, predicted, t).empty());
 }
 
 TEST_CASE("a long run: the reduction from the steps recorded step by step") {
   // 10 timed steps, the first 2 recorded (runs keep the first task_totals::max_recorded_steps)
   auto plan = plan_of(2, 1, 1);
   std::vector<planner::stage_prediction> predicted(1);
-  apps::task_totals t;
+  planner::task_totals t;
   t.steps = 10;
   t.per_rank = {{1.0, 2.0, 0.5}, {1.0, 2.0, 0.5}};
   t.update_per_step = {{0.010, 0.001}, {0.003, 0.020}};
-  auto obs = apps::stage_observations(plan, predicted, t);
+  auto obs = planner::stage_observations(plan, predicted, t);
   REQUIRE(obs.size() == 1);
-  CHECK(obs[0].measured_s[0] == doctest::Approx(0.1));
-  CHECK(obs[0].measured_s[2] == doctest::Approx(0.002));  // (0.003 + 0.001) / 2
+  CHECK(obs[0].measured.forward_s == doctest::Approx(0.1));
+  CHECK(obs[0].measured.update_s == doctest::Approx(0.002));  // (0.003 + 0.001) / 2
 }

@@ -1,5 +1,5 @@
 // Option parsing: typed conversion from CLI text and from CAF config values.
-#include "apps/options.hpp"
+#include "apps/driver/options.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/config_value.hpp>

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "apps/training_loop.hpp"
+#include "apps/driver/training_loop.hpp"
 
 namespace cohort::apps {
 
@@ -27,14 +27,14 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
   }
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
-  std::optional<planning_setup> setup;
-  result<plan_choice> choice = make_error(errc::closed, "no plan");
+  std::optional<planner::planning_setup> setup;
+  result<planner::plan_choice> choice = make_error(errc::closed, "no plan");
   if (coordinator) {
     plan_options q = p;
-    if (q.ranks == 0 && q.mode == "auto") q.ranks = world;
+    if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = world;
     // every process computes with job.threads threads: the job as a whole has world times that
-    auto s = prepare_planning(job.model, state_slots(job.optimizer), job.batch, job.threads * world, q);
-    choice = s ? choose_plan(*s, q) : result<plan_choice>(s.error());
+    auto s = prepare_planning(job, q, job.threads * world);
+    choice = s ? planner::choose_plan(*s, q) : result<planner::plan_choice>(s.error());
     if (choice && choice->plan.ranks() % world != 0)
       choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
                                                       std::to_string(choice->plan.ranks()) + " ranks, which " +
@@ -51,11 +51,11 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
     j.erase("predicted");
     j.erase("how");
-    choice = plan_from_json(j, "the coordinator's plan");
+    choice = planner::plan_from_json(j, "the coordinator's plan");
     if (!choice) return choice.error();
     choice->how = "from the coordinator";
   }
-  auto fabric = g.connect(choice->plan.ranks());
+  auto fabric = g.connect(choice->plan);
   if (!fabric) return fabric.error();
   std::shared_ptr<transport::fabric> data_plane = *fabric;
   g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
@@ -67,7 +67,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
                    ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
-  const auto owner = g.owners(choice->plan.ranks());
+  const auto owner = g.owners(choice->plan);
   auto customize = [&](actors::run_options& o) {
     o.fabric = data_plane;
     o.combine_loss = [&](std::int64_t step, double local) -> result<double> {
@@ -94,7 +94,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       }
     };
   };
-  task_totals totals;
+  planner::task_totals totals;
   g.control->set_step(1);
   auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, totals, {}, customize);
   if (!r) {
@@ -103,22 +103,22 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       return make_error(errc::closed, lost->describe());
     return r;
   }
-  // every rank's task times on the coordinator, for the refit: each process adds its own ranks'
-  // (a contiguous block, in rank order) into a job-wide vector: per rank the three task sums,
-  // then each timed step's update, the first 256 of them (every process times the same steps;
-  // the control plane's frames are bounded)
+  // every rank's task times on the coordinator, for the refit: each process adds its own
+  // ranks' (the others are zeros) into a job-wide vector: per rank the three task sums, then
+  // each timed step's update, the first 256 of them (every process times the same steps; the
+  // control plane's frames are bounded)
   const auto timed = std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256);
   const std::size_t width = 3 + timed;
   std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * width, 0.0);
-  std::size_t local = 0;
   for (std::size_t rank = 0; rank < owner.size(); ++rank) {
     if (owner[rank] != g.process()) continue;
-    if (local < totals.per_rank.size())
-      for (std::size_t k = 0; k < 3; ++k) flat[rank * width + k] = totals.per_rank[local][k];
-    if (local < totals.update_per_step.size())
-      for (std::size_t i = 0; i < timed && i < totals.update_per_step[local].size(); ++i)
-        flat[rank * width + 3 + i] = totals.update_per_step[local][i];
-    ++local;
+    if (rank < totals.per_rank.size()) {
+      const auto& t = totals.per_rank[rank];
+      flat[rank * width] = t.forward_s, flat[rank * width + 1] = t.backward_s, flat[rank * width + 2] = t.update_s;
+    }
+    if (rank < totals.update_per_step.size())
+      for (std::size_t i = 0; i < timed && i < totals.update_per_step[rank].size(); ++i)
+        flat[rank * width + 3 + i] = totals.update_per_step[rank][i];
   }
   auto job_totals = g.control->sum(3, flat);
   if (!job_totals) return job_totals.error();
@@ -126,18 +126,17 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   r->report = coordinator;
   r->plan["processes"] = world;
   if (coordinator && setup && choice->predicted && totals.steps > 0) {
-    task_totals all = totals;
-    all.per_rank.assign(owner.size(), {0.0, 0.0, 0.0});
+    planner::task_totals all = totals;
+    all.per_rank.assign(owner.size(), {});
     all.update_per_step.assign(owner.size(), std::vector<double>(timed, 0.0));
     for (std::size_t rank = 0; rank < owner.size(); ++rank) {
-      for (std::size_t k = 0; k < 3; ++k) all.per_rank[rank][k] = (*job_totals)[rank * width + k];
-      for (std::size_t i = 0; i < timed; ++i) all.update_per_step[rank][i] = (*job_totals)[rank * width + 3 + i];
+      const double* t = &(*job_totals)[rank * width];
+      all.per_rank[rank] = {t[0], t[1], t[2]};
+      for (std::size_t i = 0; i < timed; ++i) all.update_per_step[rank][i] = t[3 + i];
     }
     // reported, not saved: the profile describes this machine's in-process runtime, and a job's
     // data plane (TCP, UCX, another host) is a different link
-    plan_options report_only = p;
-    report_only.refit = false;
-    r->prediction = compare_and_refit(*choice, *setup, report_only, all, false);
+    r->prediction = planner::compare_and_refit(*choice, *setup, /*save=*/false, all, false);
     r->prediction["note"] = "refit from every process's task times; not saved to the profile (its link is the in-process one)";
   }
   return r;

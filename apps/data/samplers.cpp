@@ -1,5 +1,5 @@
 // Step-deterministic samplers.
-#include "apps/samplers.hpp"
+#include "apps/data/samplers.hpp"
 
 #include <cstring>
 #include <numeric>

@@ -1,30 +1,29 @@
-// Plan selection for the apps: auto, manual or from a file, always with a prediction.
-#include "apps/planning.hpp"
+// Plan selection: auto, manual or from a file, always with a prediction and the planner's cuts.
+#include "planner/plan_choice.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
 
-#include "apps/training.hpp"
 
-namespace cohort::apps {
+namespace cohort::planner {
 namespace {
 
 using json = nlohmann::json;
 
 // The constraints an auto plan must satisfy: degrees the user fixed (0: free).
-bool matches(const planner::parallel_plan& p, const plan_options& o) {
+bool matches(const parallel_plan& p, const plan_request& o) {
   if (o.dp > 0 && p.dp != o.dp) return false;
   if (o.tp > 0 && p.tp != o.tp) return false;
   if (o.pp > 0 && p.pp != o.pp) return false;
   if (o.micro_batches > 0 && p.micro_batches != o.micro_batches) return false;
-  if (!o.schedule.empty() && p.pp > 1 && planner::to_string(p.schedule) != o.schedule) return false;
+  if (!o.schedule.empty() && p.pp > 1 && to_string(p.schedule) != o.schedule) return false;
   if (o.shard_params && !p.shard_params) return false;
   return true;
 }
 
-std::string constraints_text(const plan_options& o) {
+std::string constraints_text(const plan_request& o) {
   std::string out;
   auto add = [&](const char* k, std::int64_t v) {
     if (v > 0) out += std::string(out.empty() ? "" : " ") + k + "=" + std::to_string(v);
@@ -37,31 +36,38 @@ std::string constraints_text(const plan_options& o) {
 
 }  // namespace
 
+const char* to_string(plan_mode m) {
+  switch (m) {
+    case plan_mode::automatic: return "auto";
+    case plan_mode::manual: return "manual";
+    case plan_mode::serial: return "serial";
+  }
+  return "?";
+}
+
+result<plan_mode> parse_plan_mode(const std::string& text) {
+  for (plan_mode m : {plan_mode::automatic, plan_mode::manual, plan_mode::serial})
+    if (text == to_string(m)) return m;
+  return make_error(errc::invalid_argument, "--plan.mode must be auto, manual or serial, got '" + text + "'");
+}
+
 result<planning_setup> prepare_planning(const std::function<var(graph&, std::int64_t)>& model, int optimizer_slots,
-                                        std::int64_t batch, int threads, const plan_options& opts) {
+                                        std::int64_t batch, int threads, const plan_request& opts,
+                                        machine_profile profile, std::string profile_path) {
   planning_setup s;
   s.threads = threads;
-  auto a = planner::analyze_model(model, optimizer_slots);
+  auto a = analyze_model(model, optimizer_slots);
   if (!a) return a.error();
   s.analysis = std::move(*a);
-  s.profile_path = opts.cluster_profile.empty() ? default_profile_path() : opts.cluster_profile;
-  if (opts.cluster_calibrate) {
-    s.profile = calibrate(threads);
-    if (auto st = save_profile(s.profile_path, s.profile); !st) return st.error();
-    s.profile.source = "calibrated now, saved to " + s.profile_path;
-  } else {
-    auto p = load_profile(s.profile_path);
-    if (!p) return p.error();
-    s.profile = *p;
-    if (s.profile.source == "defaults") s.profile.source = "defaults: no profile at " + s.profile_path + "; --cluster.calibrate measures one";
-  }
+  s.profile = std::move(profile);
+  s.profile_path = std::move(profile_path);
   s.search.batch = batch;
   s.search.eff = s.profile.eff;
   s.search.max_micro_batches = static_cast<int>(opts.max_micro_batches);
   if (!opts.cluster_file.empty()) {
-    auto c = planner::load_cluster_file(opts.cluster_file);
+    auto c = load_cluster_file(opts.cluster_file);
     if (!c) return c.error();
-    auto t = planner::topology_of(*c, opts.half_precision);
+    auto t = topology_of(*c, opts.half_precision);
     if (!t) return t.error();
     s.search.topo = *t;
     // the overhead terms describe this machine's runtime, not the cluster's
@@ -70,14 +76,14 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     s.search.allow_recompute = opts.recompute;
     s.cluster = std::move(*c);
   } else {
-    int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : planner::detect_cores();
-    if (opts.mode == "manual" || !opts.file.empty()) ranks = 0;  // set from the plan in choose_plan
+    int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();
+    if (opts.mode == plan_mode::manual || !opts.file.empty()) ranks = 0;  // set from the plan in choose_plan
     s.search.topo = local_topology(s.profile, std::max(1, ranks), threads);
   }
   return s;
 }
 
-json plan_choice::to_json(const planner::planned& p, const std::string& how) {
+json plan_choice::to_json(const planned& p, const std::string& how) {
   plan_choice c;
   c.plan = p.plan;
   c.cuts = p.cuts;
@@ -92,7 +98,7 @@ json plan_choice::to_json() const {
             {"tp", plan.tp},
             {"pp", plan.pp},
             {"micro_batches", plan.micro_batches},
-            {"schedule", planner::to_string(plan.schedule)},
+            {"schedule", to_string(plan.schedule)},
             {"shard_params", plan.shard_params},
             {"ranks", plan.ranks()},
             {"cuts", cuts}};
@@ -150,7 +156,7 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
     return make_error(errc::invalid_argument, path + ": embedding_on_host: the runtime does not place layers on host CPUs yet");
   if (j.contains("schedule")) {
     if (!j["schedule"].is_string()) return make_error(errc::invalid_argument, path + ": schedule: expected \"gpipe\" or \"1f1b\"");
-    auto s = planner::parse_schedule(j["schedule"].get<std::string>());
+    auto s = parse_schedule(j["schedule"].get<std::string>());
     if (!s) return make_error(errc::invalid_argument, path + ": schedule: " + s.error().message);
     c.plan.schedule = *s;
   }
@@ -173,16 +179,16 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   return c;
 }
 
-result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) {
+result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) {
   plan_choice c;
-  planner::search_options search = s.search;
+  search_options search = s.search;
   if (!o.file.empty()) {
     auto f = load_plan_file(o.file);
     if (!f) return f.error();
     c = std::move(*f);
-  } else if (o.mode == "manual") {
+  } else if (o.mode == plan_mode::manual) {
     c.how = "manual";
-    auto sched = planner::parse_schedule(o.schedule.empty() ? "1f1b" : o.schedule);
+    auto sched = parse_schedule(o.schedule.empty() ? "1f1b" : o.schedule);
     if (!sched) return sched.error();
     c.plan = {.dp = static_cast<int>(std::max<std::int64_t>(1, o.dp)), .tp = static_cast<int>(std::max<std::int64_t>(1, o.tp)),
               .pp = static_cast<int>(std::max<std::int64_t>(1, o.pp)),
@@ -195,27 +201,27 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
     // candidates too (one rank on every core can beat two ranks that must communicate).
     const int most = search.topo.devices;
     const int fewest = !s.cluster && o.ranks == 0 ? 1 : most;
-    std::vector<planner::planned> allowed;
+    std::vector<planned> allowed;
     for (int ranks = fewest; ranks <= most; ++ranks) {
-      planner::search_options here = search;
+      search_options here = search;
       if (!s.cluster) here.topo = local_topology(s.profile, ranks, s.threads);
-      auto ranked = planner::rank_plans(*s.analysis, here);
+      auto ranked = rank_plans(*s.analysis, here);
       if (!ranked) return ranked.error();
       for (auto& p : *ranked)
         if (matches(p.plan, o)) allowed.push_back(std::move(p));
     }
-    std::stable_sort(allowed.begin(), allowed.end(), [](const planner::planned& x, const planner::planned& y) {
+    std::stable_sort(allowed.begin(), allowed.end(), [](const planned& x, const planned& y) {
       if (x.fits != y.fits) return x.fits;
       return x.fits ? x.step_s < y.step_s : x.peak_memory_bytes < y.peak_memory_bytes;
     });
-    const std::size_t fastest = planner::prefer_simpler_near_ties(allowed);
-    c.table = planner::explain(allowed, o.only ? 40 : 10);
+    const std::size_t fastest = prefer_simpler_near_ties(allowed);
+    c.table = explain(allowed, o.only ? 40 : 10);
     if (fastest > 0) {
       char note[200];
       std::snprintf(note, sizeof note,
                     "  #1 is chosen over #%zu, predicted %.2f %% faster: within %.0f %% the planner takes the plan with "
                     "fewer synchronisations\n",
-                    fastest + 1, 100 * (allowed[0].step_s / allowed[fastest].step_s - 1), 100 * planner::near_tie_fraction);
+                    fastest + 1, 100 * (allowed[0].step_s / allowed[fastest].step_s - 1), 100 * near_tie_fraction);
       c.table += note;
     }
     if (allowed.empty())
@@ -224,7 +230,7 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
                                                     (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
                                                     "; every degree must divide the devices and dp x micro-batches the batch");
     if (!allowed.front().fits) {
-      std::string advice = planner::what_would_fit(*s.analysis, search);
+      std::string advice = what_would_fit(*s.analysis, search);
       return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);
     }
     c.plan = allowed.front().plan;
@@ -235,17 +241,22 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
   if (!c.predicted) {
     // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices
     if (!s.cluster) search.topo = local_topology(s.profile, c.plan.ranks(), s.threads);
-    auto p = planner::evaluate_plan(*s.analysis, c.plan, search, c.cuts);
-    if (p) c.predicted = *p;  // a plan the model cannot take fails later with the runtime's own message
+    auto p = evaluate_plan(*s.analysis, c.plan, search, c.cuts);
+    if (p) {
+      c.predicted = *p;
+      c.cuts = p->cuts;  // the planner's cuts are the ones the run executes
+    } else if (c.plan.pp > 1 && c.cuts.empty()) {
+      return make_error(p.error().code, "plan pp=" + std::to_string(c.plan.pp) + ": " + p.error().message);  // no cuts, no run
+    }  // else a plan the model cannot take fails when compiled, with the runtime's own message
   }
   if (s.cluster) {
     // ranks in order: tp innermost, then stages, then replicas, on devices in file order
     // (the kind topology_of planned for: accelerators when there are any)
-    std::vector<planner::device> devices;
+    std::vector<device> devices;
     bool any_gpu = false;
-    for (const auto& d : s.cluster->devices()) any_gpu = any_gpu || d.kind == planner::device_kind::gpu;
+    for (const auto& d : s.cluster->devices()) any_gpu = any_gpu || d.kind == device_kind::gpu;
     for (const auto& d : s.cluster->devices())
-      if ((d.kind == planner::device_kind::gpu) == any_gpu) devices.push_back(d);
+      if ((d.kind == device_kind::gpu) == any_gpu) devices.push_back(d);
     if (c.plan.ranks() > static_cast<int>(devices.size()))
       return make_error(errc::invalid_argument, "the plan needs " + std::to_string(c.plan.ranks()) + " devices; " +
                                                     o.cluster_file + " has " + std::to_string(devices.size()));
@@ -254,4 +265,4 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_options& o) 
   return c;
 }
 
-}  // namespace cohort::apps
+}  // namespace cohort::planner

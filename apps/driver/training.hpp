@@ -1,15 +1,13 @@
-// The training loop the apps share: the plan options (--plan.*, --cluster.*, --fault.*), and
-// one call that trains either with the serial trainer (--plan.mode=serial, the reference) or
-// on the actor runtime with a plan the planner chose (--plan.mode=auto, the default), given
-// (manual) or loaded (--plan.file); reporting progress, metrics, predicted against measured
-// step time, and the pieces of the summary JSON.
+// The training driver (apps use it through app.hpp): the plan options (--plan.*, --cluster.*,
+// --fault.*), and one call that trains either with the serial trainer (--plan.mode=serial, the
+// reference) or on the actor runtime with a plan the planner chose (--plan.mode=auto, the
+// default), given (manual) or loaded (--plan.file); reporting progress, metrics, predicted
+// against measured step time, plan transitions, and the pieces of the summary JSON.
 //
 //   plan_options plan;  plan.add_to(opts);            // --plan.dp=2 --plan.tp=2 ...
-//   opts.parse(argc, argv);  plan.finish(opts);
-//   if (plan.dist.launches()) return launch_processes(argc, argv, plan.dist, opts);
-//   training_job job{.model = ..., .data = ..., .batch = 64, .steps = 100, ...};
-//   auto r = train(job, plan, opts.caf_arguments());
-//   summary["plan"] = r->plan;  summary["final_loss"] = r->final_loss;
+//   (void)opts.parse(argc, argv);  (void)plan.finish(opts);
+//   training_job job;  job.app = "mlp";  job.model = ...;  job.data = ...;  job.batch = 64;  job.steps = 100;
+//   result<training_result> r = train(job, plan, opts.caf_arguments());
 #pragma once
 
 #include <cstdint>
@@ -18,38 +16,34 @@
 #include <string>
 #include <vector>
 
-#include "apps/options.hpp"
-#include "apps/processes.hpp"
-#include "apps/report.hpp"
+#include "apps/driver/options.hpp"
+#include "apps/driver/processes.hpp"
+#include "apps/driver/report.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
 #include "graph/tensor.hpp"
+#include "planner/plan_choice.hpp"
 
 namespace cohort::apps {
 
-struct plan_options {
-  std::string mode = "auto";            // auto, manual, serial
-  // Degrees: 0 lets the planner choose (under auto they are constraints; manual: 0 means 1).
-  std::int64_t dp = 0, tp = 0, pp = 0, micro_batches = 0;
-  std::string schedule;                 // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
-  bool shard_params = false;
-  std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
-  bool only = false;                    // print the ranked plans and the chosen one, train nothing
-  std::string file;                     // a saved plan (JSON, as --plan.only prints it)
+/// The --plan.*, --cluster.* and --fault.* options: what the planner is asked (the
+/// plan_request part) and how the run goes about it.
+struct plan_options : planner::plan_request {
+  std::string mode_text = "auto";       // --plan.mode, parsed into mode by finish()
   std::string list;                     // write every candidate plan here, one JSON per line
-  std::int64_t ranks = 0;               // devices to plan for on this machine (0: its cores)
-  std::int64_t max_micro_batches = 64;
   bool refit = true;                    // refit the cost model from this run, save it with the profile
-  std::string cluster_file, cluster_profile;
+  std::string cluster_profile;
   bool cluster_calibrate = false;
-  bool half_precision = false;          // plan for mixed precision (cluster files)
-  bool recompute = false;               // may plan activation recomputation (cluster files)
   std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
   std::int64_t timeout_ms = 60000;
+  // Test hook: after change_at steps the job switches to the plan in change_to (a saved plan
+  // file, or "serial" for one rank).
+  std::int64_t change_at = 0;
+  std::string change_to;
   process_options dist;                 // --launch.*, --join, --dist.*: several processes
   void add_to(option_set& opts);
-  /// After parsing: a degree, schedule or cut given without --plan.mode means manual; the
-  /// process options from the environment. Errors: malformed process options.
+  /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
+  /// manual), the process options from the environment. Errors: a malformed value, named.
   status finish(const option_set& opts);
 };
 
@@ -74,9 +68,14 @@ struct training_result {
   parameter_store parameters;           // the trained model, whole
   json plan;                            // for the summary
   json prediction;                      // predicted vs measured step time, the refit (runtime runs)
+  json transitions = json::array();     // each plan change: {"step", "from", "to", "seconds", "bytes_moved", ...}
   bool plan_only = false;               // --plan.only: nothing was trained
   bool report = true;                   // false on a job's other processes: process 0 reports
 };
+
+/// The planner's inputs for this job: the machine profile (loaded, or measured now with
+/// --cluster.calibrate and saved), the model's analysis, the devices.
+result<planner::planning_setup> prepare_planning(const training_job& job, const plan_options& p, int threads);
 
 /// Errors: bad plan options (exit code 2 material) and failures during training.
 result<training_result> train(const training_job& job, const plan_options& plan,

@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "apps/options.hpp"
+#include "apps/driver/options.hpp"
+#include "planner/plan.hpp"
 #include "transport/control_plane.hpp"
 #include "transport/tcp_fabric.hpp"
 
@@ -56,11 +57,11 @@ struct process_group {
 
   int process() const { return control->process(); }
   int world() const { return control->world(); }
-  /// Which process hosts each rank of a plan of `ranks` ranks: contiguous equal blocks.
-  std::vector<int> owners(int ranks) const;
-  /// The data plane (options.transport) for a plan of `ranks` ranks (a multiple of the
-  /// world size). Every process calls it at the same point.
-  result<std::shared_ptr<transport::fabric>> connect(int ranks);
+  /// Which process hosts each rank of `plan` (planner::rank_layout's contiguous blocks).
+  std::vector<int> owners(const planner::parallel_plan& plan) const;
+  /// The data plane (options.transport) for the ranks of `plan` (a multiple of the world
+  /// size). Every process calls it at the same point.
+  result<std::shared_ptr<transport::fabric>> connect(const planner::parallel_plan& plan);
 };
 
 /// Joins (or, on process 0, coordinates) the job. Errors: a non-loopback bind without a job

@@ -1,5 +1,5 @@
 // The process options and the local launcher (fork + exec of this same program).
-#include "apps/processes.hpp"
+#include "apps/driver/processes.hpp"
 
 #include <signal.h>
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/threads.hpp"
+#include "planner/rank_layout.hpp"
 #include "transport/auth.hpp"
 #include "transport/socket.hpp"
 #include "transport/ucx_fabric.hpp"
@@ -110,18 +111,17 @@ status process_options::finish(const option_set& opts) {
   return {};
 }
 
-std::vector<int> process_group::owners(int ranks) const {
-  std::vector<int> owner;
-  for (int r = 0; r < ranks; ++r) owner.push_back(r / std::max(1, ranks / world()));
-  return owner;
+std::vector<int> process_group::owners(const planner::parallel_plan& plan) const {
+  return planner::rank_layout(plan).process_of_rank(world());
 }
 
-result<std::shared_ptr<transport::fabric>> process_group::connect(int ranks) {
+result<std::shared_ptr<transport::fabric>> process_group::connect(const planner::parallel_plan& plan) {
+  const int ranks = plan.ranks();
   if (ranks % world() != 0)
     return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) + " ranks cannot be split evenly over " +
                                                   std::to_string(world()) + " processes");
   transport::tcp_fabric_options fo;
-  fo.process_of_rank = owners(ranks);
+  fo.process_of_rank = owners(plan);
   fo.process = process();
   for (const auto& n : control->roster()) fo.peers.push_back({n.host, n.data_port});
   fo.secret = secret;

@@ -1,10 +1,9 @@
 // The pieces of apps/training.cpp that the single- and the multi-process paths share: the
-// per-step bookkeeping (progress line, metrics file, throughput), the per-rank task times for
-// the cost model and the observations the refit takes from them, and one run on the actor
-// runtime. Internal to apps/.
+// per-step bookkeeping (progress line, metrics file, throughput) and one run on the actor
+// runtime, its task times collected for the refit. Internal to the driver.
 //
 //   loop_state loop(job);                                   // progress + metrics of one run
-//   task_totals totals;
+//   planner::task_totals totals;
 //   auto r = train_runtime(job, plan, choice, caf_args, loop, totals, {});
 #pragma once
 
@@ -15,9 +14,9 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
-#include "apps/planning.hpp"
-#include "apps/training.hpp"
-#include "planner/refit.hpp"
+#include "apps/driver/training.hpp"
+#include "planner/plan_choice.hpp"
+#include "planner/run_refit.hpp"
 
 namespace cohort::apps {
 
@@ -55,40 +54,12 @@ struct loop_state {
   }
 };
 
-// Per rank, the seconds of forward, backward and update tasks summed over the timed steps,
-// and each timed step's update (the gradient reduction) on its own: a reduction's time is
-// that of the last replica to arrive, the one that did not wait for the others, which only
-// a step-by-step minimum over the replicas finds (which replica arrives last changes from
-// step to step).
-struct task_totals {
-  std::vector<std::array<double, 3>> per_rank;
-  std::vector<std::vector<double>> update_per_step;  // [rank][timed step], the first max_recorded_steps
-  static constexpr std::int64_t max_recorded_steps = 4096;
-  std::vector<double> step_seconds;
-  std::int64_t steps = 0;
-};
-
-/// What the refit sets against the prediction, one observation per stage: forward and
-/// backward seconds per step averaged over the stage's ranks (ranks in plan order); the
-/// update (the gradient reduction) in each step from the replica that waited least in it, the
-/// last to arrive, whose time is the reduction itself rather than the wait for slower
-/// replicas, averaged over the recorded steps. Stages without a rank are left out.
-std::vector<planner::task_observation> stage_observations(const planner::parallel_plan& plan,
-                                                          const std::vector<planner::stage_prediction>& predicted,
-                                                          const task_totals& t);
-
 /// Trains `job` under `choice` on the actor runtime; `on_totals` sees the task times after
 /// every timed step; `customize` may change the runtime's options last (multi-process hooks).
-result<training_result> train_runtime(const training_job& job, const plan_options& p, const plan_choice& choice,
+result<training_result> train_runtime(const training_job& job, const plan_options& p, const planner::plan_choice& choice,
                                       const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      task_totals& totals, const std::function<void(const task_totals&)>& on_totals,
+                                      planner::task_totals& totals, const std::function<void(const planner::task_totals&)>& on_totals,
                                       const std::function<void(actors::run_options&)>& customize = {});
-
-/// Predicted against measured step time (the median timed step) and the refit of the cost
-/// model from the task times, as the summary's "prediction"; saved with the profile when
-/// p.refit (`first`: counted as a new refit in the profile, else replacing the run's last).
-json compare_and_refit(const plan_choice& choice, planning_setup& setup, const plan_options& p, const task_totals& t,
-                       bool first);
 
 /// One process of a multi-process job (apps/training_processes.cpp).
 result<training_result> train_processes(const training_job& job, const plan_options& p,

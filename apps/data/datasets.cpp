@@ -1,5 +1,5 @@
 // Loaders: sklearn digits CSV (gzip), idx image/label files (raw or gzip), seeded synth.
-#include "apps/datasets.hpp"
+#include "apps/data/datasets.hpp"
 
 #include <zlib.h>
 

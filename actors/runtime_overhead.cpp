@@ -1,5 +1,5 @@
 // The runtime's overhead terms fitted to a tiny model's step times under a few plans.
-#include "apps/runtime_calibration.hpp"
+#include "actors/runtime_overhead.hpp"
 
 #include <caf/all.hpp>
 
@@ -7,20 +7,30 @@
 #include <array>
 #include <limits>
 
+#include "actors/actor_system.hpp"
 #include "actors/runtime.hpp"
-#include "apps/models.hpp"
+#include "graph/dsl.hpp"
+#include "graph/layers.hpp"
 #include "planner/analysis.hpp"
 #include "planner/refit.hpp"
 #include "planner/search.hpp"
 
-namespace cohort::apps {
+namespace cohort::actors {
 namespace {
 
 constexpr std::int64_t tiny_batch = 16;
 const std::vector<std::int64_t> tiny_dims{16, 8, 8, 4};
 constexpr std::int64_t timed_steps = 120, warmup_steps = 20;
 
-var tiny_model(graph& g, std::int64_t rows) { return build_mlp(g, tiny_dims, rows).loss; }
+// 16 -> 8 -> 8 -> 4, ReLU between, softmax cross-entropy (the mlp app's model, with its
+// Megatron pair fc1 column, fc2 row): almost no arithmetic.
+var tiny_model(graph& g, std::int64_t rows) {
+  var x = g.input("x", {rows, tiny_dims[0]});
+  var y = g.input("y", {rows}, dtype::i32);
+  var h = relu(linear(x, tiny_dims[1], "fc1", true, tp_style::column));
+  h = relu(linear(h, tiny_dims[2], "fc2", true, tp_style::row));
+  return softmax_cross_entropy(linear(h, tiny_dims[3], "fc3"), y);
+}
 
 // Median step seconds of the tiny model under `plan` on the runtime.
 result<double> measured_step_seconds(const planner::parallel_plan& plan, const std::vector<std::size_t>& cuts,
@@ -41,10 +51,9 @@ result<double> measured_step_seconds(const planner::parallel_plan& plan, const s
   o.on_step = [&](const actors::step_metrics& m) {
     if (m.step >= warmup_steps) seconds.push_back(m.seconds);
   };
-  caf::actor_system_config cfg;  // as apps/training_loop.cpp configures a run
-  cfg.set("scheduler.max-threads", std::max(1, threads));
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-  caf::actor_system sys{cfg};
+  auto cfg = system_config(threads, {});
+  if (!cfg) return cfg.error();
+  caf::actor_system sys{**cfg};
   auto r = actors::train(sys, tiny_model, [&](std::int64_t) -> result<std::map<std::string, tensor>> { return batch; }, o);
   if (!r) return r.error();
   if (seconds.empty()) return make_error(errc::unsupported, "runtime calibration: no timed step");
@@ -54,7 +63,7 @@ result<double> measured_step_seconds(const planner::parallel_plan& plan, const s
 
 }  // namespace
 
-result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int threads) {
+result<runtime_overhead> measure_runtime_overhead(const planner::machine_profile& p, int threads) {
   threads = std::max(1, threads);
   auto analysis = planner::analyze_model(tiny_model, 1);
   if (!analysis) return analysis.error();
@@ -69,7 +78,7 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
   for (const auto& plan : plans) {
     planner::search_options o;
     o.batch = tiny_batch;
-    o.topo = local_topology(p, plan.ranks(), threads);
+    o.topo = planner::local_topology(p, plan.ranks(), threads);
     o.eff = p.eff.without_runtime_overhead();
     auto without = planner::evaluate_plan(**analysis, plan, o);
     if (!without) return without.error();
@@ -98,4 +107,4 @@ result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int 
   return out;
 }
 
-}  // namespace cohort::apps
+}  // namespace cohort::actors

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/datasets.hpp"
+#include "apps/data/datasets.hpp"
 #include "graph/random.hpp"
 
 namespace cohort::apps {

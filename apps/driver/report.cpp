@@ -1,5 +1,5 @@
 // Progress line, metrics JSONL, summary line.
-#include "apps/report.hpp"
+#include "apps/driver/report.hpp"
 
 #include <unistd.h>
 

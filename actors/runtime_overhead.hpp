@@ -5,17 +5,17 @@
 // squares, each plan's coefficients taken from the planner's own simulation — so the terms
 // mean in the prediction exactly what they were fitted as. Part of --cluster.calibrate.
 //
-//   runtime_overhead o = measure_runtime_overhead(profile, /*threads=*/2);
-//   profile.eff.per_task_seconds = o.per_task_s;   // ... per_step_s, per_rank_s
+//   result<runtime_overhead> o = measure_runtime_overhead(profile, /*threads=*/2);
+//   if (o) profile.eff.per_task_seconds = o->per_task_s;   // ... per_step_s, per_rank_s
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "apps/machine_profile.hpp"
+#include "planner/machine_profile.hpp"
 #include "graph/error.hpp"
 
-namespace cohort::apps {
+namespace cohort::actors {
 
 struct runtime_overhead {
   double per_task_s = 0, per_step_s = 0, per_rank_s = 0;
@@ -30,6 +30,6 @@ struct runtime_overhead {
 /// Trains the tiny model twice for 140 steps under each calibration plan on `threads` threads
 /// and keeps the faster median (a few seconds in all). `p` supplies the compute and link constants the
 /// simulation subtracts; its overhead terms are ignored.
-result<runtime_overhead> measure_runtime_overhead(const machine_profile& p, int threads);
+result<runtime_overhead> measure_runtime_overhead(const planner::machine_profile& p, int threads);
 
-}  // namespace cohort::apps
+}  // namespace cohort::actors

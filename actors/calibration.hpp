@@ -1,0 +1,18 @@
+// Measures this machine for the cost model (--cluster.calibrate): one thread's GEMM
+// (arithmetic and operand traffic rates, from a square and a skinny shape), a streaming
+// copy's bandwidth from memory and within the last-level cache, the optimizer's update rate,
+// the in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta), and the
+// actor runtime's own overhead on `threads` threads (actors/runtime_overhead.hpp).
+// Efficiencies start at the defaults. Takes a few seconds.
+//
+//   planner::machine_profile p = actors::calibrate(/*threads=*/2);
+//   (void)planner::save_profile(planner::default_profile_path(), p);
+#pragma once
+
+#include "planner/machine_profile.hpp"
+
+namespace cohort::actors {
+
+planner::machine_profile calibrate(int threads);
+
+}  // namespace cohort::actors

@@ -1,0 +1,105 @@
+// The app object: standard options, the call order, the standard summary.
+#include "apps/driver/app.hpp"
+
+#include "kernels/threads.hpp"
+
+namespace cohort::apps {
+
+const char* to_string(optimizer_kind k) { return k == optimizer_kind::sgd ? "sgd" : "adamw"; }
+
+result<optimizer_kind> parse_optimizer(const std::string& text) {
+  for (optimizer_kind k : {optimizer_kind::sgd, optimizer_kind::adamw})
+    if (text == to_string(k)) return k;
+  return make_error(errc::invalid_argument, "--train.optimizer must be sgd or adamw, got '" + text + "'");
+}
+
+optimizer_config train_settings::optimizer_rule() const {
+  if (optimizer == optimizer_kind::sgd)
+    return sgd_config{.lr = static_cast<float>(lr), .momentum = static_cast<float>(momentum),
+                      .weight_decay = static_cast<float>(weight_decay)};
+  return adamw_config{.lr = static_cast<float>(lr), .beta1 = static_cast<float>(beta1), .beta2 = static_cast<float>(beta2),
+                      .weight_decay = static_cast<float>(weight_decay)};
+}
+
+app::app(std::string name, std::string summary, train_settings defaults)
+    : name_(std::move(name)), options_(name_, std::move(summary)), train_(std::move(defaults)) {
+  if (train_.threads <= 0) train_.threads = kernels::available_cores();
+  optimizer_text_ = to_string(train_.optimizer);
+}
+
+int app::run(int argc, char** argv, const std::function<result<job>(const app&)>& make_job) {
+  options_.add("train.steps", train_.steps, "optimizer steps")
+      .add("train.batch", train_.batch, "samples per step (the global batch, split over dp x micro-batches)")
+      .add("train.optimizer", optimizer_text_, "sgd or adamw")
+      .add("train.lr", train_.lr, "learning rate")
+      .add("train.momentum", train_.momentum, "SGD momentum (0 = plain SGD)")
+      .add("train.beta1", train_.beta1, "AdamW beta1")
+      .add("train.beta2", train_.beta2, "AdamW beta2")
+      .add("train.weight-decay", train_.weight_decay, "weight decay (AdamW: decoupled)")
+      .add("train.warmup", train_.warmup, "first steps left out of the throughput figure")
+      .add("train.threads", train_.threads, "threads for OpenBLAS and cohort's kernels together (per process)")
+      .add("train.seed", train_.seed, "seed for initialization, data order and synthetic data")
+      .add("metrics.file", metrics_, "write one JSON object per step to this file");
+  plan_.add_to(options_);
+  auto parsed = options_.parse(argc, argv);
+  if (!parsed) return fail(name_, parsed.error().message, 2);
+  if (*parsed == parse_outcome::help_shown) return 0;
+  if (auto st = plan_.finish(options_); !st) return fail(name_, st.error().message, 2);
+  if (plan_.dist.launches()) return launch_processes(argc, argv, plan_.dist, options_);
+  if (train_.steps < 1) return fail(name_, "--train.steps must be positive", 2);
+  if (train_.batch < 1) return fail(name_, "--train.batch must be positive", 2);
+  if (train_.threads < 1) return fail(name_, "--train.threads must be positive", 2);
+  if (train_.warmup < 0) return fail(name_, "--train.warmup must not be negative", 2);
+  if (!(train_.lr > 0)) return fail(name_, "--train.lr must be positive", 2);
+  auto kind = parse_optimizer(optimizer_text_);
+  if (!kind) return fail(name_, kind.error().message, 2);
+  train_.optimizer = *kind;
+  auto j = make_job(*this);
+  if (!j) return fail(name_, j.error().message, 2);
+  return train_job(*j);
+}
+
+int app::train_job(const job& j) {
+  training_job t;
+  t.app = name_;
+  t.model = j.model;
+  t.data = j.data;
+  t.batch = train_.batch;
+  t.steps = train_.steps;
+  t.warmup = train_.warmup;
+  t.items_per_sample = j.items_per_sample;
+  t.rate_unit = j.rate_unit;
+  t.optimizer = train_.optimizer_rule();
+  t.seed = static_cast<std::uint64_t>(train_.seed);
+  t.threads = static_cast<int>(train_.threads);
+  t.metrics_path = metrics_;
+  t.note = j.note;
+  auto r = apps::train(t, plan_, options_.caf_arguments());
+  if (!r) return fail(name_, r.error().message, exit_code_for(r.error()));
+  if (!r->report) return 0;  // process 0 of the job reports
+  if (r->plan_only) {
+    print_summary({{"app", name_}, {"plan", r->plan}});
+    return 0;
+  }
+  json summary = j.summary;
+  summary["app"] = name_;
+  summary["batch"] = train_.batch;
+  summary["steps"] = train_.steps;
+  summary["first_loss"] = r->first_loss;
+  summary["final_loss"] = r->final_loss;
+  summary[std::string(j.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = r->items_per_s;
+  summary["threads"] = train_.threads;
+  summary["plan"] = r->plan;
+  summary["restarts"] = r->restarts;
+  summary["transitions"] = r->transitions;
+  if (!r->prediction.empty()) summary["prediction"] = r->prediction;
+  if (j.evaluate) {
+    auto extra = j.evaluate(r->parameters);
+    if (!extra) return fail(name_, extra.error().message, 1);
+    for (auto& [k, v] : extra->items()) summary[k] = v;
+  }
+  print_summary(summary);
+  return 0;
+}
+
+}  // namespace cohort::apps

@@ -1,0 +1,22 @@
+// Evaluation helpers an app's `evaluate` hook can use on the trained parameters.
+//
+//   auto logits = [&](graph& g, std::int64_t rows) { return build_mlp(g, dims, rows).logits; };
+//   result<double> acc = classification_accuracy(logits, test.x, test.y, trained, /*threads=*/2);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "graph/graph.hpp"
+#include "graph/init.hpp"
+#include "graph/tensor.hpp"
+
+namespace cohort::apps {
+
+/// The fraction of rows of `x` ([N, F] f32) whose argmax logit is their label in `y` ([N] i32):
+/// `logits` builds the model's logits for `rows` rows from an input named "x", run forward
+/// with `params` in chunks of at most 1000 rows (a last partial chunk is left out).
+result<double> classification_accuracy(const std::function<var(graph&, std::int64_t rows)>& logits, const tensor& x,
+                                       const tensor& y, const parameter_store& params, int threads);
+
+}  // namespace cohort::apps

@@ -1,0 +1,63 @@
+// One run on the actor runtime, with the progress/metrics bookkeeping of apps/training_loop.hpp.
+#include "apps/driver/training_loop.hpp"
+
+#include "actors/actor_system.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace cohort::apps {
+
+result<training_result> train_runtime(const training_job& job, const plan_options& p, const planner::plan_choice& choice,
+                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
+                                      planner::task_totals& totals, const std::function<void(const planner::task_totals&)>& on_totals,
+                                      const std::function<void(actors::run_options&)>& customize) {
+  actors::run_options o;
+  o.plan = choice.plan;
+  o.batch = job.batch;
+  o.steps = job.steps;
+  o.optimizer = job.optimizer;
+  o.seed = job.seed;
+  o.threads = job.threads;
+  o.timeout = std::chrono::milliseconds(p.timeout_ms);
+  o.max_restarts = static_cast<int>(p.max_restarts);
+  o.stage_cuts = choice.cuts;
+  o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
+  o.on_step = [&](const actors::step_metrics& m) {
+    // per-step timings for the cost model: the slowest worker's task seconds and the step's
+    double busiest = 0;
+    json tasks = json::array();
+    for (const auto& t : m.task_seconds) {
+      busiest = std::max(busiest, t.total());
+      tasks.push_back({t.forward_s, t.backward_s, t.update_s});
+    }
+    if (m.step >= job.warmup || job.steps <= job.warmup) {
+      totals.add_step(m.task_seconds, m.seconds);
+      if (on_totals) on_totals(totals);
+    }
+    loop.on_step(m.step, static_cast<float>(m.loss),
+                 {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
+  };
+  o.on_start = [&] {
+    if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
+  };
+  if (customize) customize(o);
+
+  auto cfg = actors::system_config(job.threads, caf_arguments);
+  if (!cfg) return cfg.error();
+  caf::actor_system sys{**cfg};
+  auto data = job.data;
+  auto r = actors::train(sys, job.model,
+                         [data](std::int64_t step) -> result<std::map<std::string, tensor>> { return data(step); }, o);
+  if (!r) return r.error();
+  loop.finish();
+  loop.out.restarts = r->restarts;
+  loop.out.parameters = std::move(r->parameters);
+  loop.out.plan = choice.to_json();
+  return std::move(loop.out);
+}
+
+}  // namespace cohort::apps

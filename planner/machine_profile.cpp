@@ -1,0 +1,169 @@
+// The machine profile: defaults, the JSON file, the rates solved from GEMM timings, and the
+// topology of ranks on this machine. The micro-benchmarks that measure it are
+// actors/calibration.cpp (they run kernels, the transport and the runtime).
+#include "planner/machine_profile.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace cohort::planner {
+namespace {
+
+using json = nlohmann::json;
+
+template <class T>
+result<T> field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) return make_error(errc::invalid_argument, where + "." + key + ": missing");
+  const json& v = j.at(key);
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return make_error(errc::invalid_argument, where + "." + key + ": expected a string");
+    return v.get<std::string>();
+  } else {
+    if (!v.is_number() || v.get<double>() < 0)
+      return make_error(errc::invalid_argument, where + "." + key + ": expected a non-negative number");
+    return v.get<T>();
+  }
+}
+
+
+}  // namespace
+
+gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny) {
+  // t = flops / F + bytes / B for both shapes: two equations in 1/F and 1/B
+  const double det = square.flops * skinny.bytes - skinny.flops * square.bytes;
+  gemm_rates r{square.flops / square.seconds, 0.0};
+  if (det == 0) return r;
+  const double per_flop = (square.seconds * skinny.bytes - skinny.seconds * square.bytes) / det;
+  const double per_byte = (square.flops * skinny.seconds - skinny.flops * square.seconds) / det;
+  if (!(per_flop > 0) || !(per_byte > 0)) return r;  // noise: the square GEMM's whole rate, no traffic term
+  return {1.0 / per_flop, 1.0 / per_byte};
+}
+
+
+std::string default_profile_path() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cohort/profile.json";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/cohort/profile.json";
+  return "cohort-profile.json";
+}
+
+result<machine_profile> load_profile(const std::string& path) {
+  machine_profile p;
+  p.cores = detect_cores();
+  std::ifstream in(path);
+  if (!in) return p;
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
+  if (!j.contains("cohort_profile")) return make_error(errc::invalid_argument, path + ": not a cohort profile (no \"cohort_profile\")");
+#define COHORT_READ(target, obj, key, where)                   \
+  {                                                           \
+    auto v = field<std::decay_t<decltype(target)>>(obj, key, where); \
+    if (!v) return v.error();                                 \
+    target = *v;                                              \
+  }
+  const std::string w = path + ": profile";
+  COHORT_READ(p.cores, j, "cores", w);
+  COHORT_READ(p.flops_f32_per_core, j, "flops_f32_per_core", w);
+  COHORT_READ(p.memory_bandwidth_bytes_per_s, j, "memory_bandwidth_bytes_per_s", w);
+  COHORT_READ(p.refits, j, "refits", w);
+  // added after the first profiles were written: optional, the defaults stand in
+  if (j.contains("cache_bytes")) COHORT_READ(p.cache_bytes, j, "cache_bytes", w);
+  if (j.contains("cache_bandwidth_bytes_per_s"))
+    COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
+  if (j.contains("optimizer_bytes_per_s")) COHORT_READ(p.optimizer_bytes_per_s, j, "optimizer_bytes_per_s", w);
+  if (j.contains("gemm_bytes_per_s")) COHORT_READ(p.gemm_bytes_per_s, j, "gemm_bytes_per_s", w);
+  if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
+  COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
+  COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
+  if (!j.contains("efficiency") || !j["efficiency"].is_object()) return make_error(errc::invalid_argument, w + ".efficiency: missing");
+  const json& e = j["efficiency"];
+  COHORT_READ(p.eff.gemm, e, "gemm", w + ".efficiency");
+  COHORT_READ(p.eff.memory, e, "memory", w + ".efficiency");
+  COHORT_READ(p.eff.link, e, "link", w + ".efficiency");
+  COHORT_READ(p.eff.per_op_seconds, e, "per_op_seconds", w + ".efficiency");
+  if (e.contains("per_task_seconds")) COHORT_READ(p.eff.per_task_seconds, e, "per_task_seconds", w + ".efficiency");
+  if (e.contains("per_step_seconds")) COHORT_READ(p.eff.per_step_seconds, e, "per_step_seconds", w + ".efficiency");
+  if (e.contains("per_rank_seconds")) COHORT_READ(p.eff.per_rank_seconds, e, "per_rank_seconds", w + ".efficiency");
+  if (e.contains("per_rank_step_seconds") && !e.contains("per_step_seconds")) {
+    // profiles before 2026-11-30 charged x per rank and step: the same as x per step plus x per extra rank
+    COHORT_READ(p.eff.per_step_seconds, e, "per_rank_step_seconds", w + ".efficiency");
+    p.eff.per_rank_seconds = p.eff.per_step_seconds;
+  }
+#undef COHORT_READ
+  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bandwidth_bytes_per_s <= 0 ||
+      p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
+    return make_error(errc::invalid_argument, w + ": cores, FLOP/s, bandwidths and efficiencies must be positive");
+  if (!(p.optimizer_bytes_per_s >= 0))
+    return make_error(errc::invalid_argument, w + ".optimizer_bytes_per_s: must be 0 (not measured) or positive");
+  if (!(p.gemm_bytes_per_s >= 0))
+    return make_error(errc::invalid_argument, w + ".gemm_bytes_per_s: must be 0 (not measured) or positive");
+  p.source = path;
+  return p;
+}
+
+status save_profile(const std::string& path, const machine_profile& p) {
+  json j = {{"cohort_profile", 1},
+            {"cores", p.cores},
+            {"flops_f32_per_core", p.flops_f32_per_core},
+            {"memory_bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
+            {"cache_bytes", p.cache_bytes},
+            {"cache_bandwidth_bytes_per_s", p.cache_bandwidth_bytes_per_s},
+            {"optimizer_bytes_per_s", p.optimizer_bytes_per_s},
+            {"gemm_bytes_per_s", p.gemm_bytes_per_s},
+            {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
+            {"efficiency",
+             {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds},
+              {"per_task_seconds", p.eff.per_task_seconds}, {"per_step_seconds", p.eff.per_step_seconds},
+              {"per_rank_seconds", p.eff.per_rank_seconds}}},
+            {"refits", p.refits}};
+  std::error_code ec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return make_error(errc::io_error, "cannot write the profile " + tmp);
+    out << j.dump(2) << "\n";
+    if (!out) return make_error(errc::io_error, "cannot write the profile " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return make_error(errc::io_error, "cannot replace the profile " + path + ": " + ec.message());
+  return {};
+}
+topology local_topology(const machine_profile& p, int ranks, int threads) {
+  topology t;
+  ranks = std::max(1, ranks);
+  threads = std::max(1, threads);
+  const double kernel_threads = std::max(1, threads / ranks);  // as the runtime splits them
+  t.devices = ranks;
+  t.devices_per_machine = ranks;
+  t.speed = {p.flops_f32_per_core * kernel_threads, p.memory_bandwidth_bytes_per_s * kernel_threads,
+             p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads, /*gemm_packs_operands=*/true,
+             p.optimizer_bytes_per_s,  // the optimizer runs on the rank's own thread
+             p.gemm_bytes_per_s * kernel_threads};
+  t.shared_cores = std::min(threads, std::max(1, p.cores));
+  double memory = detect_memory_bytes();
+  t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;
+  t.intra = t.inter = p.link;
+  return t;
+}
+
+std::string describe(const machine_profile& p) {
+  char b[448];
+  std::snprintf(b, sizeof b,
+                "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra rank (%s%s)",
+                p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
+                p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
+                p.link.bandwidth_bytes_per_s / 1e9,
+                p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
+                p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6, p.eff.per_rank_seconds * 1e6,
+                p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
+  return b;
+}
+
+}  // namespace cohort::planner

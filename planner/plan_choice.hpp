@@ -1,0 +1,91 @@
+// How a run gets its plan: chosen by the planner (plan_mode::automatic, the default), given
+// as degrees (manual), or loaded from a JSON file (--plan.file, the format --plan.only
+// prints). Whatever the source, the plan is predicted by the cost model with the planner's
+// own stage cuts, so a run executes exactly the plan whose prediction it reports and refits.
+//
+//   auto s = prepare_planning(model, /*optimizer_slots=*/2, /*batch=*/64, /*threads=*/2, request,
+//                             load_profile(default_profile_path()).value(), default_profile_path());
+//   auto c = choose_plan(*s, request);                       // errors name what would fit
+//   std::cout << c->table;                                   // ranked candidates (auto)
+//   nlohmann::json j = c->to_json();                         // {"dp":2,...,"cuts":[..],"predicted":{...}}
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/analysis.hpp"
+#include "planner/cluster.hpp"
+#include "planner/machine_profile.hpp"
+#include "planner/search.hpp"
+
+namespace cohort::planner {
+
+enum class plan_mode { automatic, manual, serial };
+/// "auto", "manual", "serial".
+const char* to_string(plan_mode m);
+result<plan_mode> parse_plan_mode(const std::string& text);
+
+/// What the user asked of the planner (the --plan.* and --cluster.file options).
+struct plan_request {
+  plan_mode mode = plan_mode::automatic;
+  // Degrees: 0 lets the planner choose (under auto they are constraints; manual: 0 means 1).
+  std::int64_t dp = 0, tp = 0, pp = 0, micro_batches = 0;
+  std::string schedule;                 // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
+  bool shard_params = false;
+  std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
+  bool only = false;                    // print the ranked plans and the chosen one, train nothing
+  std::string file;                     // a saved plan (JSON, as --plan.only prints it)
+  std::int64_t ranks = 0;               // devices to plan for on this machine (0: its cores)
+  std::int64_t max_micro_batches = 64;
+  std::string cluster_file;
+  bool half_precision = false;          // plan for mixed precision (cluster files)
+  bool recompute = false;               // may plan activation recomputation (cluster files)
+};
+
+/// Everything the planner needs, gathered once per run.
+struct planning_setup {
+  std::unique_ptr<model_analysis> analysis;
+  search_options search;
+  std::optional<planner::cluster> cluster;  // from --cluster.file; absent: this machine
+  machine_profile profile;
+  std::string profile_path;
+  int threads = 1;                          // compute threads of the run
+};
+
+/// Analyzes the model and describes the devices: a cluster file, or `ranks` ranks of this
+/// machine under `profile` (read from, or measured and saved to, `profile_path`).
+result<planning_setup> prepare_planning(const std::function<var(graph&, std::int64_t)>& model, int optimizer_slots,
+                                        std::int64_t batch, int threads, const plan_request& opts,
+                                        machine_profile profile, std::string profile_path);
+
+struct plan_choice {
+  parallel_plan plan;
+  std::vector<std::size_t> cuts;  // the stage cuts the run executes (empty only when pp = 1)
+  std::string how;                // "auto", "manual", "file PATH"
+  std::optional<planned> predicted;
+  std::string table;              // the ranked candidates (auto only)
+  std::vector<int> devices;       // rank -> device global id (cluster files), tp innermost
+  std::vector<planned> candidates;  // every plan auto considered, best first (auto only)
+  nlohmann::json to_json() const;
+  /// A candidate in the same form (usable as a --plan.file).
+  static nlohmann::json to_json(const planned& p, const std::string& how);
+};
+
+/// Picks the plan per opts.mode / opts.file. Errors: a plan file that is unreadable or
+/// malformed (naming the field), a manual plan the model cannot take, nothing that fits
+/// (with what would).
+result<plan_choice> choose_plan(const planning_setup& setup, const plan_request& opts);
+
+/// Reads a plan file ({"dp":..,"tp":..,"pp":..,"micro_batches":..,"schedule":..,
+/// "shard_params":..,"cuts":[..]}; missing keys default as on the command line).
+result<plan_choice> load_plan_file(const std::string& path);
+
+/// The same from JSON already parsed; `origin` prefixes the error messages.
+result<plan_choice> plan_from_json(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace cohort::planner

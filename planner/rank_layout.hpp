@@ -1,0 +1,53 @@
+// Where every rank of a plan sits — the one rank layout the coordinator, the compiler, the
+// workers, the processes and the refit share. Ranks are numbered with the tensor-parallel
+// rank fastest, then the pipeline stage, then the data-parallel replica:
+// rank = (dp_rank * pp + stage) * tp + tp_rank. A job of several processes hosts the ranks in
+// contiguous equal blocks, so a tensor-parallel group (and, where blocks are large enough, a
+// whole pipeline) stays inside one process.
+//
+//   rank_layout l(parallel_plan{.dp = 2, .tp = 2, .pp = 2});
+//   int r = l.rank_of({.dp_rank = 1, .stage = 0, .tp_rank = 1});   // 5
+//   rank_place at = l.place_of(5);                                   // {1, 0, 1}
+//   std::vector<int> dp_peers = l.group(5, "dp");                    // {1, 5}
+//   std::vector<int> host = l.process_of_rank(/*processes=*/2);      // {0,0,0,0,1,1,1,1}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/mesh.hpp"
+#include "planner/plan.hpp"
+
+namespace cohort::planner {
+
+struct rank_place {
+  int dp_rank = 0, stage = 0, tp_rank = 0;
+};
+
+class rank_layout {
+ public:
+  explicit rank_layout(const parallel_plan& p) : plan_(p) {}
+
+  int ranks() const { return plan_.ranks(); }
+  int rank_of(const rank_place& at) const { return (at.dp_rank * plan_.pp + at.stage) * plan_.tp + at.tp_rank; }
+  rank_place place_of(int rank) const {
+    return {rank / (plan_.pp * plan_.tp), (rank / plan_.tp) % plan_.pp, rank % plan_.tp};
+  }
+  /// The mesh {dp, pp, tp}, tp fastest: its row-major positions are the ranks.
+  process_mesh mesh() const { return process_mesh({{"dp", plan_.dp}, {"pp", plan_.pp}, {"tp", plan_.tp}}); }
+  /// The ranks that share every coordinate of `rank` but `axis` ("dp", "pp" or "tp"), in order.
+  std::vector<int> group(int rank, const std::string& axis) const { return mesh().group(rank, axis); }
+  /// The process hosting each rank when `processes` processes split the ranks into contiguous
+  /// equal blocks (the caller checks that they divide).
+  std::vector<int> process_of_rank(int processes) const {
+    std::vector<int> owner;
+    const int per = processes > 0 && ranks() >= processes ? ranks() / processes : 1;
+    for (int r = 0; r < ranks(); ++r) owner.push_back(r / per);
+    return owner;
+  }
+
+ private:
+  parallel_plan plan_;
+};
+
+}  // namespace cohort::planner

@@ -1,0 +1,128 @@
+// The refit policy of a run: observations per stage, predicted against measured, the refit
+// saved with the profile.
+#include "planner/run_refit.hpp"
+
+#include "planner/rank_layout.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace cohort::planner {
+
+using json = nlohmann::json;
+
+void task_totals::add_step(const std::vector<task_seconds>& ranks, double step_s) {
+  per_rank.resize(std::max(per_rank.size(), ranks.size()));
+  update_per_step.resize(per_rank.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    per_rank[r] += ranks[r];
+    if (steps < max_recorded_steps) {
+      update_per_step[r].resize(static_cast<std::size_t>(steps), 0.0);
+      update_per_step[r].push_back(ranks[r].update_s);
+    }
+  }
+  step_seconds.push_back(step_s);
+  ++steps;
+}
+
+std::vector<task_observation> stage_observations(const parallel_plan& plan,
+                                                          const std::vector<stage_prediction>& predicted,
+                                                          const task_totals& t) {
+  std::vector<task_observation> obs;
+  if (t.steps <= 0) return obs;
+  const auto stages = predicted.size();
+  std::size_t timed = static_cast<std::size_t>(t.steps);  // the steps every rank's updates are known for
+  for (std::size_t r = 0; r < t.per_rank.size(); ++r)
+    timed = std::min(timed, r < t.update_per_step.size() ? t.update_per_step[r].size() : 0);
+  std::vector<task_seconds> per_stage(stages);
+  std::vector<std::vector<double>> least_update(stages, std::vector<double>(std::max<std::size_t>(timed, 1),
+                                                                            std::numeric_limits<double>::infinity()));
+  std::vector<int> count(stages, 0);
+  const double n = static_cast<double>(t.steps);
+  for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
+    const auto stage = static_cast<std::size_t>(rank_layout(plan).place_of(static_cast<int>(r)).stage);
+    if (stage >= stages) continue;
+    per_stage[stage].forward_s += t.per_rank[r].forward_s / n;
+    per_stage[stage].backward_s += t.per_rank[r].backward_s / n;
+    if (timed == 0)  // no step-by-step record: the replica that waited least over the run
+      least_update[stage][0] = std::min(least_update[stage][0], t.per_rank[r].update_s / n);
+    for (std::size_t i = 0; i < timed; ++i) least_update[stage][i] = std::min(least_update[stage][i], t.update_per_step[r][i]);
+    ++count[stage];
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (count[s] == 0) continue;
+    per_stage[s].forward_s /= count[s];
+    per_stage[s].backward_s /= count[s];
+    for (double u : least_update[s]) per_stage[s].update_s += u / static_cast<double>(least_update[s].size());
+    obs.push_back({predicted[s], per_stage[s]});
+  }
+  return obs;
+}
+
+// What the refit tasks do not explain is the runtime's overhead (see below).
+json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool save, const task_totals& t,
+                       bool first) {
+  json out = json::object();
+  if (!choice.predicted || t.steps == 0) return out;
+  std::vector<double> steps = t.step_seconds;
+  std::sort(steps.begin(), steps.end());
+  const double measured = steps[steps.size() / 2];
+  const double predicted = choice.predicted->step_s;
+  out["predicted_step_s"] = predicted;
+  out["measured_step_s"] = measured;
+  out["error_pct"] = 100.0 * (predicted - measured) / measured;
+  const auto& plan = choice.plan;
+  const auto obs = stage_observations(plan, choice.predicted->stages, t);
+  auto fit = refit(obs, setup.search.eff);  // the constants the prediction was made with
+  if (!fit.changed) return out;
+  // What the refit tasks do not explain (messages, waking threads, the commit) is the
+  // runtime's overhead: the calibrated overhead terms are scaled by one factor so that the
+  // refit model predicts the measured step (their proportions stay what calibration found;
+  // without calibrated terms the whole excess becomes per-step overhead).
+  if (!setup.cluster) {
+    search_options again = setup.search;
+    again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
+    again.eff = fit.eff;
+    auto with = evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
+    again.eff = fit.eff.without_runtime_overhead();
+    auto bare = evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
+    if (bare && with) {
+      const double excess = std::max(0.0, measured - bare->step_s), modelled = with->step_s - bare->step_s;
+      if (modelled > 0) {
+        const double k = excess / modelled;
+        fit.eff.per_task_seconds *= k, fit.eff.per_step_seconds *= k, fit.eff.per_rank_seconds *= k;
+        out["overhead_factor"] = k;
+      } else {
+        fit.eff.per_step_seconds = excess;
+      }
+    }
+  }
+  auto to_json = [](const efficiency& e) {
+    return json{{"gemm", e.gemm},
+                {"memory", e.memory},
+                {"link", e.link},
+                {"per_op_seconds", e.per_op_seconds},
+                {"per_task_seconds", e.per_task_seconds},
+                {"per_step_seconds", e.per_step_seconds},
+                {"per_rank_seconds", e.per_rank_seconds}};
+  };
+  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
+  if (save && !setup.cluster) {
+    // the profile keeps a running mean over its refits (one run can catch a slow minute);
+    // blended with the constants this run was planned with, so a run's later refit replaces its first
+    const int n = std::max(1, first ? setup.profile.refits + 1 : setup.profile.refits);
+    const double weight = refit_weight(n);
+    setup.profile.eff = blend(setup.search.eff, fit.eff, weight);
+    out["refit"]["weight"] = weight;
+    out["refit"]["saved_efficiency"] = to_json(setup.profile.eff);
+    if (first) ++setup.profile.refits;
+    if (auto st = save_profile(setup.profile_path, setup.profile); !st)
+      std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());
+    else
+      out["profile"] = setup.profile_path;
+  }
+  return out;
+}
+
+}  // namespace cohort::planner
