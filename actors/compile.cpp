@@ -15,6 +15,7 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
                                const std::vector<std::size_t>& stage_cuts) {
   if (auto st = planner::validate(plan, batch); !st) return st.error();
   compiled_model cm;
+  cm.source = model;
   cm.plan = plan;
   cm.batch = batch;
   cm.micro_batch = batch / (static_cast<std::int64_t>(plan.dp) * plan.micro_batches);

@@ -26,6 +26,7 @@ namespace cohort::actors {
 using model_fn = std::function<var(graph& g, std::int64_t batch)>;
 
 struct compiled_model {
+  model_fn source;  // what it was compiled from (a plan transition compiles it again)
   planner::parallel_plan plan;
   std::int64_t batch = 0, micro_batch = 0;
   std::unique_ptr<graph> serial;

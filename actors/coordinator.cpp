@@ -1,222 +1,392 @@
-// The coordinator's step protocol: start, collect, commit or recover.
+// The coordinator actor: carries out the step protocol's actions — steps, recovery, plan
+// transitions, the final collection — with asynchronous requests only.
 #include "actors/coordinator.hpp"
 
+#include <variant>
+
 #include "actors/comm_kernels.hpp"
+#include "actors/control_proxy.hpp"
 #include "actors/param_actor.hpp"
+#include "actors/transition.hpp"
 #include "kernels/threads.hpp"
+#include "planner/rank_layout.hpp"
+#include "transport/in_process.hpp"
 
 namespace cohort::actors {
 namespace {
 
 using self_ptr = caf::stateful_actor<coordinator_state>*;
 
+constexpr std::uint64_t transition_tag_space = 5;
+
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void start_step(self_ptr self);
+void execute(self_ptr self, actions todo);
 
-void finish(self_ptr self, const status& st) {
-  auto& s = self->state;
-  s.summary.seconds = since(s.run_start);
-  for (auto& w : s.workers)
-    if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
-  for (auto& p : s.params)
-    if (p) self->send_exit(p, caf::exit_reason::user_shutdown);
-  self->send_exit(s.data, caf::exit_reason::user_shutdown);
-  if (st) s.done.deliver(s.summary);
-  else s.done.deliver(caf::make_error(caf::sec::runtime_error, st.error().message));
-  s.workers.clear();
-  self->quit();
+std::string fabric_reason(self_ptr self) { return self->state.fabric ? self->state.fabric->closed_reason() : ""; }
+
+bool is_local(self_ptr self, int rank) {
+  const auto& s = self->state;
+  return !s.options.job || s.owner[static_cast<std::size_t>(rank)] == s.options.job->process;
 }
+
+std::vector<bool> local_flags(self_ptr self) {
+  std::vector<bool> out;
+  for (int r = 0; r < self->state.model->plan.ranks(); ++r) out.push_back(is_local(self, r));
+  return out;
+}
+
+// Runs `call` on the control proxy's thread; `then` gets control back once it returned.
+void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> then) {
+  auto& s = self->state;
+  self->request(s.proxy, s.options.timeout * 4, call_atom::value, blocking_call{std::move(call)})
+      .then([then](ok_atom) { then(); },
+            [self](caf::error& e) { execute(self, self->state.protocol->on_error(make_error(errc::timeout,
+                                                                                            "control proxy: " + to_string(e)))); });
+}
+
+// --- the actors of one plan ------------------------------------------------------------------
 
 caf::actor spawn_worker(self_ptr self, int rank) {
   auto& s = self->state;
-  return self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)], s.fabric, s.generation);
+  return self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)], s.fabric,
+                                                   s.protocol->generation());
 }
 
-void after_commit(self_ptr self) {
-  auto& s = self->state;
-  step_metrics m;
-  m.step = s.step;
-  m.generation = s.generation;
-  m.seconds = since(s.step_start);
-  for (auto& o : s.outcomes) {
-    m.task_seconds.push_back(o ? o->report.seconds : planner::task_seconds{});  // zeros: a rank of another process
-    if (o && o->report.reports_loss) m.loss += o->report.loss_share;
-  }
-  if (s.options.combine_loss) {
-    auto total = s.options.combine_loss(s.step, m.loss);
-    if (!total) {
-      finish(self, make_error(total.error().code, "step " + std::to_string(s.step) + ": " + total.error().message));
-      return;
-    }
-    m.loss = *total;
-  }
-  s.summary.losses.push_back(m.loss);
-  if (s.options.on_step) s.options.on_step(m);
-  ++s.step;
-  start_step(self);
-}
-
-// Every worker finished the step: it is committed. Its gradients are applied by each worker
-// at the start of its next step (or by the parameter actors on recovery and at the end).
-void commit(self_ptr self) {
-  self->state.committed = self->state.step;
-  after_commit(self);
-}
-
-void recover(self_ptr self) {
-  auto& s = self->state;
-  std::string first;
-  for (auto& o : s.outcomes)
-    if (o && !o->failure.empty() && first.empty()) first = "rank " + std::to_string(o->rank) + ": " + o->failure;
-  if (s.options.fabric) {  // across processes: detection only, recovery is not built yet
-    const std::string why = s.fabric->closed_reason();
-    finish(self, make_error(errc::closed, "step " + std::to_string(s.step) + " failed: " + first +
-                                              (why.empty() || first.find(why) != std::string::npos ? "" : " (" + why + ")")));
-    return;
-  }
-  if (++s.summary.restarts > s.options.max_restarts) {
-    finish(self, make_error(errc::closed, "step " + std::to_string(s.step) + " failed " + std::to_string(s.summary.restarts) +
-                                              " times (max-restarts " + std::to_string(s.options.max_restarts) + "); last: " + first));
-    return;
-  }
-  ++s.generation;
-  s.fabric = std::make_shared<transport::in_process_fabric>(static_cast<int>(s.workers.size()));
-  auto left = std::make_shared<std::size_t>(s.params.size());
-  auto resume = [=] {
-    if (--*left > 0) return;
-    auto& st = self->state;
-    st.recovering = false;
-    for (auto& f : st.summary.failures)
-      if (f.recover_seconds == 0) f.recover_seconds = since(st.detected_at);
-    start_step(self);
-  };
-  for (std::size_t r = 0; r < s.workers.size(); ++r) {
-    if (s.dead[r]) {
-      s.workers[r] = spawn_worker(self, static_cast<int>(r));  // refills from its parameter actor
-      s.dead[r] = false;
-    } else {
-      ++*left;
-      self->request(s.workers[r], s.options.timeout, reset_atom::value, s.generation, s.fabric)
-          .then([=](ok_atom) { resume(); },
-                [=](caf::error& e) { finish(self, make_error(errc::closed, "reset of worker " + std::to_string(r) + ": " + to_string(e))); });
-    }
-  }
-  for (auto& p : s.params)
-    self->request(p, s.options.timeout, rollback_atom::value, s.generation, s.committed)
-        .then([=](ok_atom) { resume(); },
-              [=](caf::error& e) { finish(self, make_error(errc::closed, "rollback: " + to_string(e))); });
-}
-
-void on_outcome(self_ptr self, std::size_t rank, step_outcome o) {
-  auto& s = self->state;
-  if (s.outcomes[rank]) return;  // a dead worker's late error reply after its down_msg
-  if (!o.failure.empty() && !s.recovering) {
-    s.recovering = true;
-    s.detected_at = std::chrono::steady_clock::now();
-    s.fabric->close("rank " + std::to_string(rank) + " failed");  // release the workers waiting on it
-  }
-  s.outcomes[rank] = std::move(o);
-  if (--s.outstanding > 0) return;
-  if (s.recovering) recover(self);
-  else commit(self);
-}
-
-// After the last step: the trained parameters, from the parameter actors' pieces.
-void collect_and_finish(self_ptr self) {
-  auto& s = self->state;
-  if (!s.options.collect_parameters) {
-    finish(self, {});
-    return;
-  }
-  auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
-  auto left = std::make_shared<std::size_t>(0);
-  for (auto& p : s.params) *left += p ? 1 : 0;
-  auto assemble = [=] {
-    auto& st = self->state;
-    if (st.options.gather_pieces) {
-      auto all = st.options.gather_pieces(std::move(*pieces));
-      if (!all) return finish(self, make_error(all.error().code, "collecting parameters: " + all.error().message));
-      if (all->empty()) return finish(self, {});  // another process assembles the model
-      *pieces = std::move(*all);
-    }
-    auto full = assemble_parameters(*st.model, *pieces);
-    if (!full) return finish(self, full.error());
-    st.summary.parameters = std::move(*full);
-    finish(self, {});
-  };
-  for (std::size_t r = 0; r < s.params.size(); ++r) {
-    if (!s.params[r]) continue;
-    self->request(s.params[r], s.options.timeout, fetch_atom::value, s.committed)
-        .then(
-            [=](tensor& piece) {
-              (*pieces)[r] = std::move(piece);
-              if (--*left == 0) assemble();
-            },
-            [=](caf::error& e) { finish(self, make_error(errc::closed, "collecting parameters: " + to_string(e))); });
-  }
-}
-
-void start_step(self_ptr self) {
-  auto& s = self->state;
-  if (s.step >= s.options.steps) {
-    collect_and_finish(self);
-    return;
-  }
-  s.outcomes.assign(s.workers.size(), std::nullopt);
-  s.outstanding = 0;
-  for (auto& w : s.workers) s.outstanding += w ? 1 : 0;
-  s.step_start = std::chrono::steady_clock::now();
-  const std::int64_t gen = s.generation, step = s.step;
-  const auto step_timeout = s.options.timeout * 4;
-  for (std::size_t r = 0; r < s.workers.size(); ++r) {
-    if (!s.workers[r]) continue;  // a rank of another process
-    self->request(s.workers[r], step_timeout, step_atom::value, gen, step, s.committed)
-        .then(
-            [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
-              if (g == self->state.generation && k == self->state.step) on_outcome(self, r, std::move(o));
-            },
-            [=](caf::error& e) {
-              if (gen != self->state.generation || step != self->state.step) return;
-              step_outcome o;
-              o.rank = static_cast<int>(r);
-              o.failure = to_string(e);
-              on_outcome(self, r, std::move(o));
-            });
-  }
-}
-
-void setup(self_ptr self, batch_fn data) {
+// This process's data actor, parameter actors (fresh, or holding a transition's states) and
+// workers for s.model over s.fabric.
+void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
-  s.fabric = s.options.fabric ? s.options.fabric : std::make_shared<transport::in_process_fabric>(ranks);
-  const int local = s.fabric->local_ranks();
-  const int kernel_threads = std::max(1, s.options.threads / local);
+  const planner::rank_layout layout(plan);
+  s.owner = s.options.job ? layout.process_of_rank(s.options.job->processes) : std::vector<int>(static_cast<std::size_t>(ranks), 0);
+  int local = 0;
+  for (int r = 0; r < ranks; ++r) local += is_local(self, r) ? 1 : 0;
+  const int kernel_threads = std::max(1, s.options.threads / std::max(1, local));
+  kernels::set_math_threads(kernel_threads);
   const bool spare_core = kernel_threads * local < kernels::available_cores();
-  s.data = self->spawn(data_actor, std::move(data), plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+  s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
-  s.dead.assign(static_cast<std::size_t>(ranks), false);
+  s.params.assign(static_cast<std::size_t>(ranks), caf::actor{});
+  s.workers.assign(static_cast<std::size_t>(ranks), caf::actor{});
+  s.specs.clear();
   for (int r = 0; r < ranks; ++r) {
     auto spec = std::make_shared<worker_spec>();
     spec->model = s.model;
     spec->rank = r;
-    spec->at = planner::rank_layout(plan).place_of(r);
+    spec->at = layout.place_of(r);
     spec->seed = s.options.seed;
     spec->kernel_threads = kernel_threads;
     spec->timeout = s.options.timeout;
     spec->table = table;
     spec->coordinator = caf::actor_cast<caf::actor>(self);
     spec->data = s.data;
-    s.params.push_back(s.fabric->is_local(r) ? self->spawn(param_actor, s.options.optimizer) : caf::actor{});
-    spec->params = s.params.back();
+    spec->restore = states != nullptr;
+    if (is_local(self, r)) {
+      std::optional<piece_state> initial;
+      if (states) initial = std::move((*states)[static_cast<std::size_t>(r)]);
+      s.params[static_cast<std::size_t>(r)] = self->spawn(param_actor, s.options.optimizer, std::move(initial));
+    }
+    spec->params = s.params[static_cast<std::size_t>(r)];
     spec->inject = s.options.inject;
     s.specs.push_back(spec);
   }
-  for (int r = 0; r < ranks; ++r) s.workers.push_back(s.fabric->is_local(r) ? spawn_worker(self, r) : caf::actor{});
+  for (int r = 0; r < ranks; ++r)
+    if (is_local(self, r)) s.workers[static_cast<std::size_t>(r)] = spawn_worker(self, r);
+}
+
+// Stops this plan's actors (a transition's old plan, or the end of the run).
+void retire_plan(self_ptr self) {
+  auto& s = self->state;
+  auto workers = std::move(s.workers), params = std::move(s.params);
+  s.workers.clear(), s.params.clear();
+  for (auto& w : workers)
+    if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
+  for (auto& p : params)
+    if (p) self->send_exit(p, caf::exit_reason::user_shutdown);
+  if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
+  s.data = caf::actor{};
+}
+
+// --- actions ---------------------------------------------------------------------------------
+
+void start_step(self_ptr self, const start_step_action& a) {
+  auto& s = self->state;
+  const auto step_timeout = s.options.timeout * 4;
+  for (std::size_t r = 0; r < s.workers.size(); ++r) {
+    if (!s.workers[r]) continue;  // a rank of another process
+    const int rank = static_cast<int>(r);
+    self->request(s.workers[r], step_timeout, step_atom::value, a.generation, a.step, a.committed)
+        .then(
+            [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
+              execute(self, self->state.protocol->on_outcome(g, k, rank, std::move(o), fabric_reason(self),
+                                                             clock_type::now()));
+            },
+            [=](caf::error& e) {
+              step_outcome o;
+              o.rank = rank;
+              o.failure = to_string(e);
+              execute(self, self->state.protocol->on_outcome(a.generation, a.step, rank, std::move(o), fabric_reason(self),
+                                                             clock_type::now()));
+            });
+  }
+}
+
+void combine_loss(self_ptr self, const combine_loss_action& a) {
+  auto total = std::make_shared<result<double>>(make_error(errc::closed, "not combined"));
+  auto sum = self->state.options.job->sum_loss;
+  on_proxy(self, [=] { *total = sum(a.step, a.local_loss); },
+           [=] { execute(self, self->state.protocol->on_loss(a.step, *total, clock_type::now())); });
+}
+
+void recover(self_ptr self, const recover_action& a) {
+  auto& s = self->state;
+  s.fabric = std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
+  auto left = std::make_shared<std::size_t>(a.reset.size());
+  for (auto& p : s.params) *left += p ? 1 : 0;
+  auto resume = [=] {
+    if (--*left == 0) execute(self, self->state.protocol->on_recovered(clock_type::now()));
+  };
+  auto failed = [=](const std::string& what) {
+    return [=](caf::error& e) { execute(self, self->state.protocol->on_error(make_error(errc::closed, what + ": " + to_string(e)))); };
+  };
+  for (int r : a.respawn) s.workers[static_cast<std::size_t>(r)] = spawn_worker(self, r);  // refills from its parameter actor
+  for (int r : a.reset)
+    self->request(s.workers[static_cast<std::size_t>(r)], s.options.timeout, reset_atom::value, a.generation, s.fabric)
+        .then([=](ok_atom) { resume(); }, failed("reset of worker " + std::to_string(r)));
+  for (auto& p : s.params)
+    if (p)
+      self->request(p, s.options.timeout, rollback_atom::value, a.generation, a.committed)
+          .then([=](ok_atom) { resume(); }, failed("rollback"));
+  if (*left == 0) execute(self, s.protocol->on_recovered(clock_type::now()));
+}
+
+// The last step of a transition: the old plan retires, the new one starts from `states`.
+void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_state> states, fabric_ptr fabric,
+                  transition_record rec, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  retire_plan(self);
+  if (s.options.job) {
+    s.fabric->close("plan transition at step " + std::to_string(rec.step));
+    if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
+  }
+  s.fabric = std::move(fabric);
+  s.model = t.model;
+  spawn_plan(self, &states);
+  rec.seconds = since(started);
+  s.summary.transitions.push_back(rec);
+  if (s.options.on_transition) s.options.on_transition(rec);
+  execute(self, s.protocol->on_transition_done(t.model->plan.ranks(), local_flags(self), clock_type::now()));
+}
+
+// The old pieces exported: move them to the new layout (in this process, or across processes
+// over the old data plane), then install the new plan.
+void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_ptr<std::vector<piece_state>> old,
+                transition_record rec, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  const auto slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
+  if (!s.options.job) {
+    auto moved = apply_state_transfer(t->copies, *old, t->to, slots);
+    rec.bytes_moved = transfer_bytes(t->copies, slots);
+    install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()), rec,
+                 started);
+    return;
+  }
+  const auto& job = *s.options.job;
+  exchange_options o;
+  o.old_owner = s.owner;
+  o.new_owner = planner::rank_layout(t->model->plan).process_of_rank(job.processes);
+  o.process = job.process;
+  o.processes = job.processes;
+  o.slots = slots;
+  o.tag = (transition_tag_space << 40) | static_cast<std::uint64_t>(rec.step);
+  o.timeout = s.options.timeout;
+  auto exchanged = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
+  auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+  auto old_fabric = s.fabric;
+  auto connect = job.connect;
+  on_proxy(
+      self,
+      [=] {
+        *exchanged = exchange_state(*old_fabric, o, t->copies, *old, t->to);
+        if (*exchanged) *fabric = connect(t->model->plan);
+      },
+      [=]() mutable {
+        if (!*exchanged) return execute(self, self->state.protocol->on_error((*exchanged).error()));
+        if (!*fabric) return execute(self, self->state.protocol->on_error((*fabric).error()));
+        rec.bytes_across_processes = (*exchanged)->bytes_sent;
+        rec.bytes_moved = (*exchanged)->bytes_sent + (*exchanged)->bytes_copied_here;
+        install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
+      });
+}
+
+// The transition planned: export every primary piece of this process.
+void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_record rec,
+                  std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  auto old = std::make_shared<std::vector<piece_state>>(s.params.size());
+  auto left = std::make_shared<std::size_t>(0);
+  for (std::size_t r = 0; r < s.params.size(); ++r) *left += s.params[r] && t->from[r].primary ? 1 : 0;
+  if (*left == 0) return move_state(self, t, old, rec, started);
+  for (std::size_t r = 0; r < s.params.size(); ++r) {
+    if (!s.params[r] || !t->from[r].primary) continue;
+    self->request(s.params[r], s.options.timeout, export_atom::value, s.protocol->committed())
+        .then(
+            [=](piece_state& p) {
+              (*old)[r] = std::move(p);
+              if (--*left == 0) move_state(self, t, old, rec, started);
+            },
+            [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
+  }
+}
+
+// A decided plan, the same on every process: check it fits the processes, prepare it.
+void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  if (s.options.job && d.choice.plan.ranks() % s.options.job->processes != 0)
+    return execute(self, s.protocol->on_error(make_error(
+                             errc::invalid_argument, "plan change at step " + std::to_string(step) + ": " +
+                                                         planner::describe(d.choice.plan) + " has " +
+                                                         std::to_string(d.choice.plan.ranks()) + " ranks, which " +
+                                                         std::to_string(s.options.job->processes) +
+                                                         " processes cannot split evenly")));
+  transition_record rec;
+  rec.step = step;
+  rec.from = planner::describe(s.model->plan);
+  rec.to = planner::describe(d.choice.plan);
+  rec.plan = d.choice.to_json();
+  rec.replan_seconds = d.replan_seconds;
+  self->request(s.planner, s.options.timeout, transfer_atom::value, d, s.model)
+      .then(
+          [=](transition_plan& t) mutable {
+            rec.prepare_seconds = t.prepare_seconds;
+            export_state(self, std::make_shared<transition_plan>(std::move(t)), rec, started);
+          },
+          [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
+}
+
+void transition(self_ptr self, const transition_action& a) {
+  auto& s = self->state;
+  const auto started = std::chrono::steady_clock::now();
+  const std::int64_t step = a.step;
+  auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  if (!s.options.job) {
+    self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
+        .then([=](decided_plan& d) { prepare(self, std::move(d), step, started); },
+              [=](caf::error& e) { fail(from_caf(e)); });
+    return;
+  }
+  // across processes the first process decides and shares the plan; every process prepares it
+  auto share = s.options.job->share_plan;
+  auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
+  auto received = [=] {
+    if (!*shared) return fail((*shared).error());
+    const std::string& text = **shared;
+    if (text.rfind("error ", 0) == 0) {
+      const auto code = static_cast<errc>(std::atoi(text.c_str() + 6));
+      return fail(make_error(code, text.substr(text.find(':') + 2)));
+    }
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("plan") || !j.contains("replan_s") || !j["replan_s"].is_number())
+      return fail(make_error(errc::io_error, "the first process's plan change is malformed"));
+    auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
+    if (!choice) return fail(choice.error());
+    decided_plan d{std::move(*choice), j["replan_s"].get<double>()};
+    prepare(self, std::move(d), step, started);
+  };
+  if (s.options.job->process != 0) {
+    on_proxy(self, [=] { *shared = share(""); }, received);
+    return;
+  }
+  self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
+      .then(
+          [=](decided_plan& d) {
+            const std::string text =
+                nlohmann::json{{"plan", d.choice.to_json()}, {"replan_s", d.replan_seconds}}.dump();
+            on_proxy(self, [=] { *shared = share(text); }, received);
+          },
+          [=](caf::error& e) {
+            const error err = from_caf(e);
+            const std::string text = "error " + std::to_string(static_cast<int>(err.code)) + ": " + err.message;
+            on_proxy(self, [=] { *shared = share(text); }, received);
+          });
+}
+
+void collect(self_ptr self, const collect_action& a) {
+  auto& s = self->state;
+  if (!s.options.collect_parameters) return execute(self, s.protocol->on_collected());
+  auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
+  auto left = std::make_shared<std::size_t>(0);
+  for (auto& p : s.params) *left += p ? 1 : 0;
+  auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  auto assemble = [=](std::vector<tensor> all) {
+    auto& st = self->state;
+    if (all.empty()) return execute(self, st.protocol->on_collected());  // another process assembles the model
+    auto full = assemble_parameters(*st.model, all);
+    if (!full) return fail(full.error());
+    st.summary.parameters = std::move(*full);
+    execute(self, st.protocol->on_collected());
+  };
+  auto gathered = [=] {
+    auto& st = self->state;
+    if (!st.options.job) return assemble(std::move(*pieces));
+    auto all = std::make_shared<result<std::vector<tensor>>>(make_error(errc::closed, "not gathered"));
+    auto gather = st.options.job->gather_pieces;
+    on_proxy(self, [=] { *all = gather(std::move(*pieces)); }, [=] {
+      if (!*all) return fail(make_error((*all).error().code, "collecting parameters: " + (*all).error().message));
+      assemble(std::move(**all));
+    });
+  };
+  if (*left == 0) return gathered();
+  for (std::size_t r = 0; r < s.params.size(); ++r) {
+    if (!s.params[r]) continue;
+    self->request(s.params[r], s.options.timeout, fetch_atom::value, a.committed)
+        .then(
+            [=](tensor& piece) {
+              (*pieces)[r] = std::move(piece);
+              if (--*left == 0) gathered();
+            },
+            [=](caf::error& e) { fail(make_error(errc::closed, "collecting parameters: " + to_string(e))); });
+  }
+}
+
+void finish(self_ptr self, const finish_action& a) {
+  auto& s = self->state;
+  s.summary.seconds = since(s.run_start);
+  s.summary.losses = s.protocol->losses();
+  s.summary.failures = s.protocol->failures();
+  s.summary.restarts = s.protocol->restarts();
+  retire_plan(self);
+  if (s.planner) self->send_exit(s.planner, caf::exit_reason::user_shutdown);
+  if (s.proxy) self->send_exit(s.proxy, caf::exit_reason::user_shutdown);
+  if (a.outcome) s.done.deliver(s.summary);
+  else s.done.deliver(to_caf(a.outcome.error()));
+  self->quit();
+}
+
+void execute(self_ptr self, actions todo) {
+  for (auto& action : todo) {
+    if (self->state.protocol->finished() && !std::holds_alternative<finish_action>(action)) continue;
+    std::visit(
+        [&](auto& a) {
+          using A = std::decay_t<decltype(a)>;
+          auto& s = self->state;
+          if constexpr (std::is_same_v<A, start_step_action>) start_step(self, a);
+          else if constexpr (std::is_same_v<A, close_fabric_action>) s.fabric->close(a.reason);
+          else if constexpr (std::is_same_v<A, combine_loss_action>) combine_loss(self, a);
+          else if constexpr (std::is_same_v<A, report_step_action>) {
+            if (s.options.on_step) s.options.on_step(a.metrics);
+          } else if constexpr (std::is_same_v<A, recover_action>) recover(self, a);
+          else if constexpr (std::is_same_v<A, transition_action>) transition(self, a);
+          else if constexpr (std::is_same_v<A, collect_action>) collect(self, a);
+          else finish(self, a);
+        },
+        action);
+  }
 }
 
 }  // namespace
@@ -225,31 +395,41 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::sha
                           run_options options, batch_fn data) {
   self->state.model = std::move(model);
   self->state.options = std::move(options);
+  self->state.data_source = std::move(data);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
-    for (std::size_t r = 0; r < s.workers.size(); ++r) {
-      if (dm.source != s.workers[r].address()) continue;
-      s.dead[r] = true;
-      failure_event f;
-      f.rank = static_cast<int>(r);
-      f.step = s.step;
-      f.reason = to_string(dm.reason);
-      f.detect_seconds = since(s.step_start);
-      s.summary.failures.push_back(f);
-      step_outcome o;
-      o.rank = static_cast<int>(r);
-      o.failure = "worker died: " + f.reason;
-      on_outcome(self, r, std::move(o));
-      return;
-    }
+    for (std::size_t r = 0; r < s.workers.size(); ++r)
+      if (s.workers[r] && dm.source == s.workers[r].address()) {
+        execute(self, s.protocol->on_worker_lost(static_cast<int>(r), to_string(dm.reason), fabric_reason(self),
+                                                 clock_type::now()));
+        return;
+      }
   });
   return {
       [=](run_atom) {
         auto& s = self->state;
         s.done = self->make_response_promise();
         s.run_start = std::chrono::steady_clock::now();
-        setup(self, data);
-        start_step(self);
+        const auto& o = s.options;
+        s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
+        if (o.job) s.proxy = self->spawn<caf::detached>(control_proxy);
+        planner_inputs in;
+        in.model = s.model->source;
+        in.batch = s.model->batch;
+        in.optimizer_slots = state_slots(o.optimizer);
+        in.setup = o.planning;
+        in.changes = o.changes;
+        s.planner = self->spawn(planner_actor, std::move(in));
+        spawn_plan(self, nullptr);
+        step_protocol::config c;
+        c.steps = o.steps;
+        c.ranks = s.model->plan.ranks();
+        c.local = local_flags(self);
+        c.multi_process = o.job.has_value();
+        c.max_restarts = o.max_restarts;
+        for (const auto& ch : o.changes) c.change_at.push_back(ch.at_step);
+        s.protocol.emplace(std::move(c));
+        execute(self, s.protocol->start(clock_type::now()));
         return s.done;
       },
   };

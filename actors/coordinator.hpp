@@ -1,31 +1,35 @@
-// The coordinator actor's state: the plan's actors, the generation, the step in flight, and
-// the decisions of the step protocol (commit when every worker succeeded, recover when one
-// died or failed). Its behavior (coordinator.cpp) only turns messages into these calls.
+// The coordinator actor: the step protocol's decisions (actors/step_protocol.hpp) carried out.
+// It owns this process's actors of the current plan — data actor, parameter actors, workers —
+// the fabric they share, the planner actor and, in a job of several processes, the control
+// proxy that runs the blocking calls. Every event handler only sends messages or asks with a
+// timeout; nothing in it waits.
+//
+//   auto coord = sys.spawn(coordinator, compiled, options, data);
+//   request(coord, caf::infinite, run_atom::value) => run_summary (or the first error)
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "actors/runtime.hpp"
+#include "actors/step_protocol.hpp"
 
 namespace cohort::actors {
 
 struct coordinator_state {
   run_options options;
-  std::shared_ptr<const compiled_model> model;
-  caf::actor data;
-  std::vector<caf::actor> params, workers;  // by rank
+  std::shared_ptr<const compiled_model> model;  // the current plan
+  batch_fn data_source;
+  std::optional<step_protocol> protocol;
+  caf::actor data, planner, proxy;
+  std::vector<caf::actor> params, workers;       // by rank (empty handles: ranks of other processes)
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::int64_t generation = 0, step = 0;
-  std::int64_t committed = -1;  // the last step every worker finished
-  std::vector<std::optional<step_outcome>> outcomes;
-  std::vector<bool> dead;
-  int outstanding = 0;
-  bool recovering = false;
-  std::chrono::steady_clock::time_point run_start, step_start, detected_at;
+  std::vector<int> owner;                        // the process of each rank
   run_summary summary;
+  std::chrono::steady_clock::time_point run_start;
   caf::response_promise done;
   static inline const char* name = "cohort.coordinator";
 };

@@ -7,6 +7,13 @@
 //                                 the worker first applies its committed gradient (step c)
 //   worker -> data actor         (batch_atom, k, replica) => micro_batch (all its micro-batches' rows)
 //   worker -> parameter actor    (update_atom, g, k, tensor)  => ok_atom (the gradient waits)
+// Plan transitions (at a step boundary, every worker idle):
+//   coordinator -> planner actor (plan_atom, change, current model) => decided_plan (the new plan, re-plan seconds)
+//   coordinator -> planner actor (transfer_atom, decided_plan, current model) => transition_plan
+//   coordinator -> param actor   (export_atom, c)              => piece_state (applies what c covers)
+//   coordinator -> control proxy (call_atom, blocking_call)    => ok_atom (multi-process sums, the
+//                                 plan's broadcast, a new data plane, the state exchange; each
+//                                 on the proxy's own thread, never the coordinator's)
 // Start and recovery:
 //   worker -> parameter actor    (attach_atom, tensor view)   => piece_ptr (adopt the worker's
 //                                 storage, or refill a respawned worker's; lend the piece)
@@ -17,17 +24,21 @@
 //   coordinator -> param actor   (fetch_atom, c)              => tensor (a copy of the piece)
 //
 // Tensors travel inside the message in one process (shared storage, no copy). These types
-// are local-only for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); crossing processes needs the
-// raw-block serialization of ../shared/STACK.md §3a (a later issue).
+// are local-only (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): between processes, control goes over the
+// control plane and tensors over the data plane (transport/), never CAF's middleman.
+// Errors cross the CAF boundary with their cohort code (to_caf / from_caf), so an app can tell
+// bad input (exit 2) from a failed run (exit 1).
 #pragma once
 
 #include <caf/all.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/step_protocol.hpp"
 #include "actors/worker_step.hpp"
 #include "graph/tensor.hpp"
 #include "transport/fabric.hpp"
@@ -46,6 +57,10 @@ using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using ok_atom = caf::atom_constant<caf::atom("ok")>;
+using export_atom = caf::atom_constant<caf::atom("export")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
+using call_atom = caf::atom_constant<caf::atom("call")>;
 
 /// The data inputs of one micro-batch, by input name.
 struct micro_batch {
@@ -55,11 +70,15 @@ struct micro_batch {
 /// A fabric shared by the actors of one generation (closed when the generation ends).
 using fabric_ptr = std::shared_ptr<transport::fabric>;
 
-/// What a worker reports for a step; an error leaves `report` empty and sets `failure`.
-struct step_outcome {
-  int rank = -1;
-  step_report report;
-  std::string failure;
+/// A cohort error as a CAF error (category "cohort", the errc as its code, the message as
+/// its context), and back: any other CAF error becomes errc::closed with CAF's rendering.
+caf::error to_caf(const error& e);
+error from_caf(const caf::error& e);
+
+/// Work that blocks (a control-plane collective, a data-plane exchange), run on the control
+/// proxy's thread; it stores its result where the caller can read it once ok_atom arrives.
+struct blocking_call {
+  std::function<void()> run;
 };
 
 }  // namespace cohort::actors
@@ -68,3 +87,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::tensor)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::micro_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::fabric_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::step_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::blocking_call)

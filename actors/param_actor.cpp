@@ -6,7 +6,17 @@ namespace cohort::actors {
 status parameter_piece::attach(tensor storage) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!shard_) {
-    shard_ = std::make_unique<param_shard>(std::move(storage), optimizer_);
+    if (!initial_) {
+      shard_ = std::make_unique<param_shard>(std::move(storage), optimizer_);
+      return {};
+    }
+    if (initial_->values.numel() != storage.numel())
+      return make_error(errc::invalid_argument, "parameters: a piece of " + std::to_string(initial_->values.numel()) +
+                                                    " elements for storage of " + std::to_string(storage.numel()));
+    storage.copy_from(initial_->values.reshape(storage.shape()));
+    shard_ = std::make_unique<param_shard>(std::move(storage), optimizer_,
+                                           kernels::optimizer_state{std::move(initial_->slots), initial_->steps});
+    initial_.reset();
     return {};
   }
   return shard_->rebind(std::move(storage));
@@ -52,17 +62,25 @@ result<tensor> parameter_piece::fetch(std::int64_t committed) {
   return shard_->params().clone();
 }
 
+result<piece_state> parameter_piece::export_state(std::int64_t committed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto st = apply_locked(committed); !st) return st.error();
+  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  piece_state out;
+  out.values = shard_->params().clone();
+  for (const auto& slot : shard_->optimizer_state().slots) out.slots.push_back(slot.clone());
+  out.steps = shard_->steps();
+  return out;
+}
+
 std::int64_t parameter_piece::updates() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return shard_ ? shard_->steps() : 0;
 }
 
-namespace {
-caf::error to_caf(const error& e) { return caf::make_error(caf::sec::runtime_error, e.message); }
-}  // namespace
-
-caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer) {
-  self->state.piece = std::make_shared<parameter_piece>(optimizer);
+caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer,
+                          std::optional<piece_state> initial) {
+  self->state.piece = std::make_shared<parameter_piece>(optimizer, std::move(initial));
   return {
       [=](attach_atom, tensor& storage) -> caf::result<piece_ptr> {
         if (auto st = self->state.piece->attach(std::move(storage)); !st) return to_caf(st.error());
@@ -75,6 +93,11 @@ caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_conf
       [=](rollback_atom, std::int64_t new_generation, std::int64_t committed) -> caf::result<ok_atom> {
         if (auto st = self->state.piece->rollback(new_generation, committed); !st) return to_caf(st.error());
         return ok_atom::value;
+      },
+      [=](export_atom, std::int64_t committed) -> caf::result<piece_state> {
+        auto t = self->state.piece->export_state(committed);
+        if (!t) return to_caf(t.error());
+        return std::move(*t);
       },
       [=](fetch_atom, std::int64_t committed) -> caf::result<tensor> {
         auto t = self->state.piece->fetch(committed);

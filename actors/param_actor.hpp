@@ -11,20 +11,26 @@
 //   worker:      (attach_atom, view) => piece_ptr ; (update_atom, g, k, grad_piece) => ok
 //                piece->apply_committed(k)            // start of step k+1
 //   coordinator: (rollback_atom, g', committed) ; (fetch_atom, committed) => tensor
+//                (export_atom, committed) => piece_state    // a plan transition takes the state
+// A parameter actor spawned with a piece_state (a plan transition's new piece) starts from it:
+// the first attach fills the worker's storage with its values, its optimizer state continues.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "actors/messages.hpp"
 #include "actors/param_shard.hpp"
+#include "actors/state_layout.hpp"
 
 namespace cohort::actors {
 
 /// The piece and its pending gradient behind a lock (the actor and its worker share it).
 class parameter_piece {
  public:
-  explicit parameter_piece(optimizer_config cfg) : optimizer_(cfg) {}
+  explicit parameter_piece(optimizer_config cfg, std::optional<piece_state> initial = std::nullopt)
+      : optimizer_(cfg), initial_(std::move(initial)) {}
 
   /// The first attach adopts `storage` with its values; a later one (a respawned worker)
   /// refills `storage` with the current values and updates it from then on.
@@ -37,6 +43,8 @@ class parameter_piece {
   status rollback(std::int64_t new_generation, std::int64_t committed);
   /// The current piece (after applying what was committed), copied.
   result<tensor> fetch(std::int64_t committed);
+  /// The piece's values and optimizer state (after applying what was committed), copied.
+  result<piece_state> export_state(std::int64_t committed);
   std::int64_t updates() const;
 
  private:
@@ -44,6 +52,7 @@ class parameter_piece {
 
   mutable std::mutex mutex_;
   optimizer_config optimizer_;
+  std::optional<piece_state> initial_;  // until the first attach
   std::unique_ptr<param_shard> shard_;
   std::int64_t generation_ = 0;
   tensor pending_;
@@ -57,8 +66,10 @@ struct param_state {
   static inline const char* name = "cohort.params";
 };
 
-caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer);
+caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer,
+                          std::optional<piece_state> initial = std::nullopt);
 
 }  // namespace cohort::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_state)

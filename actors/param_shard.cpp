@@ -8,6 +8,9 @@ namespace cohort::actors {
 param_shard::param_shard(tensor piece, optimizer_config cfg)
     : piece_(std::move(piece)), cfg_(cfg), state_(kernels::make_state(piece_, cfg)) {}
 
+param_shard::param_shard(tensor piece, optimizer_config cfg, kernels::optimizer_state state)
+    : piece_(std::move(piece)), cfg_(cfg), state_(std::move(state)) {}
+
 result<tensor> param_shard::update(const tensor& grad) {
   if (grad.numel() != piece_.numel())
     return make_error(errc::invalid_argument, "parameter update: gradient piece of " + std::to_string(grad.numel()) +

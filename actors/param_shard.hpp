@@ -20,6 +20,8 @@ namespace cohort::actors {
 class param_shard {
  public:
   param_shard(tensor piece, optimizer_config cfg);
+  /// A piece that continues from `state` (its optimizer slots and step count; a transition).
+  param_shard(tensor piece, optimizer_config cfg, kernels::optimizer_state state);
 
   /// One optimizer step with `grad` (the piece's gradient, summed over the data-parallel
   /// replicas and micro-batches). Returns the updated piece (shares storage with params()).
@@ -29,6 +31,7 @@ class param_shard {
   /// updates `storage` from now on (a respawned worker's new parameter buffer).
   status rebind(tensor storage);
   std::int64_t steps() const { return state_.step; }
+  const kernels::optimizer_state& optimizer_state() const { return state_; }
 
  private:
   tensor piece_;

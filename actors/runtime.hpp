@@ -15,41 +15,62 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/compile.hpp"
 #include "actors/data_actor.hpp"
 #include "actors/messages.hpp"
+#include "actors/planner_actor.hpp"
+#include "actors/step_protocol.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
+#include "planner/plan_choice.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace cohort::actors {
 
-struct step_metrics {
-  std::int64_t step = 0;
-  double loss = 0;
-  double seconds = 0;           // wall time of the step, commit included
-  std::int64_t generation = 0;
-  /// Per rank: seconds in forward, backward and update tasks this step (zeros for the ranks
-  /// of other processes).
-  std::vector<planner::task_seconds> task_seconds;
-};
-
-struct failure_event {
-  int rank = -1;
-  std::int64_t step = -1;
-  std::string reason;
-  double detect_seconds = 0;   // from the step's start to the coordinator seeing the death
-  double recover_seconds = 0;  // from seeing it to the redone step starting
+/// One plan change of a run (the summary's "transitions").
+struct transition_record {
+  std::int64_t step = 0;                // steps done before it
+  std::string from, to;                 // planner::describe of the two plans
+  nlohmann::json plan;                  // the new plan, as --plan.only prints it
+  double seconds = 0;                   // from the step boundary to the next step's start
+  double replan_seconds = 0;            // deciding the new plan (from the cached analysis)
+  double prepare_seconds = 0;           // compiling it and planning the copies
+  double bytes_moved = 0;               // parameters and optimizer state copied into the new pieces
+  double bytes_across_processes = 0;    // of which sent to other processes
 };
 
 struct run_summary {
   std::vector<double> losses;
   parameter_store parameters;  // the trained model, whole (when run_options::collect_parameters)
   std::vector<failure_event> failures;
+  std::vector<transition_record> transitions;
   int restarts = 0;
   double seconds = 0;
+};
+
+/// What a job of several processes gives the runtime: this process runs its block of ranks
+/// (planner::rank_layout::process_of_rank) over `fabric`; the calls below block and run on the
+/// control proxy's thread, never the coordinator's. A failure ends the run (recovery across
+/// processes is the fault-tolerance issue's).
+struct process_hooks {
+  int process = 0, processes = 1;
+  fabric_ptr fabric;  // the first plan's data plane
+  /// This process's share of a step's loss -> the job's loss (called in step order).
+  std::function<result<double>(std::int64_t step, double local_loss)> sum_loss;
+  /// This process's parameter pieces by rank (empty where not local) -> every rank's piece
+  /// on the process that assembles the model; an empty vector elsewhere.
+  std::function<result<std::vector<tensor>>(std::vector<tensor> pieces)> gather_pieces;
+  /// Process 0's text to every process (the others pass "").
+  std::function<result<std::string>(const std::string& text)> share_plan;
+  /// A new data plane for the ranks of `plan` (every process at the same point).
+  std::function<result<fabric_ptr>(const planner::parallel_plan& plan)> connect;
+  /// Told the fabric now in use (after a transition), e.g. to close it when a node is lost.
+  std::function<void(const fabric_ptr&)> adopt_fabric;
 };
 
 struct run_options {
@@ -67,18 +88,20 @@ struct run_options {
   std::function<void(const step_metrics&)> on_step;  // called by the coordinator, in order
   std::function<void()> on_start;                  // once the plan compiled, before any actor runs
 
-  // Multi-process jobs (all three set together): the job's fabric, whose local ranks alone
-  // run in this process; a failure ends the run (recovery across processes is not built yet).
-  fabric_ptr fabric;
-  /// This process's share of a step's loss -> the job's loss (called in step order).
-  std::function<result<double>(std::int64_t step, double local_loss)> combine_loss;
-  /// This process's parameter pieces by rank (empty where not local) -> every rank's piece
-  /// on the process that assembles the model; an empty vector elsewhere (no parameters).
-  std::function<result<std::vector<tensor>>(std::vector<tensor> pieces)> gather_pieces;
+  /// Plan transitions at step boundaries (ascending at_step), decided by the planner actor.
+  std::vector<plan_change> changes;
+  /// The planner's inputs for deciding them (the process that decides; null elsewhere).
+  std::shared_ptr<planner::planning_setup> planning;
+  /// Called by the coordinator after each transition, in order.
+  std::function<void(const transition_record&)> on_transition;
+  /// Set for a job of several processes.
+  std::optional<process_hooks> job;
 };
 
-/// Trains `steps` steps of `model` on `data` under `o.plan`. Errors: the plan cannot run
-/// this model (named), a step failed more than max_restarts times (the first failure named).
+/// Trains `steps` steps of `model` on `data` under `o.plan`, changing the plan where
+/// `o.changes` say. Errors (with their cohort code): the plan cannot run this model (named),
+/// a step failed more than max_restarts times (the first failure named), a plan change the
+/// planner or the model cannot take.
 result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_fn data, const run_options& o);
 
 }  // namespace cohort::actors

@@ -23,7 +23,8 @@ status worker_actor::start() {
                                 plan.micro_batches == 1);
   if (!w) return w.error();
   worker_ = std::move(*w);
-  if (auto st = worker_->load_initial_parameters(*s.model->serial, s.seed); !st) return st;
+  if (!s.restore)
+    if (auto st = worker_->load_initial_parameters(*s.model->serial, s.seed); !st) return st;
   // The parameter actor adopts this storage; after a failure it refills it first.
   status attached;
   request(s.params, s.timeout, attach_atom::value, params_piece(*worker_, plan, s.at.dp_rank))

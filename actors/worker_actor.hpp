@@ -38,6 +38,8 @@ struct worker_spec {
   kernels::dispatch_table table{"cpu"};
   caf::actor coordinator, data, params;
   failure_injection inject;
+  /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.
+  bool restore = false;
 };
 
 class worker_actor : public caf::blocking_actor {

@@ -179,9 +179,10 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   return c;
 }
 
-result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) {
+namespace {
+
+result<plan_choice> choose(const planning_setup& s, const plan_request& o, search_options search) {
   plan_choice c;
-  search_options search = s.search;
   if (!o.file.empty()) {
     auto f = load_plan_file(o.file);
     if (!f) return f.error();
@@ -263,6 +264,18 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) 
     for (int r = 0; r < c.plan.ranks(); ++r) c.devices.push_back(devices[static_cast<std::size_t>(r)].global_id);
   }
   return c;
+}
+
+}  // namespace
+
+result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) { return choose(s, o, s.search); }
+
+result<plan_choice> choose_plan_for(const planning_setup& s, const plan_request& o, int devices) {
+  search_options search = s.search;
+  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), s.threads);
+  plan_request exact = o;
+  exact.ranks = std::max(1, devices);  // these devices, not 1 to their number
+  return choose(s, exact, search);
 }
 
 }  // namespace cohort::planner

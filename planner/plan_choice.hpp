@@ -81,6 +81,11 @@ struct plan_choice {
 /// (with what would).
 result<plan_choice> choose_plan(const planning_setup& setup, const plan_request& opts);
 
+/// choose_plan for exactly `devices` ranks of this machine (a cluster file keeps its devices),
+/// with the setup's cached model analysis: what the planner actor calls to re-plan a running
+/// job for another device set.
+result<plan_choice> choose_plan_for(const planning_setup& setup, const plan_request& opts, int devices);
+
 /// Reads a plan file ({"dp":..,"tp":..,"pp":..,"micro_batches":..,"schedule":..,
 /// "shard_params":..,"cuts":[..]}; missing keys default as on the command line).
 result<plan_choice> load_plan_file(const std::string& path);

@@ -39,10 +39,12 @@ class rank_layout {
   std::vector<int> group(int rank, const std::string& axis) const { return mesh().group(rank, axis); }
   /// The process hosting each rank when `processes` processes split the ranks into contiguous
   /// equal blocks (the caller checks that they divide).
-  std::vector<int> process_of_rank(int processes) const {
+  std::vector<int> process_of_rank(int processes) const { return blocks(ranks(), processes); }
+  /// The same for any `ranks` ranks.
+  static std::vector<int> blocks(int ranks, int processes) {
     std::vector<int> owner;
-    const int per = processes > 0 && ranks() >= processes ? ranks() / processes : 1;
-    for (int r = 0; r < ranks(); ++r) owner.push_back(r / per);
+    const int per = processes > 0 && ranks >= processes ? ranks / processes : 1;
+    for (int r = 0; r < ranks; ++r) owner.push_back(r / per);
     return owner;
   }
 

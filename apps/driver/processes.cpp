@@ -1,6 +1,8 @@
 // The process options and the local launcher (fork + exec of this same program).
 #include "apps/driver/processes.hpp"
 
+#include "apps/driver/control_keys.hpp"
+
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -129,7 +131,7 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
   if (options.transport == "ucx") {
     auto f = transport::ucx_fabric::create(fo);
     // every process takes part in the address exchange, even one whose UCX failed
-    auto all = control->all_gather_text(3, f ? transport::to_hex((*f)->address()) : "-");
+    auto all = control->all_gather_text(key(control_key::ucx_addresses), f ? transport::to_hex((*f)->address()) : "-");
     if (!f) return f.error();
     if (!all) return all.error();
     std::vector<std::string> addresses;

@@ -41,8 +41,9 @@ void plan_options::add_to(option_set& opts) {
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
       .add("fault.inject-step", inject_step, "... at this step ...")
       .add("fault.inject-task", inject_task, "... before this task of its schedule")
-      .add("plan.change-at", change_at, "test hook: after this many steps switch to the plan of --plan.change-to (0: off)")
-      .add("plan.change-to", change_to, "a saved plan file (as --plan.only prints it), or serial (one rank)");
+      .add("plan.change-at", change_at, "change the plan of the running job after these many steps (e.g. 10,20)")
+      .add("plan.change-to", change_to, "the plan of each change: a saved plan file (as --plan.only prints it), "
+                                        "serial (one rank) or auto (the planner's choice), comma-separated");
   dist.add_to(opts);
 }
 
@@ -54,10 +55,43 @@ status plan_options::finish(const option_set& opts) {
     for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
                             "plan.cuts"})
       if (opts.was_set(key)) mode = planner::plan_mode::manual;
-  if (change_at < 0) return make_error(errc::invalid_argument, "--plan.change-at must not be negative");
-  if ((change_at > 0) != !change_to.empty())
-    return make_error(errc::invalid_argument, "--plan.change-at and --plan.change-to go together");
+  change_targets.clear();
+  for (std::size_t at = 0; !change_to.empty() && at <= change_to.size();) {
+    const std::size_t comma = std::min(change_to.find(',', at), change_to.size());
+    change_targets.push_back(change_to.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (change_targets.size() != change_at.size())
+    return make_error(errc::invalid_argument, "--plan.change-at has " + std::to_string(change_at.size()) + " steps and --plan.change-to " +
+                                                  std::to_string(change_targets.size()) + " plans: give one plan per step");
+  for (std::size_t i = 0; i < change_at.size(); ++i) {
+    if (change_at[i] < 1 || (i > 0 && change_at[i] <= change_at[i - 1]))
+      return make_error(errc::invalid_argument, "--plan.change-at: steps must be positive and ascending");
+    if (change_targets[i].empty()) return make_error(errc::invalid_argument, "--plan.change-to: an empty plan");
+  }
   return dist.finish(opts);
+}
+
+std::vector<actors::plan_change> plan_changes(const plan_options& p) {
+  std::vector<actors::plan_change> out;
+  for (std::size_t i = 0; i < p.change_at.size(); ++i) {
+    actors::plan_change c;
+    c.at_step = p.change_at[i];
+    c.label = p.change_targets[i];
+    planner::plan_request& r = c.request;
+    r = p;  // the planner's other settings (cluster, limits) as the first plan had them
+    r.dp = r.tp = r.pp = r.micro_batches = 0;
+    r.schedule.clear();
+    r.shard_params = false;
+    r.cuts.clear();
+    r.file.clear();
+    r.only = false;
+    if (c.label == "serial") r.mode = planner::plan_mode::manual;          // every degree 1
+    else if (c.label == "auto") r.mode = planner::plan_mode::automatic;    // the planner's choice
+    else r.mode = planner::plan_mode::manual, r.file = c.label;
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 result<planner::planning_setup> prepare_planning(const training_job& job, const plan_options& p, int threads) {
@@ -114,14 +148,17 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   }
   loop_state loop(job);
   if (plan.mode == planner::plan_mode::serial) {
+    if (!plan.change_at.empty())
+      return make_error(errc::invalid_argument, "--plan.change-at needs the actor runtime: --plan.mode=serial runs the reference trainer");
     if (plan.only || !plan.file.empty() || !plan.cluster_file.empty())
       return make_error(errc::invalid_argument, "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
-  auto setup = prepare_planning(job, plan, job.threads);
-  if (!setup) return setup.error();
+  auto prepared = prepare_planning(job, plan, job.threads);
+  if (!prepared) return prepared.error();
+  auto setup = std::make_shared<planner::planning_setup>(std::move(*prepared));
   auto choice = planner::choose_plan(*setup, plan);
   if (!choice) return choice.error();
   const double planning_s = seconds_since(planning_start);
@@ -179,7 +216,10 @@ result<training_result> train(const training_job& job, const plan_options& plan,
                  early["measured_step_s"].get<double>() * 1e3, early["refit"]["compute_factor"].get<double>(),
                  early["refit"]["reduce_factor"].get<double>());
   };
-  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, mid_run);
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, mid_run, [&](actors::run_options& o) {
+    o.changes = plan_changes(plan);
+    o.planning = setup;
+  });
   if (!r) return r;
   r->prediction = planner::compare_and_refit(*choice, *setup, plan.refit, totals, !refit_saved);
   return r;

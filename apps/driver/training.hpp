@@ -18,6 +18,7 @@
 
 #include "apps/driver/options.hpp"
 #include "apps/driver/processes.hpp"
+#include "actors/planner_actor.hpp"
 #include "apps/driver/report.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
@@ -36,10 +37,11 @@ struct plan_options : planner::plan_request {
   bool cluster_calibrate = false;
   std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
   std::int64_t timeout_ms = 60000;
-  // Test hook: after change_at steps the job switches to the plan in change_to (a saved plan
-  // file, or "serial" for one rank).
-  std::int64_t change_at = 0;
-  std::string change_to;
+  // Plan transitions: after change_at[i] steps the job switches to change_to's i-th entry (a
+  // saved plan file, "serial" for one rank, or "auto" for the planner's choice).
+  std::vector<std::int64_t> change_at;
+  std::string change_to;                // comma-separated, one per change_at
+  std::vector<std::string> change_targets;  // change_to split, by finish()
   process_options dist;                 // --launch.*, --join, --dist.*: several processes
   void add_to(option_set& opts);
   /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
@@ -76,6 +78,9 @@ struct training_result {
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with
 /// --cluster.calibrate and saved), the model's analysis, the devices.
 result<planner::planning_setup> prepare_planning(const training_job& job, const plan_options& p, int threads);
+
+/// The plan changes the options ask for, as the planner actor takes them.
+std::vector<actors::plan_change> plan_changes(const plan_options& p);
 
 /// Errors: bad plan options (exit code 2 material) and failures during training.
 result<training_result> train(const training_job& job, const plan_options& plan,

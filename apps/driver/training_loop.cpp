@@ -34,12 +34,22 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       busiest = std::max(busiest, t.total());
       tasks.push_back({t.forward_s, t.backward_s, t.update_s});
     }
-    if (m.step >= job.warmup || job.steps <= job.warmup) {
+    // the refit compares the first plan's prediction with its own steps only
+    if ((m.step >= job.warmup || job.steps <= job.warmup) && m.layout == 0) {
       totals.add_step(m.task_seconds, m.seconds);
       if (on_totals) on_totals(totals);
     }
     loop.on_step(m.step, static_cast<float>(m.loss),
                  {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
+  };
+  o.on_transition = [&](const actors::transition_record& t) {
+    loop.out.transitions.push_back({{"step", t.step}, {"from", t.from}, {"to", t.to}, {"seconds", t.seconds},
+                                    {"replan_s", t.replan_seconds}, {"prepare_s", t.prepare_seconds},
+                                    {"bytes_moved", t.bytes_moved}, {"bytes_across_processes", t.bytes_across_processes},
+                                    {"plan", t.plan}});
+    if (!loop.quiet)
+      std::fprintf(stderr, "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved)\n",
+                   static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds, t.bytes_moved);
   };
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 
+#include "apps/driver/control_keys.hpp"
 #include "apps/driver/training_loop.hpp"
+#include "planner/rank_layout.hpp"
 
 namespace cohort::apps {
+
+using actors::fabric_ptr;
 
 // Process 0 plans and shares the plan; every process runs its block of ranks over the data
 // plane; a lost process ends the job with a report naming it.
@@ -27,7 +32,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
   }
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
-  std::optional<planner::planning_setup> setup;
+  std::shared_ptr<planner::planning_setup> setup;
   result<planner::plan_choice> choice = make_error(errc::closed, "no plan");
   if (coordinator) {
     plan_options q = p;
@@ -39,12 +44,12 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
                                                       std::to_string(choice->plan.ranks()) + " ranks, which " +
                                                       std::to_string(world) + " processes cannot split evenly");
-    if (s) setup = std::move(*s);
+    if (s) setup = std::make_shared<planner::planning_setup>(std::move(*s));
     const std::string text = choice ? choice->to_json().dump() : "error: " + choice.error().message;
-    if (auto shared = g.control->broadcast_text(1, text); !shared) return shared.error();
+    if (auto shared = g.control->broadcast_text(key(control_key::first_plan), text); !shared) return shared.error();
     if (!choice) return choice.error();
   } else {
-    auto text = g.control->broadcast_text(1, "");
+    auto text = g.control->broadcast_text(key(control_key::first_plan), "");
     if (!text) return text.error();
     if (text->rfind("error: ", 0) == 0) return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
     json j = json::parse(*text, nullptr, false);
@@ -58,7 +63,6 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   auto fabric = g.connect(choice->plan);
   if (!fabric) return fabric.error();
   std::shared_ptr<transport::fabric> data_plane = *fabric;
-  g.control->on_lost([data_plane](const transport::lost_node& n) { data_plane->close(n.describe()); });
 
   loop_state loop(job);
   loop.quiet = !coordinator;
@@ -68,19 +72,39 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
                    ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
   const auto owner = g.owners(choice->plan);
+  // the data plane in use (a plan transition replaces it), closed when a node is lost
+  auto current = std::make_shared<std::pair<std::mutex, fabric_ptr>>();
+  current->second = data_plane;
+  g.control->on_lost([current](const transport::lost_node& n) {
+    std::lock_guard<std::mutex> lock(current->first);
+    current->second->close(n.describe());
+  });
   auto customize = [&](actors::run_options& o) {
-    o.fabric = data_plane;
-    o.combine_loss = [&](std::int64_t step, double local) -> result<double> {
-      auto total = g.control->sum(16 + static_cast<std::uint64_t>(step), {local});
+    actors::process_hooks h;
+    h.process = g.process();
+    h.processes = world;
+    h.fabric = data_plane;
+    h.sum_loss = [&g](std::int64_t step, double local) -> result<double> {
+      auto total = g.control->sum(step_loss_key(step), {local});
       if (!total) return total.error();
       return (*total)[0];
     };
-    o.gather_pieces = [&](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
+    h.gather_pieces = [&g](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
+      const auto owner = planner::rank_layout::blocks(static_cast<int>(pieces.size()), g.world());
       std::vector<std::pair<int, tensor>> mine;
       for (std::size_t r = 0; r < pieces.size(); ++r)
         if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
-      return g.control->gather(2, mine, owner);
+      return g.control->gather(key(control_key::parameters), mine, owner);
     };
+    h.share_plan = [&g](const std::string& text) { return g.control->broadcast_text(key(control_key::plan_change), text); };
+    h.connect = [&g](const planner::parallel_plan& plan) { return g.connect(plan); };
+    h.adopt_fabric = [current](const fabric_ptr& f) {
+      std::lock_guard<std::mutex> lock(current->first);
+      current->second = f;
+    };
+    o.job = std::move(h);
+    o.changes = plan_changes(p);
+    o.planning = setup;
     auto inner = o.on_step;
     o.on_step = [&, inner](const actors::step_metrics& m) {
       g.control->set_step(m.step + 2);  // 1-based, the step now in flight
@@ -120,7 +144,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       for (std::size_t i = 0; i < timed && i < totals.update_per_step[rank].size(); ++i)
         flat[rank * width + 3 + i] = totals.update_per_step[rank][i];
   }
-  auto job_totals = g.control->sum(3, flat);
+  auto job_totals = g.control->sum(key(control_key::task_times), flat);
   if (!job_totals) return job_totals.error();
   if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
   r->report = coordinator;

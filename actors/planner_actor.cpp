@@ -1,0 +1,68 @@
+// The planner actor: decide a new plan, prepare the transition to it.
+#include "actors/planner_actor.hpp"
+
+#include <chrono>
+
+namespace cohort::actors {
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, const compiled_model& current) {
+  if (change >= in.changes.size()) return make_error(errc::invalid_argument, "planner: no plan change #" + std::to_string(change));
+  if (!in.setup) return make_error(errc::invalid_argument, "planner: this process does not plan (the job's first process does)");
+  const auto start = std::chrono::steady_clock::now();
+  const plan_change& c = in.changes[change];
+  auto choice = c.request.mode == planner::plan_mode::automatic && c.request.file.empty()
+                    ? planner::choose_plan_for(*in.setup, c.request, current.plan.ranks())
+                    : planner::choose_plan(*in.setup, c.request);
+  if (!choice) return make_error(choice.error().code, "--plan.change-to=" + c.label + ": " + choice.error().message);
+  decided_plan d;
+  d.choice = std::move(*choice);
+  d.replan_seconds = since(start);
+  return d;
+}
+
+result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
+                                           const compiled_model& current) {
+  const auto start = std::chrono::steady_clock::now();
+  auto cm = compile(in.model, decided.choice.plan, in.batch, decided.choice.cuts);
+  if (!cm) return make_error(cm.error().code, "the new plan " + planner::describe(decided.choice.plan) + ": " + cm.error().message);
+  transition_plan t;
+  t.model = std::make_shared<const compiled_model>(std::move(*cm));
+  auto from = piece_layouts(current);
+  if (!from) return from.error();
+  auto to = piece_layouts(*t.model);
+  if (!to) return to.error();
+  auto copies = plan_state_transfer(*from, *to);
+  if (!copies) return copies.error();
+  t.from = std::move(*from);
+  t.to = std::move(*to);
+  t.copies = std::move(*copies);
+  t.choice = decided.choice;
+  t.prepare_seconds = since(start);
+  return t;
+}
+
+caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_inputs in) {
+  self->state.in = std::move(in);
+  return {
+      [=](plan_atom, std::size_t change, std::shared_ptr<const compiled_model>& current) -> caf::result<decided_plan> {
+        auto d = decide_plan(self->state.in, change, *current);
+        if (!d) return to_caf(d.error());
+        return std::move(*d);
+      },
+      [=](transfer_atom, decided_plan& decided,
+          std::shared_ptr<const compiled_model>& current) -> caf::result<transition_plan> {
+        auto t = prepare_transition(self->state.in, decided, *current);
+        if (!t) return to_caf(t.error());
+        return std::move(*t);
+      },
+  };
+}
+
+}  // namespace cohort::actors

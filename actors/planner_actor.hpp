@@ -1,0 +1,79 @@
+// The planner actor: owns the job's view of planning — the model's cached analysis, the cost
+// model with this machine's profile and its refit (planner::planning_setup), and the plan
+// changes a run was asked for — and answers the coordinator at a step boundary with a new
+// plan and the transition to it: the new plan compiled, the layout of every parameter piece
+// before and after, and the copies that move every parameter and its optimizer state from
+// the old layout to the new one (actors/state_layout.hpp).
+//
+// Deciding and preparing are two requests because across processes only the job's first
+// process decides (it has the setup); the decision travels to the others over the control
+// plane, and every process prepares the same transition from it.
+//
+//   auto planner = sys.spawn(planner_actor, planner_inputs{model, batch, slots, setup, changes});
+//   request(planner, t, plan_atom::value, change, current)         => decided_plan
+//   request(planner, t, transfer_atom::value, decided, current)    => transition_plan
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "actors/compile.hpp"
+#include "actors/messages.hpp"
+#include "actors/state_layout.hpp"
+#include "planner/plan_choice.hpp"
+
+namespace cohort::actors {
+
+/// A plan change at a step boundary: after `at_step` steps, the plan `request` asks for (a
+/// plan file, fixed degrees, or mode auto: the planner's choice for the current devices).
+struct plan_change {
+  std::int64_t at_step = 0;
+  planner::plan_request request;
+  std::string label;  // what the user wrote (--plan.change-to), for messages
+};
+
+struct decided_plan {
+  planner::plan_choice choice;  // with the planner's cuts
+  double replan_seconds = 0;    // deciding it (from the cached analysis)
+};
+
+struct transition_plan {
+  std::shared_ptr<const compiled_model> model;  // the new plan, compiled
+  std::vector<piece_layout> from, to;
+  std::vector<state_copy> copies;
+  planner::plan_choice choice;
+  double prepare_seconds = 0;                   // compiling it and planning the copies
+};
+
+struct planner_inputs {
+  model_fn model;
+  std::int64_t batch = 0;
+  int optimizer_slots = 0;
+  std::shared_ptr<planner::planning_setup> setup;  // null on a process that does not decide
+  std::vector<plan_change> changes;
+};
+
+struct planner_state {
+  planner_inputs in;
+  static inline const char* name = "cohort.planner";
+};
+
+/// Decides change `change` for a job now running `current`. Errors: no setup (this process
+/// does not decide), a plan the request cannot give (a bad file, nothing fits), a plan whose
+/// ranks the job's processes cannot split (checked by the caller).
+result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, const compiled_model& current);
+
+/// Compiles `decided` and plans the state transfer from `current`. Errors: a plan the model
+/// cannot take (named), a transfer that cannot fill the new layout.
+result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
+                                           const compiled_model& current);
+
+caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_inputs in);
+
+}  // namespace cohort::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::decided_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::transition_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const cohort::actors::compiled_model>)

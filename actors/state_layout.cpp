@@ -1,0 +1,115 @@
+// Piece layouts of a compiled plan and the state transfer between two of them.
+#include "actors/state_layout.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "actors/worker_step.hpp"
+#include "planner/rank_layout.hpp"
+
+namespace cohort::actors {
+
+result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
+  const auto& plan = cm.plan;
+  const planner::rank_layout layout(plan);
+  std::vector<piece_layout> out(static_cast<std::size_t>(plan.ranks()));
+  for (int s = 0; s < plan.pp; ++s)
+    for (int t = 0; t < plan.tp; ++t) {
+      auto prog = cm.program(s, t);
+      if (!prog) return prog.error();
+      // each parameter's range of the stage's flat buffer (stage_worker's order) and its tp box
+      struct placed {
+        std::string name;
+        shape whole;
+        runs elements;
+        range flat;
+      };
+      std::vector<placed> params;
+      std::int64_t total = 0;
+      for (const auto& prm : prog->params) {
+        const shape& local = prog->g.value(prm.local).type.shape;
+        const shape& whole = cm.serial->value(cm.serial->find(prm.name)).type.shape;
+        std::vector<range> box;
+        for (int d = 0; d < whole.rank(); ++d) box.push_back({0, whole[d]});
+        if (const shard* sh = as_shard(prm.tp))
+          box[static_cast<std::size_t>(sh->dim)] = shard_range(whole[sh->dim], plan.tp, t, sh->granule);
+        params.push_back({prm.name, whole, box_runs(whole, box), {total, total + local.numel()}});
+        total += local.numel();
+      }
+      for (int d = 0; d < plan.dp; ++d) {
+        const int rank = layout.rank_of({d, s, t});
+        piece_layout& p = out[static_cast<std::size_t>(rank)];
+        const range mine = owned_piece(plan, total, d);
+        p.rank = rank;
+        p.size = mine.size();
+        p.primary = plan.shard_params || d == 0;
+        for (const auto& prm : params) {
+          const std::int64_t lo = std::max(mine.begin, prm.flat.begin), hi = std::min(mine.end, prm.flat.end);
+          if (lo >= hi) continue;
+          p.parts.push_back({prm.name, prm.whole, sub_runs(prm.elements, lo - prm.flat.begin, hi - lo), lo - mine.begin});
+        }
+      }
+    }
+  return out;
+}
+
+result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layout>& from,
+                                                    const std::vector<piece_layout>& to) {
+  std::map<std::string, std::vector<std::pair<int, const param_part*>>> sources;
+  for (const auto& p : from)
+    if (p.primary)
+      for (const auto& part : p.parts) sources[part.name].push_back({p.rank, &part});
+  std::vector<state_copy> copies;
+  for (const auto& p : to)
+    for (const auto& part : p.parts) {
+      auto it = sources.find(part.name);
+      if (it == sources.end())
+        return make_error(errc::invalid_argument, "state transfer: the old plan has no parameter '" + part.name + "'");
+      std::int64_t covered = 0;
+      for (const auto& [rank, src] : it->second) {
+        if (src->whole != part.whole)
+          return make_error(errc::shape_mismatch, "state transfer: parameter '" + part.name + "' is " + src->whole.to_string() +
+                                                      " in the old plan and " + part.whole.to_string() + " in the new");
+        for (const auto& c : overlap(src->elements, part.elements)) {
+          copies.push_back({rank, p.rank, src->offset + c.from, part.offset + c.to, c.count});
+          covered += c.count;
+        }
+      }
+      if (covered != run_elements(part.elements))
+        return make_error(errc::invalid_argument, "state transfer: the old plan holds " + std::to_string(covered) + " of the " +
+                                                      std::to_string(run_elements(part.elements)) + " elements of '" +
+                                                      part.name + "' that rank " + std::to_string(p.rank) + " needs");
+    }
+  return copies;
+}
+
+std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
+                                              const std::vector<piece_layout>& to, std::size_t slots) {
+  std::int64_t steps = 0;
+  for (const auto& o : old)
+    if (o.values.defined()) steps = o.steps;
+  std::vector<piece_state> out(to.size());
+  for (std::size_t r = 0; r < to.size(); ++r) {
+    out[r].values = tensor::zeros({to[r].size});
+    for (std::size_t k = 0; k < slots; ++k) out[r].slots.push_back(tensor::zeros({to[r].size}));
+    out[r].steps = steps;
+  }
+  for (const auto& c : copies) {
+    const piece_state& src = old[static_cast<std::size_t>(c.from_rank)];
+    piece_state& dst = out[static_cast<std::size_t>(c.to_rank)];
+    auto copy = [&](const tensor& a, tensor& b) {
+      std::copy_n(a.data<float>() + c.from, c.count, b.data<float>() + c.to);
+    };
+    copy(src.values, dst.values);
+    for (std::size_t k = 0; k < slots && k < src.slots.size(); ++k) copy(src.slots[k], dst.slots[k]);
+  }
+  return out;
+}
+
+double transfer_bytes(const std::vector<state_copy>& copies, std::size_t slots) {
+  double elements = 0;
+  for (const auto& c : copies) elements += static_cast<double>(c.count);
+  return elements * 4.0 * static_cast<double>(1 + slots);
+}
+
+}  // namespace cohort::actors

@@ -1,0 +1,76 @@
+// Where a plan keeps its training state, parameter by parameter. Each rank's parameter actor
+// owns one contiguous piece of its stage's flat parameter buffer (all of it, or its 1/dp
+// share when sharded) and the optimizer state of that piece; a piece_layout says which
+// elements of which parameters it holds (graph/flat_runs.hpp). Between any two layouts of one
+// model — any degrees, any cuts, sharded or not — plan_state_transfer lists the copies that
+// fill every new piece from the old ones: the reshard a plan transition executes, and what a
+// checkpoint records per piece.
+//
+//   auto from = piece_layouts(*old_model);            // one per rank of the old plan
+//   auto to = piece_layouts(*new_model);
+//   auto copies = plan_state_transfer(*from, *to);     // {from_rank, to_rank, from, to, count}
+//   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, slots);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/compile.hpp"
+#include "graph/flat_runs.hpp"
+#include "graph/shape.hpp"
+#include "graph/tensor.hpp"
+
+namespace cohort::actors {
+
+/// One parameter's part of a rank's piece.
+struct param_part {
+  std::string name;
+  shape whole;              // the parameter's global shape
+  runs elements;            // which of its elements, in the piece's order
+  std::int64_t offset = 0;  // where the part starts in the piece
+};
+
+/// What one rank's parameter actor owns.
+struct piece_layout {
+  int rank = 0;
+  std::int64_t size = 0;    // elements of the piece
+  /// Whether this piece is the copy that counts: every piece of a sharded plan, data-parallel
+  /// replica 0's otherwise (the other replicas hold identical copies).
+  bool primary = false;
+  std::vector<param_part> parts;
+};
+
+/// Every rank's piece, in rank order. Errors: a stage program that cannot be partitioned.
+result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm);
+
+/// A piece's training state: its parameter values and optimizer state (state_slots(optimizer)
+/// tensors shaped like it) after `steps` updates.
+struct piece_state {
+  tensor values;
+  std::vector<tensor> slots;
+  std::int64_t steps = 0;
+};
+
+/// One copy of `count` elements from offset `from` of old rank `from_rank`'s piece to offset
+/// `to` of new rank `to_rank`'s piece (the same offsets in values and every slot).
+struct state_copy {
+  int from_rank = 0, to_rank = 0;
+  std::int64_t from = 0, to = 0, count = 0;
+};
+
+/// The copies that fill every piece of `to` from the primary pieces of `from`, grouped by
+/// destination rank. Errors: a parameter of `to` that `from` does not have, or does not have
+/// whole (different models), or of another shape.
+result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layout>& from,
+                                                    const std::vector<piece_layout>& to);
+
+/// In one process: the new pieces, filled by `copies` from `old` (by old rank; only primary
+/// pieces are read). Every new piece has `slots` optimizer slots and the old pieces' step count.
+std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
+                                              const std::vector<piece_layout>& to, std::size_t slots);
+
+/// Bytes a copy list moves for values and `slots` optimizer slots (f32).
+double transfer_bytes(const std::vector<state_copy>& copies, std::size_t slots);
+
+}  // namespace cohort::actors

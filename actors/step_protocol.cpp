@@ -1,0 +1,175 @@
+// The coordinator's state machine.
+#include "actors/step_protocol.hpp"
+
+#include <algorithm>
+
+namespace cohort::actors {
+namespace {
+
+double between(clock_type::time_point a, clock_type::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// One action (built by emplace: a braced vector of variants trips GCC 12's maybe-uninitialized).
+template <class A>
+actions just(A a) {
+  actions out;
+  out.emplace_back(std::in_place_type<A>, std::move(a));
+  return out;
+}
+
+}  // namespace
+
+step_protocol::step_protocol(config c) : cfg_(std::move(c)), local_(cfg_.local), ranks_(cfg_.ranks) {
+  dead_.assign(static_cast<std::size_t>(ranks_), false);
+}
+
+actions step_protocol::start(clock_type::time_point now) {
+  if (phase_ != phase::idle) return {};
+  if (cfg_.steps < 1) return finish(make_error(errc::invalid_argument, "train: steps must be >= 1"));
+  return begin_step(now);
+}
+
+actions step_protocol::begin_step(clock_type::time_point now) {
+  phase_ = phase::stepping;
+  failed_ = false;
+  first_failure_.clear();
+  outcomes_.assign(static_cast<std::size_t>(ranks_), std::nullopt);
+  outstanding_ = 0;
+  for (int r = 0; r < ranks_; ++r) outstanding_ += is_local(r) ? 1 : 0;
+  step_start_ = now;
+  return just(start_step_action{generation_, step_, committed_});
+}
+
+actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, int rank, step_outcome o,
+                                  const std::string& fabric_reason, clock_type::time_point now) {
+  if (phase_ != phase::stepping || generation != generation_ || step != step_) return {};
+  if (rank < 0 || rank >= ranks_ || !is_local(rank)) return {};
+  auto& slot = outcomes_[static_cast<std::size_t>(rank)];
+  if (slot) return {};  // a dead worker's late error reply after its monitor fired
+  actions out;
+  if (!o.failure.empty()) {
+    if (!failed_) {
+      failed_ = true;
+      detected_at_ = now;
+      out.emplace_back(std::in_place_type<close_fabric_action>, close_fabric_action{"rank " + std::to_string(rank) + " failed"});  // release the waiting workers
+    }
+    if (first_failure_.empty()) {
+      first_failure_ = "rank " + std::to_string(rank) + ": " + o.failure;
+      if (!fabric_reason.empty() && o.failure.find(fabric_reason) == std::string::npos)
+        first_failure_ += " (" + fabric_reason + ")";
+    }
+  }
+  slot = std::move(o);
+  if (--outstanding_ > 0) return out;
+  if (failed_) {
+    auto next = decide_recovery();
+    out.insert(out.end(), next.begin(), next.end());
+    return out;
+  }
+  // committed: every local worker finished the step
+  committed_ = step_;
+  pending_ = {};
+  pending_.step = step_;
+  pending_.generation = generation_;
+  pending_.layout = layout_;
+  pending_.seconds = between(step_start_, now);
+  for (const auto& oc : outcomes_) {
+    pending_.task_seconds.push_back(oc ? oc->report.seconds : planner::task_seconds{});
+    if (oc && oc->report.reports_loss) pending_.loss += oc->report.loss_share;
+  }
+  if (cfg_.multi_process) {
+    phase_ = phase::combining;
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{step_, pending_.loss});
+    return out;
+  }
+  auto next = after_loss(pending_.loss, now);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+actions step_protocol::on_worker_lost(int rank, const std::string& reason, const std::string& fabric_reason,
+                                      clock_type::time_point now) {
+  if (rank < 0 || rank >= ranks_) return {};
+  dead_[static_cast<std::size_t>(rank)] = true;
+  failures_.push_back({rank, step_, reason, between(step_start_, now), 0});
+  step_outcome o;
+  o.rank = rank;
+  o.failure = "worker died: " + reason;
+  return on_outcome(generation_, step_, rank, std::move(o), fabric_reason, now);
+}
+
+actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_type::time_point now) {
+  if (phase_ != phase::combining || step != step_) return {};
+  if (!total) return finish(make_error(total.error().code, "step " + std::to_string(step) + ": " + total.error().message));
+  return after_loss(*total, now);
+}
+
+actions step_protocol::after_loss(double total, clock_type::time_point now) {
+  pending_.loss = total;
+  losses_.push_back(total);
+  actions out = just(report_step_action{pending_});
+  ++step_;
+  if (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps) {
+    phase_ = phase::transitioning;
+    out.emplace_back(std::in_place_type<transition_action>, transition_action{step_, next_change_++});
+    return out;
+  }
+  if (step_ >= cfg_.steps) {
+    phase_ = phase::collecting;
+    out.emplace_back(std::in_place_type<collect_action>, collect_action{committed_});
+    return out;
+  }
+  auto next = begin_step(now);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+actions step_protocol::decide_recovery() {
+  if (cfg_.multi_process)  // across processes: detection only, recovery is the fault-tolerance issue's
+    return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed: " + first_failure_));
+  if (++restarts_ > cfg_.max_restarts)
+    return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
+                                               " times (max-restarts " + std::to_string(cfg_.max_restarts) + "); last: " +
+                                               first_failure_));
+  phase_ = phase::recovering;
+  ++generation_;
+  recover_action a;
+  a.generation = generation_;
+  a.committed = committed_;
+  for (int r = 0; r < ranks_; ++r) {
+    if (!is_local(r)) continue;
+    (dead_[static_cast<std::size_t>(r)] ? a.respawn : a.reset).push_back(r);
+    dead_[static_cast<std::size_t>(r)] = false;
+  }
+  return just(std::move(a));
+}
+
+actions step_protocol::on_recovered(clock_type::time_point now) {
+  if (phase_ != phase::recovering) return {};
+  for (auto& f : failures_)
+    if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
+  return begin_step(now);
+}
+
+actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now) {
+  if (phase_ != phase::transitioning) return {};
+  ranks_ = ranks;
+  local_ = std::move(local);
+  dead_.assign(static_cast<std::size_t>(ranks_), false);
+  ++layout_;
+  return begin_step(now);
+}
+
+actions step_protocol::on_collected() {
+  if (phase_ != phase::collecting) return {};
+  return finish({});
+}
+
+actions step_protocol::on_error(const error& e) { return finish(e); }
+
+actions step_protocol::finish(status st) {
+  if (phase_ == phase::done) return {};
+  phase_ = phase::done;
+  return just(finish_action{std::move(st)});
+}
+
+}  // namespace cohort::actors

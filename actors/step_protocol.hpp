@@ -1,0 +1,158 @@
+// The coordinator's decisions as a plain state machine: events in (a worker finished a step,
+// a worker died, the job's loss is known, a recovery or a plan transition is done, the
+// parameters are collected), actions out (start a step, close the fabric, combine the loss
+// across processes, report the step, recover, change the plan, collect, finish). The
+// coordinator actor (coordinator.cpp) turns messages into these events and these actions into
+// messages; the decisions are unit-tested here without a scheduler (test/actors/step_protocol_test).
+//
+// A step is committed when every local worker finished it; its gradients are applied at the
+// next step's start. A failed step is never committed: in one process the generation ends,
+// dead workers are respawned, the others reset, and the step is redone (at most max_restarts
+// times); across processes a failure ends the run. After a committed step the next action is
+// a plan transition when one is due at that step boundary, the parameters' collection after
+// the last step, or the next step.
+//
+//   step_protocol p({.steps = 3, .ranks = 2, .local = {true, true}});
+//   auto a = p.start(now);                     // {start_step{gen 0, step 0, committed -1}}
+//   p.on_outcome(0, 0, 0, ok, "", now);        // {}: rank 1 still runs
+//   a = p.on_outcome(0, 0, 1, ok, "", now);    // {report_step{...}, start_step{gen 0, step 1, committed 0}}
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/worker_step.hpp"
+#include "graph/error.hpp"
+
+namespace cohort::actors {
+
+using clock_type = std::chrono::steady_clock;
+
+/// What a worker reports for a step; an error leaves `report` empty and sets `failure`.
+struct step_outcome {
+  int rank = -1;
+  step_report report;
+  std::string failure;
+};
+
+struct step_metrics {
+  std::int64_t step = 0;
+  double loss = 0;
+  double seconds = 0;           // wall time of the step, commit included
+  std::int64_t generation = 0;
+  int layout = 0;               // plan transitions before this step (0: the first plan)
+  /// Per rank: seconds in forward, backward and update tasks this step (zeros for the ranks
+  /// of other processes).
+  std::vector<planner::task_seconds> task_seconds;
+};
+
+struct failure_event {
+  int rank = -1;
+  std::int64_t step = -1;
+  std::string reason;
+  double detect_seconds = 0;   // from the step's start to the coordinator seeing the death
+  double recover_seconds = 0;  // from seeing it to the redone step starting
+};
+
+struct start_step_action {
+  std::int64_t generation = 0, step = 0, committed = -1;
+};
+struct close_fabric_action {
+  std::string reason;
+};
+struct combine_loss_action {  // across processes: the job's loss is the sum of every process's
+  std::int64_t step = 0;
+  double local_loss = 0;
+};
+struct report_step_action {
+  step_metrics metrics;
+};
+struct recover_action {  // a new generation: new fabric, respawn the dead, reset the others, roll back
+  std::int64_t generation = 0, committed = -1;
+  std::vector<int> respawn, reset;
+};
+struct transition_action {  // change the plan at this step boundary
+  std::int64_t step = 0;
+  std::size_t change = 0;   // which of the configured changes
+};
+struct collect_action {
+  std::int64_t committed = -1;
+};
+struct finish_action {
+  status outcome;
+};
+using coordinator_action = std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action,
+                                        recover_action, transition_action, collect_action, finish_action>;
+using actions = std::vector<coordinator_action>;
+
+class step_protocol {
+ public:
+  struct config {
+    std::int64_t steps = 0;
+    int ranks = 1;
+    std::vector<bool> local;              // which ranks run in this process (all when empty)
+    bool multi_process = false;           // the loss is combined across processes; a failure ends the run
+    int max_restarts = 3;
+    std::vector<std::int64_t> change_at;  // plan transitions after these many steps, ascending
+  };
+
+  explicit step_protocol(config c);
+
+  actions start(clock_type::time_point now);
+  /// A worker's answer for (generation, step); answers of an older generation or step are
+  /// ignored. `fabric_reason` is why the fabric closed, if it did (named in a failure).
+  actions on_outcome(std::int64_t generation, std::int64_t step, int rank, step_outcome o,
+                     const std::string& fabric_reason, clock_type::time_point now);
+  /// A worker of this process died (its monitor fired).
+  actions on_worker_lost(int rank, const std::string& reason, const std::string& fabric_reason,
+                         clock_type::time_point now);
+  /// The job's loss of `step` (combine_loss_action's answer) or why it is not known.
+  actions on_loss(std::int64_t step, result<double> total, clock_type::time_point now);
+  /// Every respawned worker started, every other reset, every parameter piece rolled back.
+  actions on_recovered(clock_type::time_point now);
+  /// The plan changed: `ranks` ranks now, `local` of them here.
+  actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
+  actions on_collected();
+  /// Anything that ends the run (a failed recovery, transition or collection).
+  actions on_error(const error& e);
+
+  std::int64_t step() const { return step_; }
+  std::int64_t committed() const { return committed_; }
+  std::int64_t generation() const { return generation_; }
+  int restarts() const { return restarts_; }
+  int layout() const { return layout_; }
+  bool finished() const { return phase_ == phase::done; }
+  const std::vector<double>& losses() const { return losses_; }
+  const std::vector<failure_event>& failures() const { return failures_; }
+
+ private:
+  enum class phase { idle, stepping, combining, recovering, transitioning, collecting, done };
+
+  actions begin_step(clock_type::time_point now);
+  actions after_loss(double total, clock_type::time_point now);
+  actions decide_recovery();
+  actions finish(status st);
+  bool is_local(int rank) const { return local_.empty() || local_[static_cast<std::size_t>(rank)]; }
+
+  config cfg_;
+  std::vector<bool> local_;
+  int ranks_;
+  phase phase_ = phase::idle;
+  std::int64_t generation_ = 0, step_ = 0, committed_ = -1;
+  std::size_t next_change_ = 0;
+  int restarts_ = 0, layout_ = 0, outstanding_ = 0;
+  bool failed_ = false;
+  std::string first_failure_;
+  std::vector<std::optional<step_outcome>> outcomes_;
+  std::vector<bool> dead_;
+  clock_type::time_point step_start_, detected_at_;
+  step_metrics pending_;  // the committed step's metrics while its loss is combined
+  std::vector<double> losses_;
+  std::vector<failure_event> failures_;
+};
+
+}  // namespace cohort::actors

@@ -1,0 +1,100 @@
+// The state exchange of a plan transition across processes.
+#include "actors/transition.hpp"
+
+#include <algorithm>
+
+namespace cohort::actors {
+namespace {
+
+// The copies from process `a`'s old pieces to process `b`'s new pieces, in list order.
+std::vector<const state_copy*> between(const std::vector<state_copy>& copies, const exchange_options& o, int a, int b) {
+  std::vector<const state_copy*> out;
+  for (const auto& c : copies)
+    if (o.old_owner[static_cast<std::size_t>(c.from_rank)] == a && o.new_owner[static_cast<std::size_t>(c.to_rank)] == b)
+      out.push_back(&c);
+  return out;
+}
+
+std::int64_t packed_size(const std::vector<const state_copy*>& cs, std::size_t slots) {
+  std::int64_t n = 0;
+  for (const auto* c : cs) n += c->count;
+  return n * static_cast<std::int64_t>(1 + slots);
+}
+
+}  // namespace
+
+result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exchange_options& o,
+                                       const std::vector<state_copy>& copies, const std::vector<piece_state>& old_states,
+                                       const std::vector<piece_layout>& to) {
+  exchanged_state out;
+  out.states.resize(to.size());
+  std::int64_t steps = 0;
+  for (const auto& s : old_states)
+    if (s.values.defined()) steps = s.steps;
+  for (std::size_t r = 0; r < to.size(); ++r) {
+    if (o.new_owner[r] != o.process) continue;
+    out.states[r].values = tensor::zeros({to[r].size});
+    for (std::size_t k = 0; k < o.slots; ++k) out.states[r].slots.push_back(tensor::zeros({to[r].size}));
+    out.states[r].steps = steps;
+  }
+  for (const auto* c : between(copies, o, o.process, o.process)) {
+    const piece_state& src = old_states[static_cast<std::size_t>(c->from_rank)];
+    piece_state& dst = out.states[static_cast<std::size_t>(c->to_rank)];
+    std::copy_n(src.values.data<float>() + c->from, c->count, dst.values.data<float>() + c->to);
+    for (std::size_t k = 0; k < o.slots; ++k)
+      std::copy_n(src.slots[k].data<float>() + c->from, c->count, dst.slots[k].data<float>() + c->to);
+    out.bytes_copied_here += 4.0 * static_cast<double>(c->count * static_cast<std::int64_t>(1 + o.slots));
+  }
+  auto first_rank_of = [&](int process) {
+    for (std::size_t r = 0; r < o.old_owner.size(); ++r)
+      if (o.old_owner[r] == process) return static_cast<int>(r);
+    return -1;
+  };
+  const int me = first_rank_of(o.process);
+  if (me < 0 && o.processes > 1) return make_error(errc::invalid_argument, "state exchange: this process has no rank");
+  for (int q = 0; q < o.processes; ++q) {
+    if (q == o.process) continue;
+    const int them = first_rank_of(q);
+    if (them < 0) return make_error(errc::invalid_argument, "state exchange: process " + std::to_string(q) + " has no rank");
+    transport::channel& ch = old_fabric.endpoint(me);
+    auto send = [&]() -> status {
+      const auto cs = between(copies, o, o.process, q);
+      tensor packed = tensor::empty({packed_size(cs, o.slots)});
+      float* at = packed.data<float>();
+      for (const auto* c : cs) {
+        const piece_state& src = old_states[static_cast<std::size_t>(c->from_rank)];
+        at = std::copy_n(src.values.data<float>() + c->from, c->count, at);
+        for (std::size_t k = 0; k < o.slots; ++k) at = std::copy_n(src.slots[k].data<float>() + c->from, c->count, at);
+      }
+      out.bytes_sent += 4.0 * static_cast<double>(packed.numel());
+      return ch.send(them, o.tag, std::move(packed), o.timeout);
+    };
+    auto receive = [&]() -> status {
+      const auto cs = between(copies, o, q, o.process);
+      auto got = ch.recv(them, o.tag, o.timeout);
+      if (!got) return make_error(got.error().code, "state exchange with process " + std::to_string(q) + ": " + got.error().message);
+      const std::int64_t want = packed_size(cs, o.slots);
+      if (got->numel() != want || (want > 0 && got->type() != dtype::f32))
+        return make_error(errc::io_error, "state exchange: process " + std::to_string(q) + " sent " +
+                                              std::to_string(got->numel()) + " values, the plans need " + std::to_string(want));
+      const tensor in = got->contiguous();
+      const float* at = in.data<float>();
+      for (const auto* c : cs) {
+        piece_state& dst = out.states[static_cast<std::size_t>(c->to_rank)];
+        std::copy_n(at, c->count, dst.values.data<float>() + c->to);
+        at += c->count;
+        for (std::size_t k = 0; k < o.slots; ++k) {
+          std::copy_n(at, c->count, dst.slots[k].data<float>() + c->to);
+          at += c->count;
+        }
+      }
+      return {};
+    };
+    status st = o.process < q ? send() : receive();
+    if (st) st = o.process < q ? receive() : send();
+    if (!st) return st.error();
+  }
+  return out;
+}
+
+}  // namespace cohort::actors
