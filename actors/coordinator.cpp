@@ -190,7 +190,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto& s = self->state;
   const auto slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
   if (!s.options.job) {
-    auto moved = apply_state_transfer(t->copies, *old, t->to, slots);
+    auto moved = apply_state_transfer(t->copies, *old, t->to, slots, rec.step);
     rec.bytes_moved = transfer_bytes(t->copies, slots);
     install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()), rec,
                  started);
@@ -203,6 +203,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   o.process = job.process;
   o.processes = job.processes;
   o.slots = slots;
+  o.steps = rec.step;
   o.tag = (transition_tag_space << 40) | static_cast<std::uint64_t>(rec.step);
   o.timeout = s.options.timeout;
   auto exchanged = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
@@ -218,8 +219,8 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
       [=]() mutable {
         if (!*exchanged) return execute(self, self->state.protocol->on_error((*exchanged).error()));
         if (!*fabric) return execute(self, self->state.protocol->on_error((*fabric).error()));
-        rec.bytes_across_processes = (*exchanged)->bytes_sent;
-        rec.bytes_moved = (*exchanged)->bytes_sent + (*exchanged)->bytes_copied_here;
+        rec.bytes_moved = transfer_bytes(t->copies, o.slots);
+        rec.bytes_across_processes = bytes_across_processes(t->copies, o);
         install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
       });
 }

@@ -84,10 +84,7 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
 }
 
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
-                                              const std::vector<piece_layout>& to, std::size_t slots) {
-  std::int64_t steps = 0;
-  for (const auto& o : old)
-    if (o.values.defined()) steps = o.steps;
+                                              const std::vector<piece_layout>& to, std::size_t slots, std::int64_t steps) {
   std::vector<piece_state> out(to.size());
   for (std::size_t r = 0; r < to.size(); ++r) {
     out[r].values = tensor::zeros({to[r].size});

@@ -9,7 +9,7 @@
 //   auto from = piece_layouts(*old_model);            // one per rank of the old plan
 //   auto to = piece_layouts(*new_model);
 //   auto copies = plan_state_transfer(*from, *to);     // {from_rank, to_rank, from, to, count}
-//   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, slots);
+//   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, /*slots=*/2, /*steps=*/10);
 #pragma once
 
 #include <cstdint>
@@ -66,9 +66,9 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
                                                     const std::vector<piece_layout>& to);
 
 /// In one process: the new pieces, filled by `copies` from `old` (by old rank; only primary
-/// pieces are read). Every new piece has `slots` optimizer slots and the old pieces' step count.
+/// pieces are read). Every new piece has `slots` optimizer slots and has had `steps` updates.
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
-                                              const std::vector<piece_layout>& to, std::size_t slots);
+                                              const std::vector<piece_layout>& to, std::size_t slots, std::int64_t steps);
 
 /// Bytes a copy list moves for values and `slots` optimizer slots (f32).
 double transfer_bytes(const std::vector<state_copy>& copies, std::size_t slots);

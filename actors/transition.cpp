@@ -23,19 +23,24 @@ std::int64_t packed_size(const std::vector<const state_copy*>& cs, std::size_t s
 
 }  // namespace
 
+double bytes_across_processes(const std::vector<state_copy>& copies, const exchange_options& o) {
+  double elements = 0;
+  for (const auto& c : copies)
+    if (o.old_owner[static_cast<std::size_t>(c.from_rank)] != o.new_owner[static_cast<std::size_t>(c.to_rank)])
+      elements += static_cast<double>(c.count);
+  return elements * 4.0 * static_cast<double>(1 + o.slots);
+}
+
 result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exchange_options& o,
                                        const std::vector<state_copy>& copies, const std::vector<piece_state>& old_states,
                                        const std::vector<piece_layout>& to) {
   exchanged_state out;
   out.states.resize(to.size());
-  std::int64_t steps = 0;
-  for (const auto& s : old_states)
-    if (s.values.defined()) steps = s.steps;
   for (std::size_t r = 0; r < to.size(); ++r) {
     if (o.new_owner[r] != o.process) continue;
     out.states[r].values = tensor::zeros({to[r].size});
     for (std::size_t k = 0; k < o.slots; ++k) out.states[r].slots.push_back(tensor::zeros({to[r].size}));
-    out.states[r].steps = steps;
+    out.states[r].steps = o.steps;
   }
   for (const auto* c : between(copies, o, o.process, o.process)) {
     const piece_state& src = old_states[static_cast<std::size_t>(c->from_rank)];
@@ -43,7 +48,6 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
     std::copy_n(src.values.data<float>() + c->from, c->count, dst.values.data<float>() + c->to);
     for (std::size_t k = 0; k < o.slots; ++k)
       std::copy_n(src.slots[k].data<float>() + c->from, c->count, dst.slots[k].data<float>() + c->to);
-    out.bytes_copied_here += 4.0 * static_cast<double>(c->count * static_cast<std::int64_t>(1 + o.slots));
   }
   auto first_rank_of = [&](int process) {
     for (std::size_t r = 0; r < o.old_owner.size(); ++r)
@@ -66,7 +70,6 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
         at = std::copy_n(src.values.data<float>() + c->from, c->count, at);
         for (std::size_t k = 0; k < o.slots; ++k) at = std::copy_n(src.slots[k].data<float>() + c->from, c->count, at);
       }
-      out.bytes_sent += 4.0 * static_cast<double>(packed.numel());
       return ch.send(them, o.tag, std::move(packed), o.timeout);
     };
     auto receive = [&]() -> status {
