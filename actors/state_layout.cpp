@@ -23,6 +23,7 @@ result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
         shape whole;
         runs elements;
         range flat;
+        bool sharded;
       };
       std::vector<placed> params;
       std::int64_t total = 0;
@@ -33,7 +34,7 @@ result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
         for (int d = 0; d < whole.rank(); ++d) box.push_back({0, whole[d]});
         if (const shard* sh = as_shard(prm.tp))
           box[static_cast<std::size_t>(sh->dim)] = shard_range(whole[sh->dim], plan.tp, t, sh->granule);
-        params.push_back({prm.name, whole, box_runs(whole, box), {total, total + local.numel()}});
+        params.push_back({prm.name, whole, box_runs(whole, box), {total, total + local.numel()}, as_shard(prm.tp) != nullptr});
         total += local.numel();
       }
       for (int d = 0; d < plan.dp; ++d) {
@@ -46,7 +47,8 @@ result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
         for (const auto& prm : params) {
           const std::int64_t lo = std::max(mine.begin, prm.flat.begin), hi = std::min(mine.end, prm.flat.end);
           if (lo >= hi) continue;
-          p.parts.push_back({prm.name, prm.whole, sub_runs(prm.elements, lo - prm.flat.begin, hi - lo), lo - mine.begin});
+          p.parts.push_back({prm.name, prm.whole, sub_runs(prm.elements, lo - prm.flat.begin, hi - lo), lo - mine.begin,
+                             p.primary && (prm.sharded || t == 0)});
         }
       }
     }
@@ -57,8 +59,8 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
                                                     const std::vector<piece_layout>& to) {
   std::map<std::string, std::vector<std::pair<int, const param_part*>>> sources;
   for (const auto& p : from)
-    if (p.primary)
-      for (const auto& part : p.parts) sources[part.name].push_back({p.rank, &part});
+    for (const auto& part : p.parts)
+      if (part.source) sources[part.name].push_back({p.rank, &part});
   std::vector<state_copy> copies;
   for (const auto& p : to)
     for (const auto& part : p.parts) {

@@ -29,6 +29,9 @@ struct param_part {
   shape whole;              // the parameter's global shape
   runs elements;            // which of its elements, in the piece's order
   std::int64_t offset = 0;  // where the part starts in the piece
+  /// Whether this part is the copy a transfer reads: in a primary piece, and sharded over tp
+  /// or on tp rank 0 (a parameter replicated over tp has identical copies on every tp rank).
+  bool source = false;
 };
 
 /// What one rank's parameter actor owns.

@@ -12,7 +12,8 @@
 // a plan transition when one is due at that step boundary, the parameters' collection after
 // the last step, or the next step.
 //
-//   step_protocol p({.steps = 3, .ranks = 2, .local = {true, true}});
+//   step_protocol::config c;  c.steps = 3;  c.ranks = 2;
+//   step_protocol p(c);
 //   auto a = p.start(now);                     // {start_step{gen 0, step 0, committed -1}}
 //   p.on_outcome(0, 0, 0, ok, "", now);        // {}: rank 1 still runs
 //   a = p.on_outcome(0, 0, 1, ok, "", now);    // {report_step{...}, start_step{gen 0, step 1, committed 0}}

@@ -10,7 +10,7 @@
 #include "apps/models/gpt.hpp"
 #include "graph/random.hpp"
 #include "support/tensor_checks.hpp"
-#include "support/thread_runner.hpp"
+#include "support/runtime_runner.hpp"
 
 using namespace cohort;
 using namespace cohort::test;
@@ -94,7 +94,8 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
                          {"dp2 sharded", {.dp = 2, .shard_params = true}},
                          {"dp2 tp2 pp2 m2 gpipe", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}}};
   for (const auto& p : plans) {
-    CAPTURE(std::string(p.name));
+    const std::string plan_name = p.name;
+    CAPTURE(plan_name);
     caf::actor_system sys{config()};
     std::vector<std::int64_t> seen;
     auto o = options(p.plan);

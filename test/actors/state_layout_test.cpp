@@ -1,0 +1,189 @@
+// Piece layouts and the state transfer between two plans: every element of every parameter
+// and optimizer slot lands where the new plan keeps it — checked by filling the old pieces
+// with each element's own global index and reading it back from the new ones — and the
+// exchange across processes gives exactly what the transfer in one process gives.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "actors/state_layout.hpp"
+#include "actors/transition.hpp"
+#include "apps/models/gpt.hpp"
+#include "apps/models/mlp.hpp"
+#include "planner/rank_layout.hpp"
+#include "transport/in_process.hpp"
+
+using namespace cohort;
+using namespace cohort::actors;
+using planner::parallel_plan;
+
+namespace {
+
+const model_fn mlp = [](graph& g, std::int64_t b) { return apps::build_mlp(g, {24, 36, 30, 10}, b).loss; };
+const model_fn gpt = [](graph& g, std::int64_t b) {
+  return apps::build_gpt(g, {.layers = 2, .d = 24, .heads = 3, .seq = 8, .vocab = 256}, b).loss;
+};
+
+std::shared_ptr<compiled_model> compiled(const model_fn& m, const parallel_plan& p) {
+  auto cm = compile(m, p, 8);
+  REQUIRE_MESSAGE(cm.ok(), cm.error().message);
+  return std::make_shared<compiled_model>(std::move(*cm));
+}
+
+// What element `i` (< 2^17) of parameter `name` holds in slot `slot` (0: the value): an integer
+// below 2^24, so exact in f32, different for every element and slot of a parameter.
+float code(const std::string& name, std::int64_t i, int slot) {
+  const auto bucket = static_cast<std::int64_t>(std::hash<std::string>{}(name) % 16);
+  return static_cast<float>((static_cast<std::int64_t>(slot) << 21) + (bucket << 17) + i);
+}
+
+// Old pieces filled with their elements' codes (primary pieces only, as a transition exports them).
+std::vector<piece_state> coded_states(const std::vector<piece_layout>& layouts, std::size_t slots) {
+  std::vector<piece_state> out(layouts.size());
+  for (const auto& p : layouts) {
+    if (!p.primary) continue;
+    piece_state& s = out[static_cast<std::size_t>(p.rank)];
+    s.values = tensor::full({p.size}, -1.f);
+    for (std::size_t k = 0; k < slots; ++k) s.slots.push_back(tensor::full({p.size}, -1.f));
+    for (const auto& part : p.parts) {
+      std::int64_t at = part.offset;
+      for (const auto& run : part.elements)
+        for (std::int64_t i = run.begin; i < run.end; ++i, ++at) {
+          s.values.data<float>()[at] = code(part.name, i, 0);
+          for (std::size_t k = 0; k < slots; ++k) s.slots[k].data<float>()[at] = code(part.name, i, static_cast<int>(k) + 1);
+        }
+    }
+  }
+  return out;
+}
+
+// Every element of every new piece holds its own code.
+void check_coded(const std::vector<piece_layout>& layouts, const std::vector<piece_state>& states, std::size_t slots) {
+  for (const auto& p : layouts) {
+    const piece_state& s = states[static_cast<std::size_t>(p.rank)];
+    if (!s.values.defined()) continue;  // another process's rank
+    REQUIRE(s.values.numel() == p.size);
+    std::int64_t wrong = 0, checked = 0;
+    for (const auto& part : p.parts) {
+      std::int64_t at = part.offset;
+      for (const auto& run : part.elements)
+        for (std::int64_t i = run.begin; i < run.end; ++i, ++at, ++checked) {
+          wrong += s.values.data<float>()[at] != code(part.name, i, 0) ? 1 : 0;
+          for (std::size_t k = 0; k < slots; ++k)
+            wrong += s.slots[k].data<float>()[at] != code(part.name, i, static_cast<int>(k) + 1) ? 1 : 0;
+        }
+    }
+    CAPTURE(p.rank);
+    CHECK(checked == p.size);  // the parts tile the piece
+    CHECK(wrong == 0);
+  }
+}
+
+struct pair_case {
+  const char* name;
+  parallel_plan from, to;
+};
+
+std::vector<pair_case> cases() {
+  return {{"dp2 sharded -> tp2 pp2 m4", {.dp = 2, .shard_params = true}, {.tp = 2, .pp = 2, .micro_batches = 4}},
+          {"tp2 pp2 m4 -> dp2 sharded", {.tp = 2, .pp = 2, .micro_batches = 4}, {.dp = 2, .shard_params = true}},
+          {"dp2 -> pp2 m4", {.dp = 2}, {.pp = 2, .micro_batches = 4}},
+          {"tp3 -> dp2 tp2 sharded", {.tp = 3}, {.dp = 2, .tp = 2, .shard_params = true}},
+          {"dp2 tp2 pp2 m2 -> serial", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2}, {}},
+          {"serial -> dp4 sharded", {}, {.dp = 4, .shard_params = true}}};
+}
+
+}  // namespace
+
+TEST_CASE("every parameter element and optimizer slot reaches the new layout, for MLP and GPT plan pairs") {
+  for (const auto* m : {&mlp, &gpt})
+    for (const auto& c : cases()) {
+      const std::string pair = c.name;
+    CAPTURE(pair);
+      auto from = piece_layouts(*compiled(*m, c.from));
+      auto to = piece_layouts(*compiled(*m, c.to));
+      REQUIRE(from.ok());
+      REQUIRE(to.ok());
+      auto copies = plan_state_transfer(*from, *to);
+      REQUIRE_MESSAGE(copies.ok(), copies.error().message);
+      auto moved = apply_state_transfer(*copies, coded_states(*from, 2), *to, 2, 7);
+      check_coded(*to, moved, 2);
+      for (const auto& s : moved) CHECK(s.steps == 7);
+    }
+}
+
+TEST_CASE("a transfer between different models is refused, naming the parameter") {
+  const model_fn wider = [](graph& g, std::int64_t b) { return apps::build_mlp(g, {24, 40, 30, 10}, b).loss; };
+  auto from = piece_layouts(*compiled(mlp, {.dp = 2}));
+  auto to = piece_layouts(*compiled(wider, {.dp = 2}));
+  auto copies = plan_state_transfer(*from, *to);
+  REQUIRE(!copies.ok());
+  CHECK(copies.error().code == errc::shape_mismatch);
+  CHECK(copies.error().message.find("fc1.weight") != std::string::npos);
+  auto gpt_to = piece_layouts(*compiled(gpt, {}));
+  auto none = plan_state_transfer(*from, *gpt_to);
+  REQUIRE(!none.ok());
+  CHECK(none.error().message.find("has no parameter") != std::string::npos);
+}
+
+TEST_CASE("the exchange across processes fills each process's new pieces as the transfer in one process does") {
+  // 2 processes, each its own thread over one in-process fabric of the old plan's ranks
+  for (const auto& c : cases()) {
+    if (c.from.ranks() % 2 != 0 || c.to.ranks() % 2 != 0) continue;
+    const std::string pair = c.name;
+    CAPTURE(pair);
+    auto old_model = compiled(gpt, c.from), new_model = compiled(gpt, c.to);
+    auto from = *piece_layouts(*old_model);
+    auto to = *piece_layouts(*new_model);
+    auto copies = *plan_state_transfer(from, to);
+    auto all = coded_states(from, 1);
+    transport::in_process_fabric fabric(c.from.ranks());
+    exchange_options o;
+    o.old_owner = planner::rank_layout(c.from).process_of_rank(2);
+    o.new_owner = planner::rank_layout(c.to).process_of_rank(2);
+    o.processes = 2;
+    o.slots = 1;
+    o.steps = 3;
+    o.tag = 99;
+    o.timeout = std::chrono::milliseconds(20000);
+    std::vector<result<exchanged_state>> got(2, make_error(errc::closed, "not run"));
+    std::vector<std::thread> processes;
+    for (int p = 0; p < 2; ++p)
+      processes.emplace_back([&, p] {
+        exchange_options mine = o;
+        mine.process = p;
+        std::vector<piece_state> local(all.size());  // only this process's old pieces
+        for (std::size_t r = 0; r < all.size(); ++r)
+          if (o.old_owner[r] == p) local[r] = all[r];
+        got[static_cast<std::size_t>(p)] = exchange_state(fabric, mine, copies, local, to);
+      });
+    for (auto& t : processes) t.join();
+    for (int p = 0; p < 2; ++p) {
+      REQUIRE_MESSAGE(got[static_cast<std::size_t>(p)].ok(), got[static_cast<std::size_t>(p)].error().message);
+      const auto& states = got[static_cast<std::size_t>(p)]->states;
+      for (std::size_t r = 0; r < to.size(); ++r) CHECK(states[r].values.defined() == (o.new_owner[r] == p));
+      check_coded(to, states, 1);
+    }
+    CHECK(bytes_across_processes(copies, o) <= transfer_bytes(copies, 1));
+  }
+}
+
+TEST_CASE("an exchange message of the wrong size is refused") {
+  auto from = *piece_layouts(*compiled(mlp, {.dp = 2}));
+  auto to = *piece_layouts(*compiled(mlp, {.dp = 2, .shard_params = true}));
+  auto copies = *plan_state_transfer(from, to);
+  transport::in_process_fabric fabric(2);
+  exchange_options o;
+  o.old_owner = {0, 1};
+  o.new_owner = {0, 1};
+  o.processes = 2;
+  o.process = 1;
+  o.tag = 5;
+  o.timeout = std::chrono::milliseconds(20000);
+  // process 0 sends a short message where the plans need rank 1's new piece from rank 0
+  REQUIRE(fabric.endpoint(0).send(1, 5, tensor::zeros({3}), o.timeout).ok());
+  auto got = exchange_state(fabric, o, copies, coded_states(from, 0), to);
+  REQUIRE(!got.ok());
+  CHECK(got.error().code == errc::io_error);
+  CHECK(got.error().message.find("process 0 sent 3 values") != std::string::npos);
+}

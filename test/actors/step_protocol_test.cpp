@@ -1,0 +1,178 @@
+// The coordinator's decisions without a scheduler: events in, actions out, in order.
+#include <doctest/doctest.h>
+
+#include "actors/step_protocol.hpp"
+
+using namespace cohort;
+using namespace cohort::actors;
+
+namespace {
+
+const clock_type::time_point t0{};
+
+step_protocol::config config(std::int64_t steps, int ranks, std::vector<bool> local = {}, bool multi_process = false,
+                             std::vector<std::int64_t> change_at = {}, int max_restarts = 3) {
+  step_protocol::config c;
+  c.steps = steps;
+  c.ranks = ranks;
+  c.local = std::move(local);
+  c.multi_process = multi_process;
+  c.change_at = std::move(change_at);
+  c.max_restarts = max_restarts;
+  return c;
+}
+
+step_outcome ok(int rank, double loss_share = 0, bool reports = false) {
+  step_outcome o;
+  o.rank = rank;
+  o.report.loss_share = loss_share;
+  o.report.reports_loss = reports;
+  o.report.seconds = {0.1 * (rank + 1), 0.2, 0.01};
+  return o;
+}
+
+step_outcome failed(int rank, const std::string& why) {
+  step_outcome o;
+  o.rank = rank;
+  o.failure = why;
+  return o;
+}
+
+template <class A>
+const A& only(const actions& a) {
+  REQUIRE(a.size() == 1);
+  REQUIRE(std::holds_alternative<A>(a[0]));
+  return std::get<A>(a[0]);
+}
+
+}  // namespace
+
+TEST_CASE("a step commits when every local worker finished it, then the next starts") {
+  step_protocol p(config(2, 2));
+  auto s = only<start_step_action>(p.start(t0));
+  CHECK(s.generation == 0);
+  CHECK(s.step == 0);
+  CHECK(s.committed == -1);
+  CHECK(p.on_outcome(0, 0, 0, ok(0, 0.25, true), "", t0).empty());
+  auto a = p.on_outcome(0, 0, 1, ok(1, 0.5, true), "", t0 + std::chrono::milliseconds(30));
+  REQUIRE(a.size() == 2);
+  const auto& report = std::get<report_step_action>(a[0]).metrics;
+  CHECK(report.step == 0);
+  CHECK(report.loss == doctest::Approx(0.75));
+  CHECK(report.seconds == doctest::Approx(0.03));
+  REQUIRE(report.task_seconds.size() == 2);
+  CHECK(report.task_seconds[1].forward_s == doctest::Approx(0.2));
+  CHECK(std::get<start_step_action>(a[1]).committed == 0);
+  // the second and last step: the parameters are collected from what step 1 committed
+  p.on_outcome(0, 1, 0, ok(0), "", t0);
+  a = p.on_outcome(0, 1, 1, ok(1), "", t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<collect_action>(a[1]).committed == 1);
+  CHECK(only<finish_action>(p.on_collected()).outcome.ok());
+  CHECK(p.finished());
+  CHECK(p.losses().size() == 2);
+}
+
+TEST_CASE("answers of another generation or step, or twice from one rank, are ignored") {
+  step_protocol p(config(3, 2));
+  p.start(t0);
+  CHECK(p.on_outcome(1, 0, 0, ok(0), "", t0).empty());   // a later generation that does not exist
+  CHECK(p.on_outcome(0, 5, 0, ok(0), "", t0).empty());   // another step
+  CHECK(p.on_outcome(0, 0, 0, ok(0), "", t0).empty());
+  CHECK(p.on_outcome(0, 0, 0, failed(0, "late"), "", t0).empty());  // the same rank again
+  CHECK(p.on_outcome(0, 0, 1, ok(1), "", t0).size() == 2);          // commits: the late failure did not count
+}
+
+TEST_CASE("a failed step closes the fabric once, then recovers in a new generation and is redone") {
+  step_protocol p(config(3, 3, {}, false, {}, 1));
+  p.start(t0);
+  p.on_outcome(0, 0, 0, ok(0), "", t0);
+  p.on_outcome(0, 0, 1, ok(1), "", t0);
+  p.on_outcome(0, 0, 2, ok(2), "", t0);  // step 0 committed, step 1 started
+  auto a = p.on_worker_lost(1, "killed", "", t0 + std::chrono::milliseconds(5));
+  CHECK(only<close_fabric_action>(a).reason == "rank 1 failed");
+  CHECK(p.on_outcome(0, 1, 0, failed(0, "peer closed"), "", t0).empty());  // no second close
+  auto r = only<recover_action>(p.on_outcome(0, 1, 2, failed(2, "peer closed"), "", t0));
+  CHECK(r.generation == 1);
+  CHECK(r.committed == 0);
+  CHECK(r.respawn == std::vector<int>{1});
+  CHECK(r.reset == std::vector<int>{0, 2});
+  auto redo = only<start_step_action>(p.on_recovered(t0 + std::chrono::milliseconds(20)));
+  CHECK(redo.generation == 1);
+  CHECK(redo.step == 1);  // the interrupted step, redone
+  REQUIRE(p.failures().size() == 1);
+  CHECK(p.failures()[0].rank == 1);
+  CHECK(p.failures()[0].recover_seconds == doctest::Approx(0.015));
+  // a second failure is more than max-restarts 1 allows
+  p.on_outcome(1, 1, 0, failed(0, "boom"), "", t0);
+  p.on_outcome(1, 1, 1, ok(1), "", t0);
+  auto end = only<finish_action>(p.on_outcome(1, 1, 2, ok(2), "", t0));
+  REQUIRE(!end.outcome);
+  CHECK(end.outcome.error().code == errc::closed);
+  CHECK(end.outcome.error().message == "step 1 failed 2 times (max-restarts 1); last: rank 0: boom");
+}
+
+TEST_CASE("across processes the loss is combined before the step is reported, and a failure ends the run") {
+  step_protocol p(config(3, 4, {true, true, false, false}, true));
+  CHECK(only<start_step_action>(p.start(t0)).step == 0);
+  p.on_outcome(0, 0, 0, ok(0, 0.1, true), "", t0);
+  auto c = only<combine_loss_action>(p.on_outcome(0, 0, 1, ok(1), "", t0));
+  CHECK(c.local_loss == doctest::Approx(0.1));
+  auto a = p.on_loss(0, 0.3, t0);
+  REQUIRE(a.size() == 2);
+  const auto& m = std::get<report_step_action>(a[0]).metrics;
+  CHECK(m.loss == doctest::Approx(0.3));
+  CHECK(m.task_seconds[2].total() == 0);  // another process's rank
+  CHECK(p.on_outcome(0, 1, 2, ok(2), "", t0).empty());  // not a local rank
+  p.on_outcome(0, 1, 0, failed(0, "recv from rank 2: closed"), "lost node 1", t0);
+  auto end = only<finish_action>(p.on_outcome(0, 1, 1, ok(1), "", t0));
+  REQUIRE(!end.outcome);
+  CHECK(end.outcome.error().message == "step 1 failed: rank 0: recv from rank 2: closed (lost node 1)");
+}
+
+TEST_CASE("a combined loss that fails ends the run with its code") {
+  step_protocol p(config(2, 1, {}, true));
+  p.start(t0);
+  p.on_outcome(0, 0, 0, ok(0), "", t0);
+  auto end = only<finish_action>(p.on_loss(0, make_error(errc::timeout, "no answer from process 1"), t0));
+  CHECK(end.outcome.error().code == errc::timeout);
+  CHECK(end.outcome.error().message == "step 0: no answer from process 1");
+}
+
+TEST_CASE("plan transitions come at their step boundaries, then the new plan's ranks step") {
+  step_protocol p(config(5, 2, {}, false, {2, 4}));
+  p.start(t0);
+  for (int k = 0; k < 2; ++k) {
+    p.on_outcome(0, k, 0, ok(0), "", t0);
+    auto a = p.on_outcome(0, k, 1, ok(1), "", t0);
+    REQUIRE(a.size() == 2);
+    if (k == 1) {
+      const auto& t = std::get<transition_action>(a[1]);
+      CHECK(t.step == 2);
+      CHECK(t.change == 0);
+    }
+  }
+  auto s = only<start_step_action>(p.on_transition_done(4, {true, true, true, true}, t0));
+  CHECK(s.step == 2);
+  CHECK(s.committed == 1);
+  CHECK(p.layout() == 1);
+  for (int r = 0; r < 3; ++r) CHECK(p.on_outcome(0, 2, r, ok(r), "", t0).empty());  // four ranks now
+  auto a = p.on_outcome(0, 2, 3, ok(3), "", t0);
+  CHECK(std::get<report_step_action>(a[0]).metrics.layout == 1);
+  CHECK(std::get<report_step_action>(a[0]).metrics.task_seconds.size() == 4);
+  for (int r = 0; r < 4; ++r) a = p.on_outcome(0, 3, r, ok(r), "", t0);
+  CHECK(std::get<transition_action>(a[1]).change == 1);
+  CHECK(p.on_transition_done(1, {true}, t0).size() == 1);
+  a = p.on_outcome(0, 4, 0, ok(0), "", t0);
+  CHECK(std::holds_alternative<collect_action>(a[1]));  // no transition after the last step
+}
+
+TEST_CASE("a failed transition or collection ends the run with its error") {
+  step_protocol p(config(2, 1, {}, false, {1}));
+  p.start(t0);
+  p.on_outcome(0, 0, 0, ok(0), "", t0);
+  auto end = only<finish_action>(p.on_error(make_error(errc::invalid_argument, "cuts[0]: expected a positive integer")));
+  CHECK(end.outcome.error().code == errc::invalid_argument);
+  CHECK(p.on_error(make_error(errc::closed, "again")).empty());  // finished once
+  CHECK(p.on_transition_done(1, {true}, t0).empty());
+}
