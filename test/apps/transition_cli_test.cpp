@@ -1,0 +1,123 @@
+// Plan transitions as a user asks for them: --plan.change-at=STEPS --plan.change-to=PLANS on
+// a running job, in one process and across 2 OS processes (TCP and UCX data planes). The
+// losses of the whole run equal the serial run's within the equivalence suite's tolerance
+// (1e-5 relative over 30 steps), and the summary lists every transition. Bad change options
+// exit 2 naming the option or the file's field.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "run_app.hpp"
+
+using cohort::test::run;
+
+namespace {
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("cohort-tr-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+std::string plan_file(const std::string& name, const std::string& json) {
+  const std::string path = temp_file(name);
+  std::ofstream(path) << json << "\n";
+  return path;
+}
+
+std::vector<double> losses(const std::string& metrics_path) {
+  std::vector<double> out;
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  return out;
+}
+
+double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("mlp dp2 sharded then tp2 pp2 m4, in one process and across 2: the serial run's losses") {
+  const std::string model = "--data.name=digits --train.steps=30 --train.threads=1";
+  const std::string serial_metrics = temp_file("mlp-serial.jsonl");
+  auto serial = run(MLP_BINARY, model + " --plan.mode=serial --metrics.file=" + serial_metrics);
+  REQUIRE(serial.exit_code == 0);
+  const std::string to = plan_file("tp2pp2.json", R"({"dp":1,"tp":2,"pp":2,"micro_batches":4,"schedule":"1f1b"})");
+  for (const std::string where : {"", " --launch.nproc=2", " --launch.nproc=2 --dist.transport=ucx"}) {
+    CAPTURE(where);
+    const std::string metrics = temp_file("mlp-changed.jsonl");
+    auto r = run(MLP_BINARY, model + " --plan.dp=2 --plan.shard-params=true --plan.change-at=10 --plan.change-to=" + to +
+                                 " --metrics.file=" + metrics + where);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const double worst = worst_relative(losses(metrics), losses(serial_metrics));
+    MESSAGE("dp2 sharded -> tp2 pp2 m4" << where << ": max relative loss difference " << worst);
+    CHECK(worst <= 1e-5);
+    const auto& t = r.summary["transitions"];
+    REQUIRE(t.size() == 1);
+    CHECK(t[0]["step"] == 10);
+    CHECK(t[0]["from"] == "dp2 tp1 pp1 m1 sharded");
+    CHECK(t[0]["to"] == "dp1 tp2 pp2 m4 1f1b");
+    CHECK(t[0]["bytes_moved"].get<double>() > 0);
+    CHECK(t[0]["seconds"].get<double>() > 0);
+    // across processes stage 0's ranks live on process 0 and stage 1's on process 1
+    if (where.empty()) CHECK(t[0]["bytes_across_processes"] == 0);
+    else CHECK(t[0]["bytes_across_processes"].get<double>() > 0);
+    CHECK(r.summary["test_accuracy"] == serial.summary["test_accuracy"]);  // the model collected from the new plan
+    CHECK(r.err.find("plan change after step 10: dp2 tp1 pp1 m1 sharded -> dp1 tp2 pp2 m4 1f1b") != std::string::npos);
+  }
+}
+
+TEST_CASE("gpt dp2 then pp2 1f1b m4 then dp2 across 2 processes: the serial run's losses") {
+  const std::string model = "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
+                            "--train.steps=30 --train.threads=1";
+  const std::string serial_metrics = temp_file("gpt-serial.jsonl");
+  REQUIRE(run(GPT_BINARY, model + " --plan.mode=serial --metrics.file=" + serial_metrics).exit_code == 0);
+  const std::string pp2 = plan_file("pp2.json", R"({"pp":2,"micro_batches":4,"schedule":"1f1b"})");
+  const std::string dp2 = plan_file("dp2.json", R"({"dp":2,"tp":1})");
+  const std::string metrics = temp_file("gpt-changed.jsonl");
+  auto r = run(GPT_BINARY, model + " --plan.dp=2 --launch.nproc=2 --plan.change-at=10,20 --plan.change-to=" + pp2 + "," +
+                               dp2 + " --metrics.file=" + metrics);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const double worst = worst_relative(losses(metrics), losses(serial_metrics));
+  MESSAGE("gpt dp2 -> pp2 1f1b m4 -> dp2 over 2 processes: max relative loss difference " << worst);
+  CHECK(worst <= 1e-5);
+  const auto& t = r.summary["transitions"];
+  REQUIRE(t.size() == 2);
+  CHECK(t[0]["to"] == "dp1 tp1 pp2 m4 1f1b");
+  CHECK(t[1]["step"] == 20);
+  CHECK(t[1]["to"] == "dp2 tp1 pp1 m1");
+  for (const auto& x : t) MESSAGE(x["from"] << " -> " << x["to"] << ": " << x["seconds"] << " s, re-plan " << x["replan_s"]
+                                           << " s, " << x["bytes_moved"] << " bytes");
+}
+
+TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
+  const std::string base = "--data.name=digits --train.steps=12 --train.threads=1 --plan.dp=2";
+  const std::string broken = plan_file("broken.json", R"({"dp":2,"cuts":"x"})");
+  const std::string three = plan_file("tp3.json", R"({"tp":3})");
+  struct bad {
+    std::string args, expected;
+  };
+  const bad cases[] = {
+      {" --plan.change-at=5", "mlp: error: --plan.change-at has 1 steps and --plan.change-to 0 plans: give one plan per step"},
+      {" --plan.change-at=5,3 --plan.change-to=serial,serial", "mlp: error: --plan.change-at: steps must be positive and ascending"},
+      {" --plan.change-at=5 --plan.change-to=" + broken, "mlp: error: --plan.change-to=" + broken + ": " + broken +
+                                                           ": cuts: expected an array of node indices"},
+      {" --plan.change-at=5 --plan.change-to=/nonexistent.json",
+       "mlp: error: --plan.change-to=/nonexistent.json: cannot read the plan file /nonexistent.json"},
+      {" --plan.change-at=5 --plan.change-to=" + three + " --launch.nproc=2",
+       "mlp: error: plan change at step 5: dp1 tp3 pp1 m1 has 3 ranks, which 2 processes cannot split evenly"},
+      {" --plan.mode=serial --plan.change-at=5 --plan.change-to=serial",
+       "mlp: error: --plan.change-at needs the actor runtime: --plan.mode=serial runs the reference trainer"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = run(MLP_BINARY, base + c.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.expected + "\n") != std::string::npos);
+    if (r.err.find(c.expected) == std::string::npos) MESSAGE(r.err);
+  }
+}
