@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   }
   if (auto st = g.control->finish(std::chrono::seconds(10)); !st) return fail("cohort-allreduce", st.error().message, 1);
   if (g.process() == 0)
-    std::printf("%s\n", json({{"bench", "cohort_allreduce"}, {"transport", dist.transport}, {"algorithm", algorithm}, {"world", world}, {"dtype", "float32"},
+    std::printf("%s\n", json({{"bench", "cohort_allreduce"}, {"transport", to_string(dist.transport)}, {"algorithm", algorithm}, {"world", world}, {"dtype", "float32"},
                               {"results", rows}}).dump().c_str());
   return 0;
 }

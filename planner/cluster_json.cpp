@@ -48,7 +48,7 @@ class reader {
   const error& err() const { return *err_; }
   const std::string& origin() const { return origin_; }
   void fail(const std::string& path, const std::string& what) {
-    if (!err_) err_ = make_error(errc::io_error, origin_ + ": " + (path.empty() ? "" : path + ": ") + what);
+    if (!err_) err_ = make_error(errc::invalid_argument, origin_ + ": " + (path.empty() ? "" : path + ": ") + what);
   }
 
   bool object(const json& v, const std::string& at) {
@@ -171,7 +171,7 @@ result<cluster> finish(reader& r, parts& p) {
   if (!r.failed() && p.devices.empty()) r.fail("machines", "no CPU or GPU devices");
   if (r.failed()) return r.err();
   auto c = make_cluster(std::move(p.machines), std::move(p.devices), std::move(p.links), std::move(p.intra), p.inter);
-  if (!c) return make_error(errc::io_error, r.origin() + ": " + c.error().message);
+  if (!c) return make_error(errc::invalid_argument, r.origin() + ": " + c.error().message);
   return c;
 }
 
@@ -340,7 +340,7 @@ result<cluster> load_cluster_json(const std::string& text, const std::string& or
   json root;
   dom_builder builder(root, /*allow_exceptions=*/false);
   if (!json::sax_parse(text, &builder) || !builder.message.empty())
-    return make_error(errc::io_error, origin + ": not valid JSON: " + builder.message);
+    return make_error(errc::invalid_argument, origin + ": not valid JSON: " + builder.message);
   bool cohort = root.is_object() && root.contains("cohort_cluster");
   reader r(origin, /*paddle=*/!cohort);
   if (!root.is_object()) {

@@ -19,6 +19,10 @@
 //   auto total = (*cp)->sum(/*key=*/step, {local_loss});   // on every process
 //   (*cp)->finish(10s);                                    // orderly goodbye
 //
+// The parts, one file each: the message codec (control_codec.hpp), the rendezvous
+// (control_rendezvous.cpp), liveness (control_liveness.cpp), the small collectives
+// (control_collectives.cpp); control_plane.cpp holds what they share.
+//
 // Why not CAF's middleman: its BASP handshake deserializes messages from any peer that can
 // reach the port before the application sees it, so it cannot authenticate first; and its
 // serializer corrupts floats (../shared/STACK.md §3a). This plane reads fixed-size

@@ -5,10 +5,8 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 
 #include "transport/auth.hpp"
-#include "transport/posted_receives.hpp"
 #include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
@@ -35,14 +33,14 @@ struct frame_in_progress {
   bool idle() const { return at == stage::header && have == 0; }
 };
 
-struct tcp_fabric::connection {
-  explicit connection(int ranks) : posted(ranks) {}
+struct tcp_fabric::connection : fabric_base::landing_site {
+  explicit connection(int ranks) : postings(ranks) {}
   tcp_socket socket;
   std::mutex write;
   std::mutex read;                 // held while reading: by the reader thread or a rank
   frame_in_progress in;            // guarded by `read`
   progress_handoff readers;        // ranks reading this connection themselves, or the reader thread
-  posted_receives posted;          // guarded by `read`: where ranks want their next payloads
+  posted_receives postings;        // guarded by `read`: where ranks want their next payloads
   event_fd wake;                   // interrupts the reader thread's poll when a rank starts reading
   std::int64_t send_buffer = 0;    // bytes the kernel buffers for sending (after set_buffers)
   std::vector<std::byte> discard;  // scratch for a stale frame's body
@@ -55,25 +53,30 @@ struct tcp_fabric::connection {
   // rank 3 included) comes in one read (1.12x at 4 KiB against 4 KiB exactly, paired A/B).
   std::array<std::byte, 4096 + 64> ahead;
   std::size_t ahead_begin = 0, ahead_end = 0;
+
+  // Offered landing buffers are posted and withdrawn under the read lock.
+  std::mutex& lock() override { return read; }
+  posted_receives& posted() override { return postings; }
+  bool arriving(int me, int from, std::uint64_t tag) const override {
+    const auto& m = in.prefix.meta;
+    return in.at == frame_in_progress::stage::payload && m.destination == static_cast<std::uint32_t>(me) &&
+           m.source == static_cast<std::uint32_t>(from) && m.tag == tag;
+  }
+  // A rank gave up while the payload was arriving into its buffer: it goes on into one of its own.
+  bool detach(int me) override {
+    if (in.at == frame_in_progress::stage::payload && postings.aliases(me, in.body)) {
+      tensor own = tensor::empty(in.body.shape(), in.body.type());
+      if (in.have > 0) std::memcpy(own.data<std::byte>(), in.body.data<std::byte>(), in.have);
+      in.body = std::move(own);
+    }
+    return true;
+  }
 };
 
-class tcp_fabric::endpoint_impl : public channel {
+// The TCP endpoint's sizes; routing and the rest are fabric_base's.
+class tcp_fabric::endpoint_impl : public fabric_base::local_endpoint {
  public:
-  endpoint_impl(tcp_fabric& f, int rank) : f_(f), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return f_.size(); }
-
-  status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
-    if (f_.is_local(peer)) {
-      if (!f_.boxes_[static_cast<std::size_t>(peer)]->put(rank_, tag, std::move(t)))
-        return make_error(errc::closed, "send: channel closed: " + f_.closed_reason());
-      return {};
-    }
-    return f_.send_remote(rank_, peer, tag, t, timeout);
-  }
-
-  bool send_copies(int peer) const override { return !f_.is_local(peer); }
+  endpoint_impl(tcp_fabric& f, int rank) : local_endpoint(f, rank), f_(f) {}
   // one frame within loopback's 64 KiB segments: the peer reads and reduces it while the rest
   // of the piece travels
   std::int64_t first_chunk_bytes(int /*peer*/) const override { return std::int64_t{32} << 10; }
@@ -85,71 +88,16 @@ class tcp_fabric::endpoint_impl : public channel {
     return std::min<std::int64_t>(c.send_buffer, std::int64_t{1} << 20);
   }
 
-  result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
-    if (f_.is_local(peer)) return f_.boxes_[static_cast<std::size_t>(rank_)]->take(peer, tag, timeout, rank_);
-    return f_.recv_remote(rank_, peer, tag, timeout);
-  }
-
-  // Posts `landing` on the connection the message will come by, so that the payload of the
-  // frame is read from the socket straight into it.
-  result<tensor> recv_landing(int peer, std::uint64_t tag, const tensor& landing, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
-    if (f_.is_local(peer) || !landing.is_contiguous()) return recv(peer, tag, timeout);
-    mailbox& box = *f_.boxes_[static_cast<std::size_t>(rank_)];
-    connection& c = *f_.conns_[static_cast<std::size_t>(f_.o_.process_of_rank[static_cast<std::size_t>(peer)])];
-    {
-      std::lock_guard<std::mutex> lock(c.read);
-      if (auto t = box.try_take(peer, tag)) return std::move(*t);  // it came before we asked
-      const frame_in_progress& f = c.in;
-      const auto& m = f.prefix.meta;
-      if (f.at == frame_in_progress::stage::payload && m.destination == static_cast<std::uint32_t>(rank_) &&
-          m.source == static_cast<std::uint32_t>(peer) && m.tag == tag) {
-        // it is arriving into a buffer of its own: offering ours would let the next one land there
-      } else {
-        c.posted.post(rank_, peer, tag, landing);
-      }
-    }
-    auto got = f_.recv_remote(rank_, peer, tag, timeout);
-    posted_receives::state s;
-    {
-      std::lock_guard<std::mutex> lock(c.read);
-      frame_in_progress& f = c.in;
-      if (f.at == frame_in_progress::stage::payload && c.posted.aliases(rank_, f.body)) {
-        // we gave up while the payload was arriving: it goes on into a buffer of its own
-        tensor own = tensor::empty(f.body.shape(), f.body.type());
-        if (f.have > 0) std::memcpy(own.data<std::byte>(), f.body.data<std::byte>(), f.have);
-        f.body = std::move(own);
-      }
-      s = c.posted.withdraw(rank_);
-    }
-    if (!got && s == posted_receives::state::landed)  // it landed just as the wait ended
-      if (auto t = box.try_take(peer, tag)) return std::move(*t);
-    return got;
-  }
-
  private:
   tcp_fabric& f_;
-  int rank_;
 };
 
-tcp_fabric::tcp_fabric(const tcp_fabric_options& o) : o_(o) {
-  for (int r = 0; r < size(); ++r) {
-    const bool local = is_local(r);
-    boxes_.push_back(local ? std::make_unique<mailbox>() : nullptr);
-    endpoints_.push_back(local ? std::make_unique<endpoint_impl>(*this, r) : nullptr);
-  }
+tcp_fabric::tcp_fabric(const tcp_fabric_options& o) : fabric_base("tcp_fabric", o.process_of_rank, o.process), o_(o) {
+  make_endpoints<endpoint_impl>(*this);
   conns_.resize(o.peers.size());
 }
 
-bool tcp_fabric::is_local(int rank) const {
-  return rank >= 0 && rank < size() && o_.process_of_rank[static_cast<std::size_t>(rank)] == o_.process;
-}
-
-channel& tcp_fabric::endpoint(int rank) {
-  if (!is_local(rank)) throw std::invalid_argument("tcp_fabric: rank " + std::to_string(rank) + " is not in this process");
-  return *endpoints_[static_cast<std::size_t>(rank)];
-}
+fabric_base::landing_site& tcp_fabric::landing_site_of(int from) { return *conns_[static_cast<std::size_t>(process_of(from))]; }
 
 result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, const tcp_fabric_options& o) {
   const int processes = static_cast<int>(o.peers.size());
@@ -248,7 +196,7 @@ tcp_fabric::~tcp_fabric() {
   close("the fabric was shut down");
 }
 
-status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout) {
+status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout) {
   if (auto why = closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
   const int p = o_.process_of_rank[static_cast<std::size_t>(to)];
   connection& c = *conns_[static_cast<std::size_t>(p)];
@@ -344,11 +292,8 @@ status tcp_fabric::pump(connection& c, int p) {
         if (f.discard_left == 0) f = frame_in_progress{};
         continue;
       }
-      if (o_.process_of_rank[meta.source] != p)
-        return make_error(errc::io_error, "frame: source rank " + std::to_string(meta.source) + " does not live in process " + std::to_string(p));
-      if (!is_local(static_cast<int>(meta.destination)))
-        return make_error(errc::io_error, "frame: destination rank " + std::to_string(meta.destination) + " does not live in this process");
-      if (auto dst = c.posted.claim(static_cast<int>(meta.destination), static_cast<int>(meta.source), meta.tag, f.prefix.type, *sh))
+      if (!routed(meta, p)) return make_error(errc::io_error, "frame: " + route_problem(meta, p));
+      if (auto dst = c.postings.claim(static_cast<int>(meta.destination), static_cast<int>(meta.source), meta.tag, f.prefix.type, *sh))
         f.body = std::move(*dst);  // a rank posted a buffer for exactly this message
       else
         f.body = tensor::empty(std::move(*sh), f.prefix.type);
@@ -357,8 +302,8 @@ status tcp_fabric::pump(connection& c, int p) {
       if (f.prefix.payload_bytes > 0) continue;
     }
     // stage::payload complete: deliver
-    c.posted.complete(static_cast<int>(f.prefix.meta.destination), f.body);
-    boxes_[f.prefix.meta.destination]->put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
+    c.postings.complete(static_cast<int>(f.prefix.meta.destination), f.body);
+    box(static_cast<int>(f.prefix.meta.destination)).put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
     f = frame_in_progress{};
   }
 }
@@ -367,13 +312,13 @@ status tcp_fabric::pump(connection& c, int p) {
 // a while (no hand-off from the reader thread: tens of microseconds per message on a
 // loaded machine), then leaves it to the reader thread and sleeps on its mailbox.
 result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) {
-  mailbox& box = *boxes_[static_cast<std::size_t>(me)];
+  mailbox& inbox = box(me);
   const int p = o_.process_of_rank[static_cast<std::size_t>(from)];
   connection& c = *conns_[static_cast<std::size_t>(p)];
   const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(std::chrono::microseconds(1000), timeout);
   c.readers.enter();
   do {
-    if (auto t = box.try_take(from, tag)) {
+    if (auto t = inbox.try_take(from, tag)) {
       c.readers.leave(/*satisfied=*/true);
       return std::move(*t);
     }
@@ -387,7 +332,7 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
     }
   } while (std::chrono::steady_clock::now() < spin_until);
   c.readers.leave(/*satisfied=*/false);  // the reader thread takes over
-  return box.take(from, tag, timeout, me);
+  return inbox.take(from, tag, timeout, me);
 }
 
 void tcp_fabric::read_loop(int p) {
@@ -413,21 +358,6 @@ void tcp_fabric::read_loop(int p) {
       return;
     }
   }
-}
-
-void tcp_fabric::close(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!closed_why_.empty()) return;
-    closed_why_ = why.empty() ? "closed" : why;
-  }
-  for (auto& b : boxes_)
-    if (b) b->close(why);
-}
-
-std::string tcp_fabric::closed_reason() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return closed_why_;
 }
 
 }  // namespace cohort::transport

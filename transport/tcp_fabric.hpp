@@ -9,6 +9,7 @@
 // against the payload size; a bad frame or a closed connection closes the fabric with a
 // reason that names the peer, which wakes every waiting rank. A rank waiting in recv_landing()
 // has posted its buffer: the payload of the message it waits for is read straight into it.
+// Routing, local sends, closing and offered buffers are fabric_base's (fabric_base.hpp).
 //
 //   tcp_fabric_options o{.process_of_rank = {0, 1}, .process = me, .peers = roster, .generation = 1};
 //   auto f = tcp_fabric::connect(listener, o);      // listener: this process's data port
@@ -17,13 +18,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "transport/fabric.hpp"
-#include "transport/mailbox.hpp"
+#include "transport/fabric_base.hpp"
 #include "transport/socket.hpp"
 
 namespace cohort::transport {
@@ -42,7 +41,7 @@ struct tcp_fabric_options {
   milliseconds timeout{30000};          // connecting, the handshake, and one frame's body
 };
 
-class tcp_fabric : public fabric {
+class tcp_fabric : public fabric_base {
  public:
   /// Connects to every other process (to those after this one; accepts those before it on
   /// `listener`). Errors: a peer that does not come within the timeout, fails the handshake
@@ -50,31 +49,22 @@ class tcp_fabric : public fabric {
   static result<std::shared_ptr<tcp_fabric>> connect(tcp_listener& listener, const tcp_fabric_options& o);
   ~tcp_fabric() override;
 
-  int size() const override { return static_cast<int>(o_.process_of_rank.size()); }
-  bool is_local(int rank) const override;
-  channel& endpoint(int rank) override;
-  void close(const std::string& why) override;
-  std::string closed_reason() const override;
-
  private:
   struct connection;
   class endpoint_impl;
   explicit tcp_fabric(const tcp_fabric_options& o);
-  status send_remote(int from, int to, std::uint64_t tag, const tensor& t, milliseconds timeout);
-  result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout);
+  status send_remote(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout) override;
+  result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) override;
+  landing_site& landing_site_of(int from) override;
   void read_loop(int process);
   /// Reads what is there on `c` (read lock held), delivering every frame it completes.
   status pump(connection& c, int process);
   static result<std::size_t> read_piece(connection& c, std::byte* target, std::size_t want);
 
   tcp_fabric_options o_;
-  std::vector<std::unique_ptr<mailbox>> boxes_;      // by rank (local ranks only)
-  std::vector<std::unique_ptr<endpoint_impl>> endpoints_;
   std::vector<std::unique_ptr<connection>> conns_;   // by process (null for this one)
   std::vector<std::thread> readers_;
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
-  std::string closed_why_;
 };
 
 }  // namespace cohort::transport

@@ -9,14 +9,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <stdexcept>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
-#include "transport/mailbox.hpp"
-#include "transport/posted_receives.hpp"
 #include "transport/progress_handoff.hpp"
 #include "transport/wire.hpp"
 
@@ -57,27 +54,28 @@ struct recv_op {
 
 }  // namespace
 
-struct ucx_fabric::impl {
+// The fabric's UCX side; also where it lands offered buffers (one site for every peer process).
+struct ucx_fabric::impl : fabric_base::landing_site {
+  impl(ucx_fabric& owner, const tcp_fabric_options& options)
+      : f(owner), o(options), postings(static_cast<int>(options.process_of_rank.size())) {}
+  ucx_fabric& f;
   tcp_fabric_options o;
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   int efd = -1;
   std::string my_address;
   std::vector<ucp_ep_h> eps;
-  std::vector<std::unique_ptr<mailbox>> boxes;
-  std::vector<std::unique_ptr<channel>> endpoints;
 
   std::mutex send_mutex;
   std::condition_variable send_done;
   std::deque<std::shared_ptr<send_op>> queue;  // handed to the progress thread
-  std::string closed_why;                      // guarded by send_mutex
 
   // Every UCX call happens under progress_mutex: by the progress thread, or by a rank that
   // waits for a message or a send (it drives progress itself for a while instead of
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
   progress_handoff drivers;      // ranks driving progress now, or the progress thread
-  std::unique_ptr<posted_receives> posted;  // guarded by progress_mutex
+  posted_receives postings;      // guarded by progress_mutex
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -85,27 +83,20 @@ struct ucx_fabric::impl {
   std::atomic<bool> stopping{false};
   std::chrono::nanoseconds spin = std::chrono::microseconds(500);  // how long a waiting rank drives progress
 
-  bool is_local(int rank) const {
-    return rank >= 0 && rank < static_cast<int>(o.process_of_rank.size()) && o.process_of_rank[static_cast<std::size_t>(rank)] == o.process;
+  // Offered landing buffers are posted and withdrawn under progress_mutex.
+  std::mutex& lock() override { return progress_mutex; }
+  posted_receives& posted() override { return postings; }
+  // a message whose header came is arriving into a buffer of its own
+  bool arriving(int me, int from, std::uint64_t tag) const override {
+    const auto& q = incoming[static_cast<std::size_t>(o.process_of_rank[static_cast<std::size_t>(from)])];
+    return std::any_of(q.begin(), q.end(), [&](const auto& op) { return op->to == me && op->from == from && op->tag == tag; });
   }
-  void close(const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(send_mutex);
-      if (!closed_why.empty()) return;
-      closed_why = why.empty() ? "closed" : why;
-    }
-    send_done.notify_all();
-    for (auto& b : boxes)
-      if (b) b->close(why);
-    if (worker) ucp_worker_signal(worker);
-  }
-  std::string reason() {
-    std::lock_guard<std::mutex> lock(send_mutex);
-    return closed_why;
-  }
+  bool detach(int /*me*/) override { return false; }  // UCX cannot stop a receive it has matched
 
+  status start();           // the context, the worker, its event fd and address
   status send(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout);
   result<tensor> recv(int me, int from, std::uint64_t tag, milliseconds timeout);
+  void wake_senders();      // the fabric closed
   bool progress_once();     // with progress_mutex held; true when something happened
   bool try_progress();      // progress_once() if nobody else is progressing
   void run();
@@ -117,54 +108,6 @@ struct ucx_fabric::impl {
 };
 
 namespace {
-
-class ucx_endpoint : public channel {
- public:
-  ucx_endpoint(ucx_fabric::impl& f, int rank) : f_(f), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(f_.o.process_of_rank.size()); }
-  status send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
-    return f_.send(rank_, peer, tag, std::move(t), timeout);
-  }
-  bool send_copies(int peer) const override { return !f_.is_local(peer); }
-  result<tensor> recv(int peer, std::uint64_t tag, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
-    return f_.recv(rank_, peer, tag, timeout);
-  }
-  // Posts `landing`: the payload of the message it waits for is received straight into it.
-  result<tensor> recv_landing(int peer, std::uint64_t tag, const tensor& landing, milliseconds timeout) override {
-    if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
-    if (f_.is_local(peer) || !landing.is_contiguous()) return recv(peer, tag, timeout);
-    mailbox& box = *f_.boxes[static_cast<std::size_t>(rank_)];
-    {
-      std::lock_guard<std::mutex> lock(f_.progress_mutex);
-      if (auto t = box.try_take(peer, tag)) return std::move(*t);  // it came before we asked
-      // a message whose header came is arriving into a buffer of its own: offering ours then
-      // would let the next one land there
-      const auto& q = f_.incoming[static_cast<std::size_t>(f_.o.process_of_rank[static_cast<std::size_t>(peer)])];
-      const bool arriving = std::any_of(q.begin(), q.end(), [&](const auto& op) { return op->to == rank_ && op->from == peer && op->tag == tag; });
-      if (!arriving) f_.posted->post(rank_, peer, tag, landing);
-    }
-    auto got = f_.recv(rank_, peer, tag, timeout);
-    posted_receives::state s;
-    {
-      std::lock_guard<std::mutex> lock(f_.progress_mutex);
-      s = f_.posted->withdraw(rank_);
-    }
-    if (got) return got;
-    if (s == posted_receives::state::landed)  // it landed just as the wait ended
-      if (auto t = box.try_take(peer, tag)) return std::move(*t);
-    if (s == posted_receives::state::landing)  // UCX cannot stop a matched receive: end the fabric
-      f_.close("rank " + std::to_string(rank_) + " stopped waiting for rank " + std::to_string(peer) +
-               " while its payload arrived: " + got.error().message);
-    return got;
-  }
-
- private:
-  ucx_fabric::impl& f_;
-  int rank_;
-};
 
 void on_send(void* request, ucs_status_t st, void* user) {
   auto* pair = static_cast<std::pair<ucx_fabric::impl*, send_op*>*>(user);
@@ -182,12 +125,8 @@ void on_recv(void* request, ucs_status_t st, const ucp_tag_recv_info_t*, void* u
 
 }  // namespace
 
+// A frame to a rank of another process.
 status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout) {
-  if (is_local(to)) {
-    if (!boxes[static_cast<std::size_t>(to)]->put(from, tag, std::move(t)))
-      return make_error(errc::closed, "send: channel closed: " + reason());
-    return {};
-  }
   auto op = std::make_shared<send_op>();
   op->process = o.process_of_rank[static_cast<std::size_t>(to)];
   op->body = t.is_contiguous() ? std::move(t) : t.contiguous();
@@ -197,7 +136,7 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
   op->payload = static_cast<std::size_t>(op->body.numel()) * size_of(op->body.type());
   {
     std::lock_guard<std::mutex> lock(send_mutex);
-    if (!closed_why.empty()) return make_error(errc::closed, "send: channel closed: " + closed_why);
+    if (auto why = f.closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
     queue.push_back(op);
   }
   const auto spin_until = std::chrono::steady_clock::now() + spin;
@@ -208,23 +147,24 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
     {
       std::lock_guard<std::mutex> lock(send_mutex);
       sent = op->done;
-      if (sent || !closed_why.empty()) break;
+      if (sent || f.is_closed()) break;
     }
     if (std::chrono::steady_clock::now() > spin_until) break;
   }
   drivers.leave(sent);
   if (!sent) ucp_worker_signal(worker);  // the progress thread takes over what is left
   std::unique_lock<std::mutex> lock(send_mutex);
-  send_done.wait_for(lock, timeout, [&] { return op->done || !closed_why.empty(); });
+  send_done.wait_for(lock, timeout, [&] { return op->done || f.is_closed(); });
   if (op->done && op->status != UCS_OK) return ucx_error("send to rank " + std::to_string(to), op->status);
   if (op->done) return {};
-  if (!closed_why.empty()) return make_error(errc::closed, "send: channel closed: " + closed_why);
+  if (auto why = f.closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
   return make_error(errc::timeout, "send: rank " + std::to_string(from) + " to rank " + std::to_string(to) + " not delivered in " +
                                        std::to_string(timeout.count()) + " ms");
 }
 
+// A wait for a message from any rank: the rank drives progress for a while, then sleeps on its mailbox.
 result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milliseconds timeout) {
-  mailbox& box = *boxes[static_cast<std::size_t>(me)];
+  mailbox& box = f.box(me);
   const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(spin, timeout);
   drivers.enter();
   do {
@@ -232,12 +172,18 @@ result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milli
       drivers.leave(/*satisfied=*/true);
       return std::move(*t);
     }
-    if (!reason().empty()) break;
+    if (f.is_closed()) break;
     try_progress();
   } while (std::chrono::steady_clock::now() < spin_until);
   drivers.leave(/*satisfied=*/false);
   ucp_worker_signal(worker);  // the progress thread takes over
   return box.take(from, tag, timeout, me);
+}
+
+void ucx_fabric::impl::wake_senders() {
+  { std::lock_guard<std::mutex> lock(send_mutex); }  // a sender checks is_closed() under it, then waits
+  send_done.notify_all();
+  if (worker) ucp_worker_signal(worker);
 }
 
 bool ucx_fabric::impl::try_progress() {
@@ -300,7 +246,7 @@ bool ucx_fabric::impl::probe_headers() {
     ucp_request_param_t rp{};
     ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker, bad.empty() ? static_cast<void*>(head) : sink.data(), len, msg, &rp);
     if (UCS_PTR_IS_ERR(r)) {
-      close("ucx: receiving a header: " + std::string(ucs_status_string(UCS_PTR_STATUS(r))));
+      f.close("ucx: receiving a header: " + std::string(ucs_status_string(UCS_PTR_STATUS(r))));
       return any;
     }
     if (r != nullptr) {
@@ -308,7 +254,7 @@ bool ucx_fabric::impl::probe_headers() {
       ucp_request_free(r);
     }
     if (!bad.empty()) {
-      close("ucx data plane: " + bad);
+      f.close("ucx data plane: " + bad);
       return any;
     }
     auto h = decode_frame_header(std::span<const std::byte>(head, len), {.ranks = ranks});
@@ -316,20 +262,19 @@ bool ucx_fabric::impl::probe_headers() {
                         : result<shape>(h.error());
     if (h && s) {
       if (h->meta.generation != o.generation) bad = "a frame of generation " + std::to_string(h->meta.generation);
-      else if (o.process_of_rank[h->meta.source] != p) bad = "source rank " + std::to_string(h->meta.source) + " does not live in process " + std::to_string(p);
-      else if (!is_local(static_cast<int>(h->meta.destination))) bad = "destination rank " + std::to_string(h->meta.destination) + " does not live here";
+      else if (!f.routed(h->meta, p)) bad = f.route_problem(h->meta, p);
     } else {
       bad = h ? s.error().message : h.error().message;
     }
     if (!bad.empty()) {
-      close("ucx data plane, process " + std::to_string(p) + ": " + bad);
+      f.close("ucx data plane, process " + std::to_string(p) + ": " + bad);
       return any;
     }
     auto op = std::make_shared<recv_op>();
     op->from = static_cast<int>(h->meta.source);
     op->to = static_cast<int>(h->meta.destination);
     op->tag = h->meta.tag;
-    if (auto dst = posted->claim(op->to, op->from, op->tag, h->type, *s))
+    if (auto dst = postings.claim(op->to, op->from, op->tag, h->type, *s))
       op->t = std::move(*dst);  // a rank posted a buffer for exactly this message
     else
       op->t = tensor::empty(std::move(*s), h->type);
@@ -346,7 +291,7 @@ bool ucx_fabric::impl::probe_headers() {
     ucs_status_ptr_t pr = ucp_tag_recv_nbx(worker, op->t.data<std::byte>(), h->payload_bytes, ucx_tag(payload_kind, p, seq),
                                            ~std::uint64_t{0}, &pp);
     if (UCS_PTR_IS_ERR(pr)) {
-      close("ucx: receiving a payload: " + std::string(ucs_status_string(UCS_PTR_STATUS(pr))));
+      f.close("ucx: receiving a payload: " + std::string(ucs_status_string(UCS_PTR_STATUS(pr))));
       return any;
     }
     if (pr == nullptr) op->complete = true;
@@ -359,11 +304,11 @@ void ucx_fabric::impl::deliver() {
       auto op = q.front();
       q.pop_front();
       if (op->status != UCS_OK) {
-        close("ucx: a payload from rank " + std::to_string(op->from) + ": " + ucs_status_string(op->status));
+        f.close("ucx: a payload from rank " + std::to_string(op->from) + ": " + ucs_status_string(op->status));
         return;
       }
-      posted->complete(op->to, op->t);
-      boxes[static_cast<std::size_t>(op->to)]->put(op->from, op->tag, std::move(op->t));
+      postings.complete(op->to, op->t);
+      f.box(op->to).put(op->from, op->tag, std::move(op->t));
     }
 }
 
@@ -419,50 +364,45 @@ void ucx_fabric::impl::shutdown() {
   }
 }
 
-ucx_fabric::ucx_fabric(std::unique_ptr<impl> p) : p_(std::move(p)) {}
+ucx_fabric::ucx_fabric(const tcp_fabric_options& o)
+    : fabric_base("ucx_fabric", o.process_of_rank, o.process), p_(std::make_unique<impl>(*this, o)) {
+  make_endpoints<local_endpoint>(*this);
+  p_->next_seq.assign(o.peers.size(), 0);
+  p_->incoming.resize(o.peers.size());
+}
 
 result<std::shared_ptr<ucx_fabric>> ucx_fabric::create(const tcp_fabric_options& o) {
-  auto p = std::make_unique<impl>();
-  p->o = o;
+  std::shared_ptr<ucx_fabric> f(new ucx_fabric(o));
+  if (auto st = f->p_->start(); !st) return st.error();  // the destructor releases what did start
+  return f;
+}
+
+status ucx_fabric::impl::start() {
   ucp_config_t* cfg = nullptr;
   if (auto st = ucp_config_read(nullptr, nullptr, &cfg); st != UCS_OK) return ucx_error("reading the configuration", st);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-  ucs_status_t st = ucp_init(&params, cfg, &p->context);
+  ucs_status_t st = ucp_init(&params, cfg, &context);
   ucp_config_release(cfg);
-  if (st != UCS_OK) return ucx_error("init", st);
+  if (st != UCS_OK) {
+    context = nullptr;
+    return ucx_error("init", st);
+  }
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the progress thread, or a waiting rank holding progress_mutex
-  if (st = ucp_worker_create(p->context, &wp, &p->worker); st != UCS_OK) {
-    ucp_cleanup(p->context);
+  if (st = ucp_worker_create(context, &wp, &worker); st != UCS_OK) {
+    worker = nullptr;
     return ucx_error("worker", st);
   }
-  if (st = ucp_worker_get_efd(p->worker, &p->efd); st != UCS_OK) {
-    ucp_worker_destroy(p->worker);
-    ucp_cleanup(p->context);
-    return ucx_error("event fd", st);
-  }
+  if (st = ucp_worker_get_efd(worker, &efd); st != UCS_OK) return ucx_error("event fd", st);
   ucp_address_t* a = nullptr;
   std::size_t alen = 0;
-  if (st = ucp_worker_get_address(p->worker, &a, &alen); st != UCS_OK) {
-    ucp_worker_destroy(p->worker);
-    ucp_cleanup(p->context);
-    return ucx_error("worker address", st);
-  }
-  p->my_address.assign(reinterpret_cast<const char*>(a), alen);
-  ucp_worker_release_address(p->worker, a);
-  const int ranks = static_cast<int>(o.process_of_rank.size());
-  for (int r = 0; r < ranks; ++r) {
-    const bool local = p->is_local(r);
-    p->boxes.push_back(local ? std::make_unique<mailbox>() : nullptr);
-    p->endpoints.push_back(local ? std::make_unique<ucx_endpoint>(*p, r) : nullptr);
-  }
-  p->posted = std::make_unique<posted_receives>(ranks);
-  p->next_seq.assign(o.peers.size(), 0);
-  p->incoming.resize(o.peers.size());
-  return std::shared_ptr<ucx_fabric>(new ucx_fabric(std::move(p)));
+  if (st = ucp_worker_get_address(worker, &a, &alen); st != UCS_OK) return ucx_error("worker address", st);
+  my_address.assign(reinterpret_cast<const char*>(a), alen);
+  ucp_worker_release_address(worker, a);
+  return {};
 }
 
 status ucx_fabric::connect(const std::vector<std::string>& addresses) {
@@ -487,27 +427,27 @@ status ucx_fabric::connect(const std::vector<std::string>& addresses) {
 
 ucx_fabric::~ucx_fabric() {
   auto& p = *p_;
-  p.close("the fabric was shut down");
+  close("the fabric was shut down");
   p.stopping = true;
   p.drivers.wake();
-  ucp_worker_signal(p.worker);
+  if (p.worker) ucp_worker_signal(p.worker);
   if (p.progress.joinable()) p.progress.join();
-  else p.shutdown();
+  else if (p.worker) p.shutdown();
   p.in_flight.clear();
   p.incoming.clear();
-  ucp_worker_destroy(p.worker);
-  ucp_cleanup(p.context);
+  if (p.worker) ucp_worker_destroy(p.worker);
+  if (p.context) ucp_cleanup(p.context);
 }
 
 const std::string& ucx_fabric::address() const { return p_->my_address; }
-int ucx_fabric::size() const { return static_cast<int>(p_->o.process_of_rank.size()); }
-bool ucx_fabric::is_local(int rank) const { return p_->is_local(rank); }
-channel& ucx_fabric::endpoint(int rank) {
-  if (!is_local(rank)) throw std::invalid_argument("ucx_fabric: rank " + std::to_string(rank) + " is not in this process");
-  return *p_->endpoints[static_cast<std::size_t>(rank)];
+status ucx_fabric::send_remote(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout) {
+  return p_->send(from, to, tag, std::move(t), timeout);
 }
-void ucx_fabric::close(const std::string& why) { p_->close(why); }
-std::string ucx_fabric::closed_reason() const { return p_->reason(); }
+// A rank waiting on a rank of its own process drives UCX progress too (for the other ranks).
+result<tensor> ucx_fabric::recv_local(int me, int from, std::uint64_t tag, milliseconds timeout) { return p_->recv(me, from, tag, timeout); }
+result<tensor> ucx_fabric::recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) { return p_->recv(me, from, tag, timeout); }
+fabric_base::landing_site& ucx_fabric::landing_site_of(int /*from*/) { return *p_; }
+void ucx_fabric::on_close() { p_->wake_senders(); }
 
 std::string to_hex(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";

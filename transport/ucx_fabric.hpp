@@ -12,7 +12,8 @@
 // Failure detection: endpoints use UCX's error mode NONE, which is what allows shared
 // memory; a dead or hung peer is found by the control plane's heartbeats, which close the
 // fabric and so wake every waiting rank. UCX traffic is not authenticated: the data plane
-// assumes an isolated network (docs/processes.md).
+// assumes an isolated network (docs/processes.md). Routing, local sends, closing and
+// offered landing buffers are fabric_base's (transport/fabric_base.hpp), as for TCP.
 //
 //   auto f = ucx_fabric::create(o);                         // o: as for the TCP fabric
 //   std::string my_address = f->address();                  // exchanged via the control plane
@@ -23,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "transport/fabric.hpp"
+#include "transport/fabric_base.hpp"
 #include "transport/tcp_fabric.hpp"
 
 namespace cohort::transport {
 
-class ucx_fabric : public fabric {
+class ucx_fabric : public fabric_base {
  public:
   /// The UCX context and worker (no connections yet). Errors: UCX cannot start.
   static result<std::shared_ptr<ucx_fabric>> create(const tcp_fabric_options& o);
@@ -39,16 +40,15 @@ class ucx_fabric : public fabric {
   /// Endpoints to every other process, from their addresses (by process; this one's ignored).
   status connect(const std::vector<std::string>& addresses);
 
-  int size() const override;
-  bool is_local(int rank) const override;
-  channel& endpoint(int rank) override;
-  void close(const std::string& why) override;
-  std::string closed_reason() const override;
-
   struct impl;  // public so the progress thread's callbacks can name it; defined in the .cpp
 
  private:
-  explicit ucx_fabric(std::unique_ptr<impl> p);
+  explicit ucx_fabric(const tcp_fabric_options& o);
+  status send_remote(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout) override;
+  result<tensor> recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) override;
+  result<tensor> recv_local(int me, int from, std::uint64_t tag, milliseconds timeout) override;
+  landing_site& landing_site_of(int from) override;
+  void on_close() override;
   std::unique_ptr<impl> p_;
 };
 

@@ -48,6 +48,8 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 
 }  // namespace
 
+const char* to_string(data_plane d) { return d == data_plane::tcp ? "tcp" : "ucx"; }
+
 void process_options::add_to(option_set& opts) {
   opts.add("launch.nproc", nproc, "start this many processes of this app on this machine and train across them")
       .add("join", join, "join the job whose coordinator listens at HOST:PORT (a node; rank from RANK or join order)")
@@ -56,7 +58,7 @@ void process_options::add_to(option_set& opts) {
       .add("dist.master-addr", master_addr, "the coordinator's address ($MASTER_ADDR when not given)")
       .add("dist.master-port", master_port, "the coordinator's port ($MASTER_PORT when not given)")
       .add("dist.bind", bind, "the address this process listens on; anything but loopback needs the job secret")
-      .add("dist.transport", transport, "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
+      .add("dist.transport", transport_text, "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
                                         "unauthenticated: an isolated network only)")
       .add("dist.heartbeat-ms", heartbeat_ms, "heartbeat interval between the coordinator and every node")
       .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms, "a node silent this long is lost (a stopped or hung process)")
@@ -106,8 +108,9 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.master-port (MASTER_PORT) must be in 1..65535");
   if (heartbeat_ms < 1 || heartbeat_timeout_ms <= heartbeat_ms)
     return make_error(errc::invalid_argument, "--dist.heartbeat-timeout-ms must exceed --dist.heartbeat-ms (both positive)");
-  if (transport != "tcp" && transport != "ucx")
-    return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport + "'");
+  if (transport_text == "tcp") transport = data_plane::tcp;
+  else if (transport_text == "ucx") transport = data_plane::ucx;
+  else return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
   return {};
@@ -128,7 +131,7 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
   for (const auto& n : control->roster()) fo.peers.push_back({n.host, n.data_port});
   fo.secret = secret;
   fo.timeout = std::chrono::milliseconds(options.join_timeout_ms);
-  if (options.transport == "ucx") {
+  if (options.transport == data_plane::ucx) {
     auto f = transport::ucx_fabric::create(fo);
     // every process takes part in the address exchange, even one whose UCX failed
     auto all = control->all_gather_text(key(control_key::ucx_addresses), f ? transport::to_hex((*f)->address()) : "-");

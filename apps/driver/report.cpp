@@ -79,7 +79,10 @@ int exit_code_for(const error& e) {
 }
 
 int fail(const std::string& app, const std::string& message, int code) {
-  std::cerr << app << ": error: " << message << std::endl;
+  // one write: the lines of a job's processes, sharing a terminal, do not interleave
+  const std::string line = app + ": error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
   return code;
 }
 

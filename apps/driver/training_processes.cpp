@@ -70,7 +70,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
-                   ") over " + std::to_string(world) + " processes (" + p.dist.transport + ")";
+                   ") over " + std::to_string(world) + " processes (" + to_string(p.dist.transport) + ")";
   const auto owner = g.owners(choice->plan);
   // the data plane in use (a plan transition replaces it), closed when a node is lost
   auto current = std::make_shared<std::pair<std::mutex, fabric_ptr>>();

@@ -60,6 +60,11 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
     std::string args, expected;
   };
   std::string missing_dir = "--data.dir=/nonexistent-cohort-data";
+  const std::string duplicate = (std::filesystem::temp_directory_path() / "cohort-duplicate-id.json").string();
+  std::ofstream(duplicate) << R"({"machines": [{"hostname": "h", "addr": "10.0.0.1", "port": "60009", "devices": [)"
+                           << R"({"global_id": 0, "local_id": 0, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40},)"
+                           << R"({"global_id": 0, "local_id": 1, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40}],)"
+                           << R"("links": []}]})";
   const bad_case cases[] = {
       {MLP_BINARY, "--train.stepz=5", "mlp: error: unknown option --train.stepz (see --help)"},
       {MLP_BINARY, "--train.steps=five", "mlp: error: command line: train.steps must be an integer, got 'five'"},
@@ -75,13 +80,18 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
       {MLP_BINARY, "--plan.dp=3", "mlp: error: plan: batch 128 does not split into dp 3 x micro-batches 1 equal parts"},
       {MLP_BINARY, "--plan.tp=200", "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard it over"},
       {MLP_BINARY, "--plan.pp=100", "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},
+      {MLP_BINARY, "--plan.only=true --cluster.file=" + duplicate, "DUPLICATE"},
+      {MLP_BINARY, "--train.optimizer=lamb", "mlp: error: --train.optimizer must be sgd or adamw, got 'lamb'"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
     auto r = run(c.binary, c.args);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err == c.expected + "\n");
+    if (c.expected == "DUPLICATE")  // the cluster reader's message, at exit code 2 like every bad input
+      CHECK(r.err.find("global_id: 0 is already used by") != std::string::npos);
+    else
+      CHECK(r.err == c.expected + "\n");
   }
 }
 

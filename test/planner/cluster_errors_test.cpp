@@ -1,4 +1,4 @@
-// Every kind of bad cluster file: the error is a value (errc::io_error, or not_found for a
+// Every kind of bad cluster file: the error is a value (errc::invalid_argument: bad input, exit code 2; not_found for a
 // missing file) whose message names the origin and the JSON path of the bad field.
 #include <doctest/doctest.h>
 
@@ -18,7 +18,7 @@ std::string error_of(json j, const std::function<void(json&)>& edit) {
   edit(j);
   auto c = load_cluster_json(j.dump(), "cluster.json");
   if (c.ok()) return "";
-  CHECK(c.error().code == errc::io_error);
+  CHECK(c.error().code == errc::invalid_argument);
   return c.error().message;
 }
 std::string paddle_error(const std::function<void(json&)>& edit) { return error_of(test::paddle_2x8(), edit); }
@@ -125,7 +125,7 @@ TEST_CASE("cohort schema: unknown keys, wrong types, bad values") {
 TEST_CASE("not JSON, not an object, no file") {
   auto bad = load_cluster_json("{\"machines\": [1,}", "cluster.json");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().code == errc::io_error);
+  CHECK(bad.error().code == errc::invalid_argument);
   CHECK(bad.error().message.rfind("cluster.json: not valid JSON: parse error at line 1, column 17:", 0) == 0);
   CHECK(load_cluster_json("", "empty.json").error().message.rfind("empty.json: not valid JSON: ", 0) == 0);
   CHECK(load_cluster_json("[1, 2]", "cluster.json").error().message ==

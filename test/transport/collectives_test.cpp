@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <future>
 
 #include "graph/placement.hpp"
 #include "support/spawn_ranks.hpp"
@@ -261,12 +262,14 @@ TEST_CASE("a missing rank is a timeout error naming the peer, not a hang") {
 
 TEST_CASE("closing the fabric wakes a waiting receiver with errc::closed") {
   in_process_fabric fabric(2);
+  std::promise<void> receiving;
   auto results = spawn_ranks(2, [&](int r) -> status {
     if (r == 1) {
-      std::this_thread::sleep_for(50ms);
+      receiving.get_future().wait();  // rank 0 is (about to be) waiting: either way it must wake closed
       fabric.close();
       return {};
     }
+    receiving.set_value();
     auto got = fabric.endpoint(0).recv(1, 9, 10s);
     return got ? status{} : status(got.error());
   });

@@ -2,6 +2,7 @@
 // one gave up or none did for the grace period), and that a rank entering interrupts it.
 #include <doctest/doctest.h>
 
+#include <future>
 #include <thread>
 
 #include "transport/progress_handoff.hpp"
@@ -20,11 +21,15 @@ TEST_CASE("while a rank drives, the background thread waits, a rank that gives u
   std::atomic<bool> stopping{false};
   h.enter();
   CHECK_FALSE(h.wait_turn(20ms, stopping));
+  std::promise<void> waiting;
   std::thread rank([&] {
-    std::this_thread::sleep_for(20ms);
+    waiting.get_future().wait();  // the background thread is (about to be) waiting for its turn
     h.leave(/*satisfied=*/false);
   });
-  CHECK(h.wait_turn(10s, stopping));  // woken by the hand-over, not by the timeout
+  waiting.set_value();
+  // true only through the hand-over (a rank drives until then): seen at once if it came
+  // first, woken by it if it comes during the wait; never the 10 s timeout
+  CHECK(h.wait_turn(10s, stopping));
   rank.join();
 }
 

@@ -1,0 +1,306 @@
+// The control plane on loopback, its processes as threads of this one (the rendezvous, the
+// collectives) or as OS processes (losses): a wrong job secret, a stale generation, another
+// world size, a bad data port or core count, a frame that is no hello, and a second claim on
+// a process number are refused with the reason while the right nodes join; nodes asking for
+// any number get distinct ones; the small collectives give every process the exact results;
+// a node killed (SIGKILL) or stopped (SIGSTOP) is reported lost, naming it, the step and the
+// reason, and the coordinator relays the loss to the other nodes.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "process_job.hpp"
+#include "support/spawn_processes.hpp"
+#include "support/spawn_ranks.hpp"
+#include "transport/auth.hpp"
+#include "transport/control_codec.hpp"
+
+using namespace cohort;
+using namespace cohort::transport;
+using namespace cohort::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+using plane_result = result<std::unique_ptr<control_plane>>;
+
+control_options job_options(job_ports& ports, int world) {
+  control_options o;
+  o.world = world;
+  o.master_port = ports.control.port();
+  o.join_timeout = 20s;
+  return o;
+}
+
+// The coordinator of a job of `o.world`, on its own thread; get() waits for the job to form.
+struct coordinator {
+  plane_result cp = make_error(errc::closed, "not run");
+  std::thread thread;
+  coordinator(job_ports& ports, const control_options& o) {
+    thread = std::thread([this, &ports, o] { cp = control_plane::coordinate(o, std::move(ports.control), ports.data[0].port()); });
+  }
+  ~coordinator() {
+    if (thread.joinable()) thread.join();
+  }
+  control_plane& get() {
+    thread.join();
+    REQUIRE_MESSAGE(cp.ok(), (cp.ok() ? "" : cp.error().message));
+    return **cp;
+  }
+};
+
+plane_result join_as(control_options o, int process, int data_port) {
+  o.process = process;
+  return control_plane::join(o, data_port);
+}
+
+std::string refusal(const plane_result& r) { return r.ok() ? "joined" : r.error().message; }
+
+// Counts finished threads; wait_for returns once `n` have (false after the timeout).
+struct finished {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int count = 0;
+  void one() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++count;
+    }
+    cv.notify_all();
+  }
+  bool wait_for(int n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, timeout, [&] { return count >= n; });
+  }
+};
+
+// Every process's orderly goodbye at once (each waits for the others').
+void finish_all(const std::vector<control_plane*>& planes) {
+  std::vector<status> results(planes.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < planes.size(); ++i) threads.emplace_back([&, i] { results[i] = planes[i]->finish(10s); });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < planes.size(); ++i) {
+    CAPTURE(i);
+    CHECK_MESSAGE(results[i].ok(), (results[i].ok() ? "" : results[i].error().message));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a wrong job secret or a stale generation is refused, the right node then joins") {
+  job_ports ports(2);
+  control_options o = job_options(ports, 2);
+  o.secret = "right secret";
+  coordinator c(ports, o);
+
+  control_options wrong = o;
+  wrong.secret = "wrong secret";
+  auto bad = join_as(wrong, 1, ports.data[1].port());
+  CHECK(refusal(bad).find("authentication failed") != std::string::npos);
+
+  control_options stale = o;
+  stale.generation = 0;
+  auto old = join_as(stale, 1, ports.data[1].port());
+  CHECK(refusal(old).find("refused") != std::string::npos);
+
+  auto node = join_as(o, 1, ports.data[1].port());
+  control_plane& coord = c.get();
+  REQUIRE(node);
+  CHECK((*node)->process() == 1);
+  CHECK(coord.roster()[1].data_port == ports.data[1].port());
+  finish_all({&coord, node->get()});
+}
+
+TEST_CASE("a node of another world size, a bad data port or core count, or no hello is refused with the reason") {
+  job_ports ports(2);
+  const control_options o = job_options(ports, 2);
+  coordinator c(ports, o);
+  const std::string refused = "control: the coordinator refused this node: ";
+
+  control_options bigger = o;
+  bigger.world = 3;
+  CHECK(refusal(join_as(bigger, 1, ports.data[1].port())) == refused + "the node expects 3 processes; this job has 2");
+  CHECK(refusal(join_as(o, 1, 0)) == refused + "bad data port 0 or core count 1");
+  control_options coreless = o;
+  coreless.cores = 0;
+  CHECK(refusal(join_as(coreless, 1, ports.data[1].port())) ==
+        refused + "bad data port " + std::to_string(ports.data[1].port()) + " or core count 0");
+
+  // a client that authenticates and then sends text instead of its hello
+  auto s = tcp_socket::connect("127.0.0.1", o.master_port, 5s);
+  REQUIRE(s);
+  REQUIRE(authenticate_client(*s, "", 5s).ok());
+  REQUIRE(control::write_message(*s, o.generation, control::tag_of(control::kind::text), 0, control::pack_text("hi"), 5s).ok());
+  auto answer = control::read_message(*s, o.generation, control::small_payload, 5s);
+  REQUIRE(answer);
+  CHECK(control::is(answer->tag, control::kind::refuse));
+  CHECK(control::text_of(answer->body).value() == "expected a hello");
+
+  auto node = join_as(o, 1, ports.data[1].port());
+  control_plane& coord = c.get();
+  REQUIRE(node);
+  finish_all({&coord, node->get()});
+}
+
+TEST_CASE("two nodes claiming the same process number: one joins, the other is refused") {
+  job_ports ports(3);
+  const control_options o = job_options(ports, 3);
+  coordinator c(ports, o);
+  plane_result a = make_error(errc::closed, "not run"), b = make_error(errc::closed, "not run");
+  finished done;
+  std::thread ta([&] { a = join_as(o, 1, ports.data[1].port()); done.one(); });
+  std::thread tb([&] { b = join_as(o, 1, ports.data[2].port()); done.one(); });
+  // the refused one returns first (the other waits for the roster, which needs process 2)
+  REQUIRE(done.wait_for(1, 20s));
+  auto third = join_as(o, 2, ports.data[0].port());
+  ta.join();
+  tb.join();
+  control_plane& coord = c.get();
+  REQUIRE(third);
+  REQUIRE(a.ok() != b.ok());
+  auto& winner = a.ok() ? a : b;
+  CHECK(refusal(a.ok() ? b : a) == "control: the coordinator refused this node: rank 1 is not free in a job of 3");
+  CHECK((*winner)->process() == 1);
+  CHECK(coord.roster()[1].data_port == ports.data[a.ok() ? 1 : 2].port());
+  finish_all({&coord, winner->get(), third->get()});
+}
+
+TEST_CASE("nodes that ask for any number are numbered in join order, each once") {
+  job_ports ports(3);
+  const control_options o = job_options(ports, 3);
+  coordinator c(ports, o);
+  plane_result a = make_error(errc::closed, "not run"), b = make_error(errc::closed, "not run");
+  std::thread ta([&] { a = join_as(o, -1, ports.data[1].port()); });
+  std::thread tb([&] { b = join_as(o, -1, ports.data[2].port()); });
+  ta.join();
+  tb.join();
+  control_plane& coord = c.get();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK((*a)->process() + (*b)->process() == 3);  // 1 and 2, in either order
+  CHECK((*a)->process() != (*b)->process());
+  CHECK(coord.roster()[static_cast<std::size_t>((*a)->process())].data_port == ports.data[1].port());
+  CHECK((*a)->roster()[static_cast<std::size_t>((*b)->process())].data_port == ports.data[2].port());
+  finish_all({&coord, a->get(), b->get()});
+}
+
+TEST_CASE("the small collectives give every process the exact results") {
+  job_ports ports(3);
+  const control_options o = job_options(ports, 3);
+  const std::vector<int> owner = {0, 1, 2, 1};  // gathered piece i comes from process owner[i]
+  auto results = spawn_ranks(3, [&](int p) -> status {
+    auto cp = join_job(ports, p, 3, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    auto text = c.broadcast_text(1, p == 0 ? "the plan" : "");
+    if (!text || *text != "the plan") return expect(false, "broadcast_text: " + (text ? *text : text.error().message));
+    auto lines = c.all_gather_text(2, "process " + std::to_string(p));
+    if (!lines || *lines != std::vector<std::string>{"process 0", "process 1", "process 2"}) return expect(false, "all_gather_text");
+    auto total = c.sum(4, {static_cast<double>(p), 0.5, -1e-3 * p});
+    if (!total || *total != std::vector<double>{3.0, 1.5, (-1e-3 * 0 + -1e-3 * 1) + -1e-3 * 2}) return expect(false, "sum");
+    std::vector<std::pair<int, tensor>> mine;
+    for (int i = 0; i < 4; ++i)
+      if (owner[static_cast<std::size_t>(i)] == p) mine.push_back({i, tensor::full({i + 1}, 10.f * static_cast<float>(i))});
+    auto all = c.gather(5, mine, owner);
+    if (!all) return all.error();
+    if (p != 0 && !all->empty()) return expect(false, "a node got gathered pieces");
+    if (p == 0) {
+      if (all->size() != 4) return expect(false, "the coordinator got " + std::to_string(all->size()) + " pieces");
+      for (int i = 0; i < 4; ++i) {
+        const tensor& t = (*all)[static_cast<std::size_t>(i)];
+        if (t.numel() != i + 1 || t.data<float>()[i] != 10.f * static_cast<float>(i)) return expect(false, "piece " + std::to_string(i));
+      }
+    }
+    // refused before anything is sent, on every process alike
+    auto two_lines = c.all_gather_text(6, "a\nb");
+    if (two_lines || two_lines.error().code != errc::invalid_argument) return expect(false, "all_gather_text took two lines");
+    if (p == 0) {
+      auto huge = c.broadcast_text(7, std::string(control::small_payload, 'x'));
+      if (huge || huge.error().code != errc::invalid_argument) return expect(false, "broadcast_text took over 1 MiB");
+    }
+    return c.finish(10s);
+  });
+  for (std::size_t p = 0; p < results.size(); ++p) {
+    CAPTURE(p);
+    CHECK_MESSAGE(results[p].ok(), (results[p].ok() ? "" : results[p].error().message));
+  }
+}
+
+namespace {
+
+// The coordinator's view of a node that joins, hears the coordinator has set its step, and
+// then raises `signal_number` on itself.
+lost_node lose_a_node(int signal_number) {
+  job_ports ports(2);
+  control_options o;
+  o.heartbeat = 100ms;
+  o.heartbeat_timeout = 800ms;
+  std::fflush(nullptr);
+  pid_t child = ::fork();
+  if (child == 0) {
+    auto cp = join_job(ports, 1, 2, o);
+    if (!cp) ::_exit(3);
+    if (!(*cp)->broadcast_text(1, "")) ::_exit(4);  // the coordinator's step is set
+    ::raise(signal_number);
+    ::_exit(5);  // SIGSTOP: never continued (the test kills it)
+  }
+  auto cp = join_job(ports, 0, 2, o);
+  std::optional<lost_node> lost;
+  if (cp) {
+    (*cp)->set_step(4);
+    if ((*cp)->broadcast_text(1, "go")) lost = (*cp)->wait_lost(10s);
+  }
+  ::kill(child, SIGKILL);
+  int ws = 0;
+  ::waitpid(child, &ws, 0);
+  REQUIRE_MESSAGE(cp.ok(), (cp.ok() ? "" : cp.error().message));
+  REQUIRE(lost);
+  return *lost;
+}
+
+}  // namespace
+
+TEST_CASE("a node killed with SIGKILL is reported at once, naming it, the step and the reason") {
+  lost_node n = lose_a_node(SIGKILL);
+  CHECK(n.process == 1);
+  CHECK(n.step == 4);
+  CHECK(n.reason.find("connection closed without a goodbye") != std::string::npos);
+  CHECK(n.describe().find("lost node 1 (pid ") == 0);
+}
+
+TEST_CASE("a node stopped with SIGSTOP is reported when its heartbeats stop") {
+  lost_node n = lose_a_node(SIGSTOP);
+  CHECK(n.process == 1);
+  CHECK(n.step == 4);
+  CHECK(n.reason.find("no heartbeat for 800 ms") != std::string::npos);
+}
+
+TEST_CASE("the coordinator relays a lost node to the other nodes, which stop waiting") {
+  // process 2 dies once every process has set its step; process 1 must hear of it from process 0
+  auto codes = run_job(3, [](job_ports& ports, int p) -> status {
+    auto cp = join_job(ports, p, 3);
+    if (!cp) return cp.error();
+    (*cp)->set_step(p == 1 ? 6 : 4);
+    if (auto go = (*cp)->sum(1, {1.0}); !go) return go.error();  // everyone's step is set
+    if (p == 2) ::raise(SIGKILL);
+    auto lost = (*cp)->wait_lost(10s);
+    if (!lost) return expect(false, "process " + std::to_string(p) + " heard of no loss");
+    if (p == 0) return expect(lost->process == 2 && lost->step == 4, "the coordinator's report: " + lost->describe());
+    auto waiting = (*cp)->broadcast_text(2, "");  // the next collective fails at once, naming the loss
+    if (waiting || waiting.error().code != errc::closed) return expect(false, "a collective after the loss did not fail");
+    return expect(lost->process == -1 && lost->step == 6 && lost->describe().find("lost node 2 (pid ") != std::string::npos &&
+                      waiting.error().message.find("lost node 2") != std::string::npos,
+                  "the relayed report: " + lost->describe());
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == -SIGKILL);
+}

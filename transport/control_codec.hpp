@@ -1,0 +1,92 @@
+// The control plane's messages (internal to transport/): which kinds there are, what each
+// carries and how it is packed into a wire frame (transport/wire.hpp), and reading or writing
+// one whole frame on a control connection with every length bounded before anything is
+// allocated. Every body is an i32 tensor (the wire's dtypes): integers as two words each,
+// doubles bit for bit, text as a length word and the bytes; a gathered piece is any tensor.
+//
+//   kind       key       body                                       sent by
+//   hello      0         ints: process, pid, data port, world, cores  a node, first
+//   roster     node's p  text: "process host port pid cores" lines    the coordinator, then
+//   refuse     0         text: why the node is refused              the coordinator, instead
+//   heartbeat  0         empty                                      both, every heartbeat
+//   text       the key   text                                       broadcast/all-gather
+//   sum_part   the key   doubles                                    a node
+//   sum_total  the key   doubles                                    the coordinator
+//   piece      the key   a tensor (the frame's source: its index)   a node (gather)
+//   bye        0         empty                                      both (finish)
+//   abort_job  0         text: the loss                             the coordinator
+//
+//   write_message(sock, generation, tag_of(kind::text, 7), me, pack_text("plan"), 5s);
+//   auto m = read_message(sock, generation, small_payload, 5s);   // errors name the field
+//   if (m && is(m->tag, kind::text)) auto text = text_of(m->body);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/error.hpp"
+#include "graph/tensor.hpp"
+#include "transport/control_plane.hpp"
+#include "transport/socket.hpp"
+
+namespace cohort::transport::control {
+
+enum class kind : std::uint8_t {
+  hello = 1, roster = 2, heartbeat = 3, text = 4, sum_part = 5, sum_total = 6, piece = 7, bye = 8, abort_job = 9, refuse = 10
+};
+
+/// The frame tag of a message: (key << 8) | kind.
+inline std::uint64_t tag_of(kind k, std::uint64_t key = 0) { return (key << 8) | static_cast<std::uint64_t>(k); }
+/// The kind code of a tag (a peer may send any: unknown codes are not a `kind`).
+inline std::uint64_t kind_code(std::uint64_t tag) { return tag & 0xff; }
+inline bool is(std::uint64_t tag, kind k) { return kind_code(tag) == static_cast<std::uint64_t>(k); }
+inline std::uint64_t key_of(std::uint64_t tag) { return tag >> 8; }
+
+/// The payload limit of every message but a gathered piece: 1 MiB.
+inline constexpr std::uint64_t small_payload = 1 << 20;
+
+tensor pack_ints(const std::vector<std::int64_t>& v);
+/// Pairs of words (a trailing odd word is ignored; a body of another dtype is empty).
+std::vector<std::int64_t> ints_of(const tensor& t);
+tensor pack_doubles(const std::vector<double>& d);
+std::vector<double> doubles_of(const tensor& t);
+tensor pack_text(const std::string& s);
+/// errc::io_error "control: malformed text message" when the length word is missing or
+/// exceeds the bytes that follow.
+result<std::string> text_of(const tensor& t);
+
+// As sent: 64-bit integers, range-checked by the coordinator.
+struct hello {
+  std::int64_t process = 0;  // the number asked for (-1: any)
+  std::int64_t pid = 0;
+  std::int64_t data_port = 0;
+  std::int64_t world = 0;    // the world size the node expects
+  std::int64_t cores = 1;
+};
+tensor pack_hello(const hello& h);
+/// errc::io_error "expected a hello" unless `tag` is a hello's and the body holds five integers.
+result<hello> hello_of(std::uint64_t tag, const tensor& body);
+
+/// One line per process: "process host data_port pid cores".
+std::string roster_text(const std::vector<node_entry>& r);
+/// The roster of a job of `world` processes, by process. Errors (errc::io_error): an entry
+/// out of range, repeated, with an implausible host, port or core count; too few entries.
+result<std::vector<node_entry>> parse_roster(const std::string& text, int world);
+
+struct message {
+  std::uint64_t tag = 0;
+  std::uint32_t source = 0;  // the sending process; a piece's index
+  tensor body;
+};
+
+/// One whole frame. A payload over `max_payload` (pieces: over 4 GiB) is refused before it
+/// is read; so are a bad header or shape (wire.hpp's checks) and, when `check_generation`,
+/// another generation (errc::closed). A peer that closes mid-frame is errc::closed; one
+/// that stops mid-frame, errc::timeout.
+result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint64_t max_payload, milliseconds timeout,
+                             bool check_generation = true);
+status write_message(tcp_socket& s, std::uint64_t generation, std::uint64_t tag, std::uint32_t source, const tensor& body,
+                     milliseconds timeout);
+
+}  // namespace cohort::transport::control

@@ -1,0 +1,205 @@
+// The control plane's liveness: the monitor thread reads every control connection (putting
+// collective messages in the inbox), sends heartbeats, and declares a node lost when its
+// connection closes without a goodbye or stays silent past the heartbeat timeout; the
+// coordinator then tells the others to abort. The loss report, the on_lost callback, and the
+// orderly goodbye (finish) that keeps closing connections from being losses.
+#include <poll.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "transport/control_codec.hpp"
+#include "transport/control_peer.hpp"
+#include "transport/control_plane.hpp"
+
+namespace cohort::transport {
+
+using control::kind;
+using control::tag_of;
+using clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+tensor empty_body() { return tensor::empty(shape{0}, dtype::i32); }
+
+}  // namespace
+
+std::string lost_node::describe() const {
+  if (process < 0) return reason;  // relayed by the coordinator, which named the node
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; last heard from it %.2f s before", silent_s);
+  std::string who = process == 0 ? "lost the coordinator (process 0, " : "lost node " + std::to_string(process) + " (";
+  return who + "pid " + std::to_string(pid) + " at " + address + ") at step " + std::to_string(step) + ": " + reason + buf;
+}
+
+void control_plane::start_monitor() {
+  monitor_ = std::thread([this] { monitor(); });
+}
+
+void control_plane::monitor() {
+  auto last_beat = clock::time_point{};
+  while (!stopping_) {
+    std::vector<pollfd> fds;
+    std::vector<int> who;
+    for (int p = 0; p < o_.world; ++p) {
+      auto& pe = peers_[static_cast<std::size_t>(p)];
+      if (pe && pe->open) {
+        fds.push_back({pe->socket.fd(), POLLIN, 0});
+        who.push_back(p);
+      }
+    }
+    if (fds.empty()) return;
+    ::poll(fds.data(), fds.size(), 50);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const int p = who[i];
+      auto& pe = *peers_[static_cast<std::size_t>(p)];
+      auto m = control::read_message(pe.socket, o_.generation, control::small_payload, o_.heartbeat_timeout);
+      if (!m) {
+        pe.open = false;
+        if (stopping_ || pe.said_bye) continue;
+        declare_lost(p, m.error().code == errc::closed ? "connection closed without a goodbye (the process died or was killed)"
+                                                       : m.error().message);
+        continue;
+      }
+      pe.last_heard = clock::now();
+      handle_frame(p, m->tag, {m->source, std::move(m->body)});
+    }
+    const auto now = clock::now();
+    if (now - last_beat >= o_.heartbeat) {
+      last_beat = now;
+      for (int p = 0; p < o_.world; ++p) {
+        auto& pe = peers_[static_cast<std::size_t>(p)];
+        if (!pe || !pe->open || pe->said_bye) continue;
+        if (now - pe->last_heard > o_.heartbeat_timeout) {
+          pe->open = false;
+          declare_lost(p, "no heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
+                              " ms (the process is stopped, hung or unreachable)");
+          continue;
+        }
+        if (auto st = send(p, tag_of(kind::heartbeat), empty_body()); !st && !pe->said_bye) {
+          pe->open = false;
+          declare_lost(p, "heartbeat not delivered: " + st.error().message);
+        }
+      }
+    }
+  }
+}
+
+void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
+  auto& pe = *peers_[static_cast<std::size_t>(p)];
+  switch (static_cast<kind>(control::kind_code(tag))) {
+    case kind::heartbeat:
+      return;
+    case kind::bye: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);  // finish() waits on changed_ for it
+        pe.said_bye = true;
+      }
+      changed_.notify_all();
+      return;
+    }
+    case kind::abort_job: {  // from the coordinator: another node was lost
+      auto why = control::text_of(m.body);
+      lost_node n;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_) return;
+        n.process = -1;
+        n.reason = why ? *why : "the coordinator aborted the job";
+        n.step = step_;
+        lost_ = n;
+      }
+      changed_.notify_all();
+      if (on_lost_) on_lost_(n);
+      return;
+    }
+    case kind::text:
+    case kind::sum_part:
+    case kind::sum_total:
+    case kind::piece: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        inbox_[{p, tag}].push_back(std::move(m));
+      }
+      changed_.notify_all();
+      return;
+    }
+    default:
+      pe.open = false;
+      declare_lost(p, "protocol violation: unexpected control message kind " + std::to_string(control::kind_code(tag)));
+  }
+}
+
+void control_plane::declare_lost(int p, const std::string& reason) {
+  lost_node n;
+  std::function<void(const lost_node&)> callback;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lost_) return;
+    const auto& pe = *peers_[static_cast<std::size_t>(p)];
+    n.process = p;
+    n.address = pe.address;
+    n.pid = pe.pid;
+    n.step = step_;
+    n.reason = reason;
+    n.silent_s = seconds(clock::now() - pe.last_heard);
+    lost_ = n;
+    callback = on_lost_;
+  }
+  changed_.notify_all();
+  if (process_ == 0)  // tell the others, so they stop instead of waiting on the lost one
+    for (int q = 1; q < o_.world; ++q)
+      if (q != p && peers_[static_cast<std::size_t>(q)] && peers_[static_cast<std::size_t>(q)]->open)
+        (void)send(q, tag_of(kind::abort_job), control::pack_text("the coordinator aborted the job: " + n.describe()));
+  if (callback) callback(n);
+}
+
+void control_plane::on_lost(std::function<void(const lost_node&)> fn) {
+  std::optional<lost_node> already;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_lost_ = fn;
+    already = lost_;
+  }
+  if (already && fn) fn(*already);
+}
+
+std::optional<lost_node> control_plane::lost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lost_;
+}
+
+std::optional<lost_node> control_plane::wait_lost(milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return lost_.has_value(); });
+  return lost_;
+}
+
+status control_plane::finish(milliseconds timeout) {
+  if (auto l = lost(); l) return make_error(errc::closed, l->describe());
+  if (process_ != 0) {
+    if (auto st = send(0, tag_of(kind::bye), empty_body()); !st) return st;
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return peers_[0]->said_bye || lost_.has_value(); });
+  } else {
+    auto all_left = [&] {
+      for (int p = 1; p < o_.world; ++p)
+        if (!peers_[static_cast<std::size_t>(p)]->said_bye) return false;
+      return true;
+    };
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait_for(lock, timeout, [&] { return all_left() || lost_.has_value(); });
+    }
+    for (int p = 1; p < o_.world; ++p) (void)send(p, tag_of(kind::bye), empty_body());
+  }
+  stopping_ = true;
+  if (monitor_.joinable()) monitor_.join();
+  if (auto l = lost(); l) return make_error(errc::closed, l->describe());
+  return {};
+}
+
+}  // namespace cohort::transport

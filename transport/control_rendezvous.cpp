@@ -1,0 +1,125 @@
+// The control plane's rendezvous: the coordinator admits every node (job secret, then a
+// hello it checks against the job: world size, a free process number, a port and core
+// count in range; anything else is refused with the reason) and sends each the roster; a
+// node joins, reads its roster or its refusal, and finds itself in the roster.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "transport/auth.hpp"
+#include "transport/control_codec.hpp"
+#include "transport/control_peer.hpp"
+#include "transport/control_plane.hpp"
+
+namespace cohort::transport {
+
+using control::kind;
+using control::tag_of;
+using clock = std::chrono::steady_clock;
+
+result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_options& o, tcp_listener listener, int data_port) {
+  if (o.world < 1) return make_error(errc::invalid_argument, "control: world size must be at least 1");
+  std::unique_ptr<control_plane> cp(new control_plane(o, 0));
+  cp->roster_.resize(static_cast<std::size_t>(o.world));
+  cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid()), o.cores};
+  const auto deadline = clock::now() + o.join_timeout;
+  int joined = 1;
+  while (joined < o.world) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    if (left.count() <= 0)
+      return make_error(errc::timeout, "control: " + std::to_string(joined) + " of " + std::to_string(o.world) +
+                                           " processes joined within " + std::to_string(o.join_timeout.count()) + " ms");
+    auto s = listener.accept(left);
+    if (!s) continue;
+    auto refuse_node = [&](const std::string& why) {
+      std::fprintf(stderr, "cohort: refused a node from %s: %s\n", s->peer_name().c_str(), why.c_str());
+      (void)control::write_message(*s, o.generation, tag_of(kind::refuse), 0, control::pack_text(why), o.auth_timeout);
+    };
+    if (auto st = authenticate_server(*s, o.secret, o.auth_timeout); !st) {
+      std::fprintf(stderr, "cohort: refused a connection: %s\n", st.error().message.c_str());
+      continue;
+    }
+    auto m = control::read_message(*s, o.generation, 64, o.auth_timeout);
+    if (!m) {
+      refuse_node(m.error().message);
+      continue;
+    }
+    auto h = control::hello_of(m->tag, m->body);
+    if (!h) {
+      refuse_node(h.error().message);
+      continue;
+    }
+    int want = static_cast<int>(h->process);
+    if (h->world != o.world) {
+      refuse_node("the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(o.world));
+      continue;
+    }
+    if (want == -1)
+      for (int p = 1; p < o.world && want == -1; ++p)
+        if (!cp->peers_[static_cast<std::size_t>(p)]) want = p;
+    if (want < 1 || want >= o.world || cp->peers_[static_cast<std::size_t>(want)]) {
+      refuse_node("rank " + std::to_string(h->process) + " is not free in a job of " + std::to_string(o.world));
+      continue;
+    }
+    if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
+      refuse_node("bad data port " + std::to_string(h->data_port) + " or core count " + std::to_string(h->cores));
+      continue;
+    }
+    auto p = std::make_unique<peer>();
+    p->address = s->peer_name();
+    p->pid = h->pid;
+    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+    p->socket = std::move(*s);
+    cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
+    ++joined;
+  }
+  listener.close();  // nobody joins a running job (yet)
+  const std::string r = control::roster_text(cp->roster_);
+  for (int p = 1; p < o.world; ++p) {
+    auto& pe = *cp->peers_[static_cast<std::size_t>(p)];
+    if (auto st = control::write_message(pe.socket, o.generation, tag_of(kind::roster, static_cast<std::uint64_t>(p)), 0,
+                                         control::pack_text(r), o.auth_timeout);
+        !st)
+      return make_error(st.error().code, "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
+    pe.last_heard = clock::now();
+  }
+  cp->start_monitor();
+  return cp;
+}
+
+result<std::unique_ptr<control_plane>> control_plane::join(const control_options& o, int data_port) {
+  if (o.world < 2) return make_error(errc::invalid_argument, "control: joining needs a world of at least 2 processes");
+  if (o.process == 0 || o.process < -1 || o.process >= o.world)
+    return make_error(errc::invalid_argument, "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
+  auto s = tcp_socket::connect(o.master_host, o.master_port, o.join_timeout);
+  if (!s) return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " + s.error().message);
+  if (auto st = authenticate_client(*s, o.secret, o.auth_timeout); !st) return st.error();
+  const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores};
+  if (auto st = control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout); !st)
+    return st.error();
+  // a refusal is read whatever its generation (we may be the stale one)
+  auto m = control::read_message(*s, o.generation, control::small_payload, o.join_timeout, /*check_generation=*/false);
+  if (!m) return make_error(m.error().code, "control: waiting for the roster: " + m.error().message);
+  auto body = control::text_of(m->body);
+  if (!body) return body.error();
+  if (control::is(m->tag, kind::refuse)) return make_error(errc::invalid_argument, "control: the coordinator refused this node: " + *body);
+  if (!control::is(m->tag, kind::roster)) return make_error(errc::io_error, "control: expected the roster");
+  auto r = control::parse_roster(*body, o.world);
+  if (!r) return r.error();
+  const int me = static_cast<int>(control::key_of(m->tag));
+  if (me < 1 || me >= o.world || (*r)[static_cast<std::size_t>(me)].pid != ::getpid())
+    return make_error(errc::io_error, "control: the roster does not name this process");
+  std::unique_ptr<control_plane> cp(new control_plane(o, me));
+  cp->roster_ = std::move(*r);
+  cp->roster_[0].host = o.master_host;  // the coordinator is where we reached it
+  auto p = std::make_unique<peer>();
+  p->address = s->peer_name();
+  p->pid = cp->roster_[0].pid;
+  p->socket = std::move(*s);
+  cp->peers_[0] = std::move(p);
+  cp->start_monitor();
+  return cp;
+}
+
+}  // namespace cohort::transport
