@@ -3,9 +3,9 @@
 
 namespace cohort::actors {
 
-caf::behavior control_proxy(caf::event_based_actor* /*self*/) {
+control_proxy_hdl::behavior_type control_proxy() {
   return {
-      [](call_atom, blocking_call& c) {
+      [](call_atom, blocking_call& c) -> caf::result<ok_atom> {
         if (c.run) c.run();
         return ok_atom::value;
       },

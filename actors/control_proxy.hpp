@@ -16,6 +16,6 @@
 
 namespace cohort::actors {
 
-caf::behavior control_proxy(caf::event_based_actor* self);
+control_proxy_hdl::behavior_type control_proxy();
 
 }  // namespace cohort::actors

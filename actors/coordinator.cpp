@@ -15,7 +15,7 @@
 namespace cohort::actors {
 namespace {
 
-using self_ptr = caf::stateful_actor<coordinator_state>*;
+using self_ptr = coordinator_hdl::stateful_pointer<coordinator_state>;
 
 constexpr std::uint64_t transition_tag_space = 5;
 
@@ -49,10 +49,10 @@ void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> t
 
 // --- the actors of one plan ------------------------------------------------------------------
 
-caf::actor spawn_worker(self_ptr self, int rank) {
+worker_hdl spawn_worker(self_ptr self, int rank) {
   auto& s = self->state;
-  return self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)], s.fabric,
-                                                   s.protocol->generation());
+  return caf::actor_cast<worker_hdl>(self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)], s.fabric,
+                                                                               s.protocol->generation()));
 }
 
 // This process's data actor, parameter actors (fresh, or holding a transition's states) and
@@ -71,8 +71,8 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
-  s.params.assign(static_cast<std::size_t>(ranks), caf::actor{});
-  s.workers.assign(static_cast<std::size_t>(ranks), caf::actor{});
+  s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});
+  s.workers.assign(static_cast<std::size_t>(ranks), worker_hdl{});
   s.specs.clear();
   for (int r = 0; r < ranks; ++r) {
     auto spec = std::make_shared<worker_spec>();
@@ -102,14 +102,15 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
 // Stops this plan's actors (a transition's old plan, or the end of the run).
 void retire_plan(self_ptr self) {
   auto& s = self->state;
-  auto workers = std::move(s.workers), params = std::move(s.params);
+  auto workers = std::move(s.workers);
+  auto params = std::move(s.params);
   s.workers.clear(), s.params.clear();
   for (auto& w : workers)
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   for (auto& p : params)
     if (p) self->send_exit(p, caf::exit_reason::user_shutdown);
   if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
-  s.data = caf::actor{};
+  s.data = data_actor_hdl{};
 }
 
 // --- actions ---------------------------------------------------------------------------------
@@ -392,8 +393,8 @@ void execute(self_ptr self, actions todo) {
 
 }  // namespace
 
-caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::shared_ptr<const compiled_model> model,
-                          run_options options, batch_fn data) {
+coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coordinator_state> self, model_ptr model,
+                                           run_options options, batch_fn data) {
   self->state.model = std::move(model);
   self->state.options = std::move(options);
   self->state.data_source = std::move(data);
@@ -407,9 +408,9 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::sha
       }
   });
   return {
-      [=](run_atom) {
+      [=](run_atom) -> caf::result<run_summary> {
         auto& s = self->state;
-        s.done = self->make_response_promise();
+        s.done = self->make_response_promise<run_summary>();
         s.run_start = std::chrono::steady_clock::now();
         const auto& o = s.options;
         s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());

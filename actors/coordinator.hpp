@@ -23,18 +23,21 @@ struct coordinator_state {
   std::shared_ptr<const compiled_model> model;  // the current plan
   batch_fn data_source;
   std::optional<step_protocol> protocol;
-  caf::actor data, planner, proxy;
-  std::vector<caf::actor> params, workers;       // by rank (empty handles: ranks of other processes)
+  data_actor_hdl data;
+  planner_actor_hdl planner;
+  control_proxy_hdl proxy;
+  std::vector<param_actor_hdl> params;           // by rank (empty handles: ranks of other processes)
+  std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
   std::vector<int> owner;                        // the process of each rank
   run_summary summary;
   std::chrono::steady_clock::time_point run_start;
-  caf::response_promise done;
+  caf::typed_response_promise<run_summary> done;
   static inline const char* name = "cohort.coordinator";
 };
 
-caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self, std::shared_ptr<const compiled_model> model,
-                          run_options options, batch_fn data);
+coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coordinator_state> self, model_ptr model,
+                                           run_options options, batch_fn data);
 
 }  // namespace cohort::actors

@@ -28,8 +28,8 @@ result<micro_batch> data_state::replica_rows(std::int64_t step, int replica) {
   return out;
 }
 
-caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,
-                         std::int64_t rows, bool prefetch) {
+data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_state> self, batch_fn source, int dp,
+                                         int micro_batches, std::int64_t rows, bool prefetch) {
   self->state.source = std::move(source);
   self->state.dp = dp;
   self->state.micro_batches = micro_batches;

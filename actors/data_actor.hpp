@@ -37,7 +37,7 @@ struct data_state {
   status prepare(std::int64_t step);
 };
 
-caf::behavior data_actor(caf::stateful_actor<data_state>* self, batch_fn source, int dp, int micro_batches,
-                         std::int64_t rows, bool prefetch);
+data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_state> self, batch_fn source, int dp,
+                                         int micro_batches, std::int64_t rows, bool prefetch);
 
 }  // namespace cohort::actors

@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "actors/atoms.hpp"
+#include "actors/protocol.hpp"
 #include "actors/step_protocol.hpp"
 #include "actors/worker_step.hpp"
 #include "graph/tensor.hpp"
@@ -46,29 +48,10 @@
 
 namespace cohort::actors {
 
-using step_atom = caf::atom_constant<caf::atom("step")>;
-using done_atom = caf::atom_constant<caf::atom("done")>;
-using batch_atom = caf::atom_constant<caf::atom("batch")>;
-using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
-using update_atom = caf::atom_constant<caf::atom("update")>;
-using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
-using attach_atom = caf::atom_constant<caf::atom("attach")>;
-using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
-using reset_atom = caf::atom_constant<caf::atom("reset")>;
-using run_atom = caf::atom_constant<caf::atom("run")>;
-using ok_atom = caf::atom_constant<caf::atom("ok")>;
-using export_atom = caf::atom_constant<caf::atom("export")>;
-using plan_atom = caf::atom_constant<caf::atom("plan")>;
-using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
-using call_atom = caf::atom_constant<caf::atom("call")>;
-
 /// The data inputs of one micro-batch, by input name.
 struct micro_batch {
   std::map<std::string, tensor> inputs;
 };
-
-/// A fabric shared by the actors of one generation (closed when the generation ends).
-using fabric_ptr = std::shared_ptr<transport::fabric>;
 
 /// A cohort error as a CAF error (category "cohort", the errc as its code, the message as
 /// its context), and back: any other CAF error becomes errc::closed with CAF's rendering.

@@ -59,15 +59,14 @@ class parameter_piece {
   std::int64_t pending_step_ = -1;
 };
 
-using piece_ptr = std::shared_ptr<parameter_piece>;
 
 struct param_state {
   piece_ptr piece;
   static inline const char* name = "cohort.params";
 };
 
-caf::behavior param_actor(caf::stateful_actor<param_state>* self, optimizer_config optimizer,
-                          std::optional<piece_state> initial = std::nullopt);
+param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self, optimizer_config optimizer,
+                                           std::optional<piece_state> initial = std::nullopt);
 
 }  // namespace cohort::actors
 

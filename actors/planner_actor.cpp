@@ -48,16 +48,15 @@ result<transition_plan> prepare_transition(const planner_inputs& in, const decid
   return t;
 }
 
-caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_inputs in) {
+planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self, planner_inputs in) {
   self->state.in = std::move(in);
   return {
-      [=](plan_atom, std::size_t change, std::shared_ptr<const compiled_model>& current) -> caf::result<decided_plan> {
+      [=](plan_atom, std::size_t change, model_ptr& current) -> caf::result<decided_plan> {
         auto d = decide_plan(self->state.in, change, *current);
         if (!d) return to_caf(d.error());
         return std::move(*d);
       },
-      [=](transfer_atom, decided_plan& decided,
-          std::shared_ptr<const compiled_model>& current) -> caf::result<transition_plan> {
+      [=](transfer_atom, decided_plan& decided, model_ptr& current) -> caf::result<transition_plan> {
         auto t = prepare_transition(self->state.in, decided, *current);
         if (!t) return to_caf(t.error());
         return std::move(*t);

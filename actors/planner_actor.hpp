@@ -70,10 +70,10 @@ result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, c
 result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
                                            const compiled_model& current);
 
-caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_inputs in);
+planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self, planner_inputs in);
 
 }  // namespace cohort::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::decided_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::transition_plan)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const cohort::actors::compiled_model>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::model_ptr)

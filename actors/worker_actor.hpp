@@ -36,7 +36,9 @@ struct worker_spec {
   int kernel_threads = 1;
   std::chrono::milliseconds timeout{60000};
   kernels::dispatch_table table{"cpu"};
-  caf::actor coordinator, data, params;
+  caf::actor coordinator;
+  data_actor_hdl data;
+  param_actor_hdl params;
   failure_injection inject;
   /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.
   bool restore = false;

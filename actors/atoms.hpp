@@ -1,0 +1,26 @@
+// The atoms that name the runtime's messages (actors/messages.hpp says what each means).
+//
+//   self->request(worker, timeout, step_atom::value, generation, step, committed);
+#pragma once
+
+#include <caf/all.hpp>
+
+namespace cohort::actors {
+
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using batch_atom = caf::atom_constant<caf::atom("batch")>;
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
+using update_atom = caf::atom_constant<caf::atom("update")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using attach_atom = caf::atom_constant<caf::atom("attach")>;
+using rollback_atom = caf::atom_constant<caf::atom("rollback")>;
+using reset_atom = caf::atom_constant<caf::atom("reset")>;
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using ok_atom = caf::atom_constant<caf::atom("ok")>;
+using export_atom = caf::atom_constant<caf::atom("export")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
+using call_atom = caf::atom_constant<caf::atom("call")>;
+
+}  // namespace cohort::actors
