@@ -109,7 +109,7 @@ TEST_CASE("a plan on the command line trains like the serial mode, and says so i
   CHECK(std::fabs(serial.summary["test_accuracy"].get<double>() - dist.summary["test_accuracy"].get<double>()) < 0.01);
 }
 
-TEST_CASE("a worker failure injected from the command line is recovered without changing the losses") {
+TEST_CASE("a worker failure injected from the command line is recovered without changing the losses" * doctest::test_suite("failure")) {
   const std::string common = "--data.name=digits --train.steps=20 --train.batch=64 --train.threads=2 --plan.dp=2 --plan.pp=2 --plan.micro-batches=2 ";
   auto clean = run(MLP_BINARY, common);
   auto faulty = run(MLP_BINARY, common + "--fault.inject-rank=2 --fault.inject-step=7 --fault.inject-task=2");
