@@ -120,7 +120,7 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
   }
 }
 
-TEST_CASE("a worker that fails mid-step is respawned, refilled, and the step redone with equal losses" * doctest::test_suite("failure")) {
+TEST_CASE("a worker that fails mid-step is respawned and refilled and the step redone with equal losses" * doctest::test_suite("failure")) {
   auto reference = serial();
   for (auto plan : {planner::parallel_plan{.dp = 2, .pp = 2, .micro_batches = 2},
                     planner::parallel_plan{.dp = 2, .tp = 2, .shard_params = true}}) {

@@ -132,7 +132,7 @@ bool says(const failed_job& j, const std::string& text) { return j.r.err.find(te
 
 }  // namespace
 
-TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming it, the step and the reason" * doctest::test_suite("failure")) {
+TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report of the node and the step and the reason" * doctest::test_suite("failure")) {
   auto j = run_with_fault("KILL", 1, 5);
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);
@@ -143,7 +143,7 @@ TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report naming 
   CHECK(j.leftovers == 0);
 }
 
-TEST_CASE("over UCX too, a node killed with SIGKILL ends the job with the report" * doctest::test_suite("failure")) {
+TEST_CASE("over UCX too a node killed with SIGKILL ends the job with the report" * doctest::test_suite("failure")) {
   auto j = run_with_fault("KILL", 1, 5, "--dist.transport=ucx");
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);
@@ -151,7 +151,7 @@ TEST_CASE("over UCX too, a node killed with SIGKILL ends the job with the report
   CHECK(j.leftovers == 0);
 }
 
-TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout, the job ends and nothing is left behind" * doctest::test_suite("failure")) {
+TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout and the job ends with nothing left behind" * doctest::test_suite("failure")) {
   auto j = run_with_fault("STOP", 1, 5, "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500");
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);

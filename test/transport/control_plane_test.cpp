@@ -268,7 +268,7 @@ lost_node lose_a_node(int signal_number) {
 
 }  // namespace
 
-TEST_CASE("a node killed with SIGKILL is reported at once, naming it, the step and the reason" * doctest::test_suite("failure")) {
+TEST_CASE("a node killed with SIGKILL is reported at once with its name and the step and the reason" * doctest::test_suite("failure")) {
   lost_node n = lose_a_node(SIGKILL);
   CHECK(n.process == 1);
   CHECK(n.step == 4);
@@ -283,7 +283,7 @@ TEST_CASE("a node stopped with SIGSTOP is reported when its heartbeats stop" * d
   CHECK(n.reason.find("no heartbeat for 800 ms") != std::string::npos);
 }
 
-TEST_CASE("the coordinator relays a lost node to the other nodes, which stop waiting" * doctest::test_suite("failure")) {
+TEST_CASE("the coordinator relays a lost node to the other nodes and they stop waiting" * doctest::test_suite("failure")) {
   // process 2 dies once every process has set its step; process 1 must hear of it from process 0
   auto codes = run_job(3, [](job_ports& ports, int p) -> status {
     auto cp = join_job(ports, p, 3);
