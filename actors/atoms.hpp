@@ -22,5 +22,7 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
+using observe_atom = caf::atom_constant<caf::atom("observe")>;
+using refit_atom = caf::atom_constant<caf::atom("refit")>;
 
 }  // namespace cohort::actors

@@ -318,20 +318,33 @@ void transition(self_ptr self, const transition_action& a) {
           });
 }
 
+// The planner actor's refit for the summary, then the end of the run.
+void finish_collection(self_ptr self) {
+  auto& s = self->state;
+  if (!s.options.refit) return execute(self, s.protocol->on_collected());
+  self->request(s.planner, s.options.timeout, refit_atom::value)
+      .then(
+          [=](std::string& text) {
+            self->state.summary.prediction = nlohmann::json::parse(text, nullptr, false);
+            execute(self, self->state.protocol->on_collected());
+          },
+          [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
+}
+
 void collect(self_ptr self, const collect_action& a) {
   auto& s = self->state;
-  if (!s.options.collect_parameters) return execute(self, s.protocol->on_collected());
+  if (!s.options.collect_parameters) return finish_collection(self);
   auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
   auto left = std::make_shared<std::size_t>(0);
   for (auto& p : s.params) *left += p ? 1 : 0;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
   auto assemble = [=](std::vector<tensor> all) {
     auto& st = self->state;
-    if (all.empty()) return execute(self, st.protocol->on_collected());  // another process assembles the model
+    if (all.empty()) return finish_collection(self);  // another process assembles the model
     auto full = assemble_parameters(*st.model, all);
     if (!full) return fail(full.error());
     st.summary.parameters = std::move(*full);
-    execute(self, st.protocol->on_collected());
+    finish_collection(self);
   };
   auto gathered = [=] {
     auto& st = self->state;
@@ -381,6 +394,7 @@ void execute(self_ptr self, actions todo) {
           else if constexpr (std::is_same_v<A, close_fabric_action>) s.fabric->close(a.reason);
           else if constexpr (std::is_same_v<A, combine_loss_action>) combine_loss(self, a);
           else if constexpr (std::is_same_v<A, report_step_action>) {
+            if (s.options.refit) self->send(s.planner, observe_atom::value, a.metrics);
             if (s.options.on_step) s.options.on_step(a.metrics);
           } else if constexpr (std::is_same_v<A, recover_action>) recover(self, a);
           else if constexpr (std::is_same_v<A, transition_action>) transition(self, a);
@@ -421,6 +435,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         in.optimizer_slots = state_slots(o.optimizer);
         in.setup = o.planning;
         in.changes = o.changes;
+        in.refit = o.refit;
         s.planner = self->spawn(planner_actor, std::move(in));
         spawn_plan(self, nullptr);
         step_protocol::config c;

@@ -2,6 +2,7 @@
 #include "actors/planner_actor.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 namespace cohort::actors {
 namespace {
@@ -60,6 +61,20 @@ planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_point
         auto t = prepare_transition(self->state.in, decided, *current);
         if (!t) return to_caf(t.error());
         return std::move(*t);
+      },
+      [=](observe_atom, const step_metrics& m) {
+        auto& r = self->state.in.refit;
+        if (!r) return;
+        auto early = r->observe(m.step, m.layout, m.task_seconds, m.seconds);
+        if (early)
+          std::fprintf(stderr, "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, reduction x%.3g\n",
+                       static_cast<long long>(r->totals().steps), (*early)["predicted_step_s"].get<double>() * 1e3,
+                       (*early)["measured_step_s"].get<double>() * 1e3, (*early)["refit"]["compute_factor"].get<double>(),
+                       (*early)["refit"]["reduce_factor"].get<double>());
+      },
+      [=](refit_atom) -> caf::result<std::string> {
+        auto& r = self->state.in.refit;
+        return r ? r->finish().dump() : std::string("{}");
       },
   };
 }

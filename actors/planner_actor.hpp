@@ -5,6 +5,9 @@
 // before and after, and the copies that move every parameter and its optimizer state from
 // the old layout to the new one (actors/state_layout.hpp).
 //
+// It also keeps the run's online refit (planner::online_refit): the coordinator shows it every
+// committed step (observe_atom, no answer awaited) and asks for the prediction at the end.
+//
 // Deciding and preparing are two requests because across processes only the job's first
 // process decides (it has the setup); the decision travels to the others over the control
 // plane, and every process prepares the same transition from it.
@@ -23,6 +26,7 @@
 #include "actors/messages.hpp"
 #include "actors/state_layout.hpp"
 #include "planner/plan_choice.hpp"
+#include "planner/run_refit.hpp"
 
 namespace cohort::actors {
 
@@ -53,6 +57,9 @@ struct planner_inputs {
   int optimizer_slots = 0;
   std::shared_ptr<planner::planning_setup> setup;  // null on a process that does not decide
   std::vector<plan_change> changes;
+  /// The online refit of the first plan's prediction (null: none, e.g. a process of a job
+  /// whose refit process 0 makes from every process's times).
+  std::shared_ptr<planner::online_refit> refit;
 };
 
 struct planner_state {

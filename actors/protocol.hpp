@@ -29,6 +29,7 @@ struct decided_plan;
 struct transition_plan;
 struct compiled_model;
 struct run_summary;
+struct step_metrics;
 struct blocking_call;
 class parameter_piece;
 
@@ -54,10 +55,12 @@ using param_actor_hdl = caf::typed_actor<caf::replies_to<attach_atom, tensor>::w
 using data_actor_hdl = caf::typed_actor<caf::replies_to<batch_atom, std::int64_t, int>::with<micro_batch>,
                                         caf::reacts_to<prepare_atom, std::int64_t>>;
 
-/// Decides a plan change and prepares the transition to it.
+/// Decides a plan change and prepares the transition to it; refits the cost model from the
+/// steps it is shown and answers the prediction's JSON at the end.
 using planner_actor_hdl =
     caf::typed_actor<caf::replies_to<plan_atom, std::size_t, model_ptr>::with<decided_plan>,
-                     caf::replies_to<transfer_atom, decided_plan, model_ptr>::with<transition_plan>>;
+                     caf::replies_to<transfer_atom, decided_plan, model_ptr>::with<transition_plan>,
+                     caf::reacts_to<observe_atom, step_metrics>, caf::replies_to<refit_atom>::with<std::string>>;
 
 /// Runs blocking work on its own thread.
 using control_proxy_hdl = caf::typed_actor<caf::replies_to<call_atom, blocking_call>::with<ok_atom>>;

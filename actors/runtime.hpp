@@ -49,6 +49,7 @@ struct run_summary {
   parameter_store parameters;  // the trained model, whole (when run_options::collect_parameters)
   std::vector<failure_event> failures;
   std::vector<transition_record> transitions;
+  nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
   double seconds = 0;
 };
@@ -92,6 +93,8 @@ struct run_options {
   std::vector<plan_change> changes;
   /// The planner's inputs for deciding them (the process that decides; null elsewhere).
   std::shared_ptr<planner::planning_setup> planning;
+  /// The online refit the planner actor keeps (null: none).
+  std::shared_ptr<planner::online_refit> refit;
   /// Called by the coordinator after each transition, in order.
   std::function<void(const transition_record&)> on_transition;
   /// Set for a job of several processes.

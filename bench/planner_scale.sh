@@ -3,7 +3,8 @@
 # 64 to 4,096 H100s (configs/scale/h100_N.json: 8 per machine, NVLink inside, 400 Gb/s
 # InfiniBand between), one core, mixed precision, activation recomputation allowed. Weak
 # scaling: the global batch grows with the devices (one 2,048-token sequence per device).
-# Reports planning time, the chosen layout, predicted step time, model-FLOPs utilisation and
+# Reports planning time (and the re-plan from the cached model analysis, what the planner
+# actor does when a running job's devices change), the chosen layout, predicted step time, model-FLOPs utilisation and
 # weak-scaling efficiency against 64 devices. Nothing here runs on a GPU: these are the
 # cost model's and the simulator's predictions.
 #   bench/planner_scale.sh [SIZES...]     (default 64 128 256 512 1024 2048 4096)
@@ -34,7 +35,7 @@ done
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"{'model':10} {'GPUs':>5} {'batch':>5} {'plan (s)':>8}  {'layout':34} {'step (s)':>8} {'mem GB':>6} {'MFU':>5} {'weak':>6}")
+print(f"{'model':10} {'GPUs':>5} {'batch':>5} {'plan (s)':>8} {'replan':>6}  {'layout':34} {'step (s)':>8} {'mem GB':>6} {'MFU':>5} {'weak':>6}")
 base = {}
 for r in rows:
     res = r["result"]
@@ -46,7 +47,7 @@ for r in rows:
              (" sharded" if p["shard_params"] else "") + (" recompute" if p.get("recompute") else "")
     per_device = r["devices"] / pr["step_s"] / r["devices"]  # sequences per second per device (batch = devices)
     base.setdefault(r["model"], per_device)
-    print(f"{r['model']:10} {r['devices']:5} {r['devices']:5} {p['planning_s']:8.2f}  {layout:34} {pr['step_s']:8.2f} "
+    print(f"{r['model']:10} {r['devices']:5} {r['devices']:5} {p['planning_s']:8.2f} {p.get('replan_s', float('nan')):6.2f}  {layout:34} {pr['step_s']:8.2f} "
           f"{pr['peak_memory_bytes'] / 1e9:6.1f} {100 * pr['mfu']:4.1f}% {100 * per_device / base[r['model']]:5.1f}%")
 params = {r["model"]: r["result"]["plan"]["parameters"] for r in rows if "plan" in r["result"]}
 print("parameters: " + ", ".join(f"{m} {v / 1e9:.1f}B" for m, v in params.items()) +

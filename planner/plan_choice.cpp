@@ -137,7 +137,7 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   c.how = path;
   static const std::set<std::string> known{"mode", "dp", "tp", "pp", "micro_batches", "schedule", "shard_params",
                                            "ranks", "cuts", "devices", "predicted", "recompute",
-                                           "embedding_on_host", "parameters", "planning_s"};  // the last: information
+                                           "embedding_on_host", "parameters", "planning_s", "replan_s"};  // the last three: information
   for (auto& [k, v] : j.items())
     if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
   auto degree = [&](const char* key, int& target) -> status {

@@ -125,4 +125,23 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   return out;
 }
 
+online_refit::online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup,
+                           std::int64_t steps, std::int64_t early_steps)
+    : choice_(std::move(choice)), setup_(std::move(setup)), save_(save), warmup_(warmup), steps_(steps), early_steps_(early_steps) {}
+
+std::optional<json> online_refit::observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks, double step_s) {
+  if (layout != 0 || (step < warmup_ && steps_ > warmup_)) return std::nullopt;
+  totals_.add_step(ranks, step_s);
+  if (totals_.steps != early_steps_ || totals_.steps == steps_ - warmup_ || !setup_) return std::nullopt;
+  json early = compare_and_refit(choice_, *setup_, save_, totals_, !saved_);
+  if (!early.contains("refit")) return std::nullopt;
+  saved_ = saved_ || early.contains("profile");
+  return early;
+}
+
+json online_refit::finish() {
+  if (!setup_) return json::object();
+  return compare_and_refit(choice_, *setup_, save_, totals_, !saved_);
+}
+
 }  // namespace cohort::planner

@@ -2,13 +2,15 @@
 // prediction (one observation per stage), and the step from a run's measurements to the
 // summary's "prediction" and the saved profile. The refit arithmetic itself is refit.hpp.
 //
-//   task_totals totals;                      // filled step by step (add_step)
-//   totals.add_step(per_rank_seconds_of_the_step, step_seconds);
-//   nlohmann::json j = compare_and_refit(choice, setup, /*save=*/true, totals, /*first=*/true);
+//   online_refit r(choice, setup, /*save=*/true, /*warmup=*/10, /*steps=*/500);
+//   r.observe(step, /*layout=*/0, per_rank_task_seconds, step_seconds);   // every committed step
+//   nlohmann::json j = r.finish();
 //   // j: {"predicted_step_s", "measured_step_s", "error_pct", "refit": {...}, "profile": PATH}
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,5 +51,29 @@ std::vector<task_observation> stage_observations(const parallel_plan& plan, cons
 /// else replacing the run's last).
 nlohmann::json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool save, const task_totals& t,
                                  bool first);
+
+/// A run's online refit, as the planner actor keeps it: fed every committed step of the first
+/// plan, it refits once after `early_steps` timed steps (saved with the profile, so a run stopped
+/// later still leaves it behind) and again from every timed step at the end, replacing the
+/// early one in the profile's running mean.
+class online_refit {
+ public:
+  online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup, std::int64_t steps,
+               std::int64_t early_steps = 10);
+  /// A committed step (0-based) of plan layout `layout` (0: the first plan; later ones are not
+  /// what was predicted and are left out). Returns the early refit when this step made it.
+  std::optional<nlohmann::json> observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks, double step_s);
+  /// Predicted against measured and the refit from every timed step (the summary's "prediction").
+  nlohmann::json finish();
+  const task_totals& totals() const { return totals_; }
+
+ private:
+  plan_choice choice_;
+  std::shared_ptr<planning_setup> setup_;
+  bool save_;
+  std::int64_t warmup_, steps_, early_steps_;
+  bool saved_ = false;
+  task_totals totals_;
+};
 
 }  // namespace cohort::planner

@@ -177,6 +177,9 @@ result<training_result> train(const training_job& job, const plan_options& plan,
     r.plan_only = true;
     r.plan = choice->to_json();
     r.plan["planning_s"] = planning_s;  // calibration included when --cluster.calibrate
+    // what the planner actor's re-plan costs: the same search again, from the cached analysis
+    const auto replan_start = std::chrono::steady_clock::now();
+    if (auto again = planner::choose_plan(*setup, plan); again) r.plan["replan_s"] = seconds_since(replan_start);
     r.plan["parameters"] = setup->analysis->param_bytes / 4.0;
     if (choice->predicted) {
       // model FLOPs utilisation: the step's forward and backward FLOPs (recomputation not
@@ -201,27 +204,15 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   else
     std::snprintf(line, sizeof line, "plan: %s (%s)", planner::describe(choice->plan).c_str(), choice->how.c_str());
   with_note.note = job.note.empty() ? line : job.note + "\n" + line;
-  // Online refit: once after refit_after_steps timed steps (saved, so a run that is stopped
-  // later still leaves it behind), and again from every timed step at the end.
-  constexpr std::int64_t refit_after_steps = 10;
-  bool refit_saved = false;
+  // the online refit is the planner actor's: once after 10 timed steps (saved, so a run that is
+  // stopped later still leaves it behind), and from every timed step at the end
+  auto refit = std::make_shared<planner::online_refit>(*choice, setup, plan.refit, job.warmup, job.steps);
   planner::task_totals totals;
-  auto mid_run = [&](const planner::task_totals& t) {
-    if (t.steps != refit_after_steps || t.steps == job.steps - job.warmup) return;
-    json early = planner::compare_and_refit(*choice, *setup, plan.refit, t, !refit_saved);
-    if (!early.contains("refit")) return;
-    refit_saved = refit_saved || early.contains("profile");
-    std::fprintf(stderr, "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, reduction x%.3g\n",
-                 static_cast<long long>(t.steps), early["predicted_step_s"].get<double>() * 1e3,
-                 early["measured_step_s"].get<double>() * 1e3, early["refit"]["compute_factor"].get<double>(),
-                 early["refit"]["reduce_factor"].get<double>());
-  };
-  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, mid_run, [&](actors::run_options& o) {
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, {}, [&](actors::run_options& o) {
     o.changes = plan_changes(plan);
     o.planning = setup;
+    o.refit = refit;
   });
-  if (!r) return r;
-  r->prediction = planner::compare_and_refit(*choice, *setup, plan.refit, totals, !refit_saved);
   return r;
 }
 

@@ -65,6 +65,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (!r) return r.error();
   loop.finish();
   loop.out.restarts = r->restarts;
+  if (!r->prediction.empty()) loop.out.prediction = std::move(r->prediction);
   loop.out.parameters = std::move(r->parameters);
   loop.out.plan = choice.to_json();
   return std::move(loop.out);
