@@ -2,6 +2,7 @@
 // the reduction from the replica that waited least in each step.
 #include <doctest/doctest.h>
 
+#include "apps/models/mlp.hpp"
 #include "planner/run_refit.hpp"
 
 using namespace cohort;
@@ -74,4 +75,28 @@ TEST_CASE("a long run: the reduction from the steps recorded step by step") {
   REQUIRE(obs.size() == 1);
   CHECK(obs[0].measured.forward_s == doctest::Approx(0.1));
   CHECK(obs[0].measured.update_s == doctest::Approx(0.002));  // (0.003 + 0.001) / 2
+}
+
+TEST_CASE("the online refit counts the first plan's timed steps only and refits early once") {
+  planner::plan_request request;
+  request.mode = planner::plan_mode::manual;
+  request.dp = 2;
+  auto model = [](graph& g, std::int64_t rows) { return apps::build_mlp(g, {16, 32, 8}, rows).loss; };
+  auto s = planner::prepare_planning(model, 0, 16, 2, request, planner::machine_profile{}, "");
+  REQUIRE(s.ok());
+  auto setup = std::make_shared<planner::planning_setup>(std::move(*s));
+  auto choice = planner::choose_plan(*setup, request);
+  REQUIRE(choice.ok());
+  REQUIRE(choice->predicted.has_value());
+  planner::online_refit r(*choice, setup, /*save=*/false, /*warmup=*/2, /*steps=*/30, /*early_steps=*/4);
+  const std::vector<planner::task_seconds> ranks = {{0.002, 0.004, 0.001}, {0.002, 0.004, 0.0012}};
+  int early = 0;
+  for (std::int64_t step = 0; step < 12; ++step) early += r.observe(step, 0, ranks, 0.008).has_value() ? 1 : 0;
+  for (std::int64_t step = 12; step < 20; ++step) CHECK_FALSE(r.observe(step, 1, ranks, 0.1).has_value());  // another plan
+  CHECK(early == 1);              // after the 4th timed step (step 5), once
+  CHECK(r.totals().steps == 10);  // steps 2..11: warm-up and the second plan left out
+  auto j = r.finish();
+  CHECK(j["measured_step_s"].get<double>() == doctest::Approx(0.008));
+  CHECK(j.contains("refit"));
+  CHECK_FALSE(j.contains("profile"));  // save=false
 }
