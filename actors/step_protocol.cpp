@@ -67,21 +67,26 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
   }
   // committed: every local worker finished the step
   committed_ = step_;
-  pending_ = {};
-  pending_.step = step_;
-  pending_.generation = generation_;
-  pending_.layout = layout_;
-  pending_.seconds = between(step_start_, now);
+  step_metrics m;
+  m.step = step_;
+  m.generation = generation_;
+  m.layout = layout_;
+  m.seconds = between(step_start_, now);
   for (const auto& oc : outcomes_) {
-    pending_.task_seconds.push_back(oc ? oc->report.seconds : planner::task_seconds{});
-    if (oc && oc->report.reports_loss) pending_.loss += oc->report.loss_share;
+    m.task_seconds.push_back(oc ? oc->report.seconds : planner::task_seconds{});
+    if (oc && oc->report.reports_loss) m.loss += oc->report.loss_share;
   }
-  if (cfg_.multi_process) {
-    phase_ = phase::combining;
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{step_, pending_.loss});
-    return out;
+  ++step_;
+  if (!cfg_.multi_process) {
+    losses_.push_back(m.loss);
+    out.emplace_back(std::in_place_type<report_step_action>, report_step_action{std::move(m)});
+  } else {
+    // the job's loss is combined off the critical path: the next step starts now, the report
+    // follows when the sum arrives (in step order; at most the steps in flight wait)
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss});
+    unreported_.push_back(std::move(m));
   }
-  auto next = after_loss(pending_.loss, now);
+  auto next = after_commit(now);
   out.insert(out.end(), next.begin(), next.end());
   return out;
 }
@@ -98,29 +103,36 @@ actions step_protocol::on_worker_lost(int rank, const std::string& reason, const
 }
 
 actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_type::time_point now) {
-  if (phase_ != phase::combining || step != step_) return {};
+  if (phase_ == phase::done || unreported_.empty() || unreported_.front().step != step) return {};
   if (!total) return finish(make_error(total.error().code, "step " + std::to_string(step) + ": " + total.error().message));
-  return after_loss(*total, now);
+  step_metrics m = std::move(unreported_.front());
+  unreported_.pop_front();
+  m.loss = *total;
+  losses_.push_back(m.loss);
+  actions out = just(report_step_action{std::move(m)});
+  if (phase_ == phase::draining && unreported_.empty()) {
+    auto next = after_commit(now);
+    out.insert(out.end(), next.begin(), next.end());
+  }
+  return out;
 }
 
-actions step_protocol::after_loss(double total, clock_type::time_point now) {
-  pending_.loss = total;
-  losses_.push_back(total);
-  actions out = just(report_step_action{pending_});
-  ++step_;
-  if (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps) {
+// After a commit (step_ is the next step): a plan transition due at this boundary, the
+// collection after the last step — both once every committed step is reported — or the next step.
+actions step_protocol::after_commit(clock_type::time_point now) {
+  const bool transition_due =
+      next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps;
+  if (!transition_due && step_ < cfg_.steps) return begin_step(now);
+  if (!unreported_.empty()) {
+    phase_ = phase::draining;
+    return {};
+  }
+  if (transition_due) {
     phase_ = phase::transitioning;
-    out.emplace_back(std::in_place_type<transition_action>, transition_action{step_, next_change_++});
-    return out;
+    return just(transition_action{step_, next_change_++});
   }
-  if (step_ >= cfg_.steps) {
-    phase_ = phase::collecting;
-    out.emplace_back(std::in_place_type<collect_action>, collect_action{committed_});
-    return out;
-  }
-  auto next = begin_step(now);
-  out.insert(out.end(), next.begin(), next.end());
-  return out;
+  phase_ = phase::collecting;
+  return just(collect_action{committed_});
 }
 
 actions step_protocol::decide_recovery() {

@@ -10,7 +10,9 @@
 // dead workers are respawned, the others reset, and the step is redone (at most max_restarts
 // times); across processes a failure ends the run. After a committed step the next action is
 // a plan transition when one is due at that step boundary, the parameters' collection after
-// the last step, or the next step.
+// the last step, or the next step. Across processes a step's loss is summed over the processes
+// off the critical path: the next step starts at once and the step is reported when its sum
+// arrives (in order); a transition or the collection waits until every step is reported.
 //
 //   step_protocol::config c;  c.steps = 3;  c.ranks = 2;
 //   step_protocol p(c);
@@ -21,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <variant>
@@ -111,7 +114,7 @@ class step_protocol {
   /// A worker of this process died (its monitor fired).
   actions on_worker_lost(int rank, const std::string& reason, const std::string& fabric_reason,
                          clock_type::time_point now);
-  /// The job's loss of `step` (combine_loss_action's answer) or why it is not known.
+  /// The job's loss of `step` (combine_loss_action's answer, in step order) or why it is not known.
   actions on_loss(std::int64_t step, result<double> total, clock_type::time_point now);
   /// Every respawned worker started, every other reset, every parameter piece rolled back.
   actions on_recovered(clock_type::time_point now);
@@ -131,10 +134,10 @@ class step_protocol {
   const std::vector<failure_event>& failures() const { return failures_; }
 
  private:
-  enum class phase { idle, stepping, combining, recovering, transitioning, collecting, done };
+  enum class phase { idle, stepping, draining, recovering, transitioning, collecting, done };
 
   actions begin_step(clock_type::time_point now);
-  actions after_loss(double total, clock_type::time_point now);
+  actions after_commit(clock_type::time_point now);
   actions decide_recovery();
   actions finish(status st);
   bool is_local(int rank) const { return local_.empty() || local_[static_cast<std::size_t>(rank)]; }
@@ -151,7 +154,7 @@ class step_protocol {
   std::vector<std::optional<step_outcome>> outcomes_;
   std::vector<bool> dead_;
   clock_type::time_point step_start_, detected_at_;
-  step_metrics pending_;  // the committed step's metrics while its loss is combined
+  std::deque<step_metrics> unreported_;  // committed steps whose job-wide loss is on its way
   std::vector<double> losses_;
   std::vector<failure_event> failures_;
 };

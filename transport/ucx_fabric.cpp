@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "transport/progress_handoff.hpp"
+#include "transport/spin_policy.hpp"
 #include "transport/wire.hpp"
 
 namespace cohort::transport {
@@ -139,7 +140,7 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
     if (auto why = f.closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
     queue.push_back(op);
   }
-  const auto spin_until = std::chrono::steady_clock::now() + spin;
+  const spin_window window(spin);
   drivers.enter();
   bool sent = false;
   for (;;) {
@@ -149,7 +150,8 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
       sent = op->done;
       if (sent || f.is_closed()) break;
     }
-    if (std::chrono::steady_clock::now() > spin_until) break;
+    if (!window.active()) break;
+    window.pause();
   }
   drivers.leave(sent);
   if (!sent) ucp_worker_signal(worker);  // the progress thread takes over what is left
@@ -165,7 +167,7 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
 // A wait for a message from any rank: the rank drives progress for a while, then sleeps on its mailbox.
 result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milliseconds timeout) {
   mailbox& box = f.box(me);
-  const auto spin_until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(spin, timeout);
+  const spin_window window(std::min<std::chrono::nanoseconds>(spin, timeout));
   drivers.enter();
   do {
     if (auto t = box.try_take(from, tag)) {
@@ -174,7 +176,8 @@ result<tensor> ucx_fabric::impl::recv(int me, int from, std::uint64_t tag, milli
     }
     if (f.is_closed()) break;
     try_progress();
-  } while (std::chrono::steady_clock::now() < spin_until);
+    window.pause();
+  } while (window.active());
   drivers.leave(/*satisfied=*/false);
   ucp_worker_signal(worker);  // the progress thread takes over
   return box.take(from, tag, timeout, me);

@@ -112,28 +112,59 @@ TEST_CASE("a failed step closes the fabric once, then recovers in a new generati
   CHECK(end.outcome.error().message == "step 1 failed 2 times (max-restarts 1); last: rank 0: boom");
 }
 
-TEST_CASE("across processes the loss is combined before the step is reported, and a failure ends the run") {
+TEST_CASE("across processes the next step starts while the loss is combined, and reports come in step order") {
   step_protocol p(config(3, 4, {true, true, false, false}, true));
   CHECK(only<start_step_action>(p.start(t0)).step == 0);
   p.on_outcome(0, 0, 0, ok(0, 0.1, true), "", t0);
-  auto c = only<combine_loss_action>(p.on_outcome(0, 0, 1, ok(1), "", t0));
-  CHECK(c.local_loss == doctest::Approx(0.1));
-  auto a = p.on_loss(0, 0.3, t0);
+  auto a = p.on_outcome(0, 0, 1, ok(1), "", t0);
   REQUIRE(a.size() == 2);
-  const auto& m = std::get<report_step_action>(a[0]).metrics;
-  CHECK(m.loss == doctest::Approx(0.3));
-  CHECK(m.task_seconds[2].total() == 0);  // another process's rank
+  CHECK(std::get<combine_loss_action>(a[0]).local_loss == doctest::Approx(0.1));
+  CHECK(std::get<start_step_action>(a[1]).step == 1);  // not waiting for the sum
   CHECK(p.on_outcome(0, 1, 2, ok(2), "", t0).empty());  // not a local rank
-  p.on_outcome(0, 1, 0, failed(0, "recv from rank 2: closed"), "lost node 1", t0);
-  auto end = only<finish_action>(p.on_outcome(0, 1, 1, ok(1), "", t0));
+  p.on_outcome(0, 1, 0, ok(0, 0.2, true), "", t0);
+  a = p.on_outcome(0, 1, 1, ok(1), "", t0);  // step 1 committed before step 0's sum came
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<combine_loss_action>(a[0]).step == 1);
+  CHECK(std::get<start_step_action>(a[1]).step == 2);
+  CHECK(p.on_loss(1, 0.5, t0).empty());  // out of order: step 0 first
+  auto r0 = only<report_step_action>(p.on_loss(0, 0.3, t0));
+  CHECK(r0.metrics.step == 0);
+  CHECK(r0.metrics.loss == doctest::Approx(0.3));
+  CHECK(r0.metrics.task_seconds[2].total() == 0);  // another process's rank
+  CHECK(only<report_step_action>(p.on_loss(1, 0.5, t0)).metrics.step == 1);
+  // the last step: the collection waits for its loss
+  p.on_outcome(0, 2, 0, ok(0), "", t0);
+  a = p.on_outcome(0, 2, 1, ok(1), "", t0);
+  CHECK(only<combine_loss_action>(a).step == 2);
+  a = p.on_loss(2, 0.7, t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::holds_alternative<report_step_action>(a[0]));
+  CHECK(std::get<collect_action>(a[1]).committed == 2);
+  CHECK(p.losses() == std::vector<double>{0.3, 0.5, 0.7});
+}
+
+TEST_CASE("across processes a failed step ends the run, naming the fabric's reason") {
+  step_protocol p(config(3, 2, {}, true));
+  p.start(t0);
+  p.on_outcome(0, 0, 0, failed(0, "recv from rank 2: closed"), "lost node 1", t0);
+  auto end = only<finish_action>(p.on_outcome(0, 0, 1, ok(1), "", t0));
   REQUIRE(!end.outcome);
-  CHECK(end.outcome.error().message == "step 1 failed: rank 0: recv from rank 2: closed (lost node 1)");
+  CHECK(end.outcome.error().message == "step 0 failed: rank 0: recv from rank 2: closed (lost node 1)");
+}
+
+TEST_CASE("a plan transition across processes waits until every committed step is reported") {
+  step_protocol p(config(4, 1, {}, true, {1}));
+  p.start(t0);
+  CHECK(only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0), "", t0)).step == 0);
+  auto a = p.on_loss(0, 1.0, t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<transition_action>(a[1]).step == 1);
 }
 
 TEST_CASE("a combined loss that fails ends the run with its code") {
   step_protocol p(config(2, 1, {}, true));
   p.start(t0);
-  p.on_outcome(0, 0, 0, ok(0), "", t0);
+  p.on_outcome(0, 0, 0, ok(0), "", t0);  // step 1 starts meanwhile
   auto end = only<finish_action>(p.on_loss(0, make_error(errc::timeout, "no answer from process 1"), t0));
   CHECK(end.outcome.error().code == errc::timeout);
   CHECK(end.outcome.error().message == "step 0: no answer from process 1");

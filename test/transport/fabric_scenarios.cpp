@@ -142,6 +142,40 @@ status run_burst(data_plane plane, job_ports& ports, int process) {
   return cp->finish(10s);
 }
 
+// Messages that come long after their receive began (process 0 computes 5 ms before each):
+// the waiting rank has spun its budget and waits in the kernel, and each still arrives whole,
+// in order; the replies travel the other way the same way.
+status run_late_messages(data_plane plane, job_ports& ports, int process) {
+  auto job = join_pair(plane, ports, process);
+  if (!job) return job.error();
+  auto& [cp, fabric] = *job;
+  channel& ch = fabric->endpoint(process);
+  auto busy = [] {  // computing, not sleeping: the peer's wait must outlast its spin on its own
+    volatile std::uint64_t x = 1;
+    const auto until = std::chrono::steady_clock::now() + 5ms;
+    while (std::chrono::steady_clock::now() < until) x = x * 6364136223846793005ull + 1;
+  };
+  for (std::uint64_t k = 0; k < 6; ++k) {
+    const std::int64_t n = 1000 * static_cast<std::int64_t>(k + 1) * static_cast<std::int64_t>(k + 1);
+    if (process == 0) {
+      busy();
+      tensor t = tensor::empty({n});
+      for (std::int64_t j = 0; j < n; ++j) t.data<float>()[j] = value(0, j + static_cast<std::int64_t>(k));
+      if (auto st = ch.send(1, 100 + k, std::move(t), 20s); !st) return st;
+      if (auto got = ch.recv(1, 200 + k, 20s); !got) return got.error();
+    } else {
+      auto got = ch.recv(0, 100 + k, 20s);
+      if (!got) return got.error();
+      bool same = got->numel() == n;
+      for (std::int64_t j = 0; same && j < n; ++j) same = got->data<float>()[j] == value(0, j + static_cast<std::int64_t>(k));
+      if (!same) return expect(false, "late message " + std::to_string(k) + " arrived wrong");
+      busy();
+      if (auto st = ch.send(0, 200 + k, tensor::zeros({1}), 20s); !st) return st;
+    }
+  }
+  return cp->finish(10s);
+}
+
 // Process 1 offers its buffer (offer_landing) and only then tells process 0 to send: the
 // payload must land in it. Message 20 is known to have come before its receive (21, sent
 // after it, came first); message 31 is sent only after the wait for it timed out.

@@ -29,6 +29,10 @@ status run_collectives(data_plane plane, job_ports& ports, int process, int proc
 /// look-ahead, a large one between small ones) arrives whole and in order.
 status run_burst(data_plane plane, job_ports& ports, int process);
 
+/// Messages that come long after their receive began (past the waiting rank's spin, in the
+/// kernel wait) arrive whole and in order, both ways.
+status run_late_messages(data_plane plane, job_ports& ports, int process);
+
 /// recv_landing: a payload offered a buffer before it was sent lands in it; one that came
 /// first is returned as it came; a wait that timed out leaves its buffer alone.
 status run_landing(data_plane plane, job_ports& ports, int process);

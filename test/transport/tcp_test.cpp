@@ -27,6 +27,10 @@ TEST_CASE("a burst of frames of every size read in few reads over TCP: every mes
   CHECK(job_succeeds(data_plane::tcp, 2, run_burst));
 }
 
+TEST_CASE("messages that come long after their receive began arrive whole over TCP (the kernel wait)") {
+  CHECK(job_succeeds(data_plane::tcp, 2, run_late_messages));
+}
+
 TEST_CASE("recv_landing over TCP: the payload lands in the offered buffer, early and late messages stay whole") {
   CHECK(job_succeeds(data_plane::tcp, 2, run_landing));
 }

@@ -37,6 +37,10 @@ TEST_CASE("a burst of frames of every size over UCX: every message whole") {
   check_ucx_job(2, run_burst);
 }
 
+TEST_CASE("messages that come long after their receive began arrive whole over UCX") {
+  check_ucx_job(2, run_late_messages);
+}
+
 TEST_CASE("recv_landing over UCX: the payload lands in the offered buffer, early and late messages stay whole") {
   check_ucx_job(2, run_landing);
 }
