@@ -24,5 +24,6 @@ using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using observe_atom = caf::atom_constant<caf::atom("observe")>;
 using refit_atom = caf::atom_constant<caf::atom("refit")>;
+using configure_atom = caf::atom_constant<caf::atom("configure")>;
 
 }  // namespace cohort::actors

@@ -68,7 +68,10 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   const int kernel_threads = std::max(1, s.options.threads / std::max(1, local));
   kernels::set_math_threads(kernel_threads);
   const bool spare_core = kernel_threads * local < kernels::available_cores();
-  s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+  // one data actor for the whole run: a new plan only splits the same batches another way (and
+  // the app's batch function is never called from two actors at once)
+  if (s.data) self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+  else s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
   s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});
@@ -99,7 +102,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
     if (is_local(self, r)) s.workers[static_cast<std::size_t>(r)] = spawn_worker(self, r);
 }
 
-// Stops this plan's actors (a transition's old plan, or the end of the run).
+// Stops this plan's workers and parameter actors (a transition's old plan, or the end of the run).
 void retire_plan(self_ptr self) {
   auto& s = self->state;
   auto workers = std::move(s.workers);
@@ -109,8 +112,6 @@ void retire_plan(self_ptr self) {
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   for (auto& p : params)
     if (p) self->send_exit(p, caf::exit_reason::user_shutdown);
-  if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
-  s.data = data_actor_hdl{};
 }
 
 // --- actions ---------------------------------------------------------------------------------
@@ -376,6 +377,7 @@ void finish(self_ptr self, const finish_action& a) {
   s.summary.failures = s.protocol->failures();
   s.summary.restarts = s.protocol->restarts();
   retire_plan(self);
+  if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
   if (s.planner) self->send_exit(s.planner, caf::exit_reason::user_shutdown);
   if (s.proxy) self->send_exit(s.proxy, caf::exit_reason::user_shutdown);
   if (a.outcome) s.done.deliver(s.summary);

@@ -46,6 +46,10 @@ data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_s
       [=](prepare_atom, std::int64_t step) {
         (void)self->state.prepare(step);  // an error shows when the step is asked for
       },
+      [=](configure_atom, int dp, int micro_batches, std::int64_t rows, bool prefetch) {
+        auto& s = self->state;
+        s.dp = dp, s.micro_batches = micro_batches, s.rows = rows, s.prefetch = prefetch;  // the kept batches stay valid
+      },
   };
 }
 

@@ -51,9 +51,11 @@ using param_actor_hdl = caf::typed_actor<caf::replies_to<attach_atom, tensor>::w
                                          caf::replies_to<fetch_atom, std::int64_t>::with<tensor>,
                                          caf::replies_to<export_atom, std::int64_t>::with<piece_state>>;
 
-/// The step's batch, split by replica; prepares the next step's ahead of time.
+/// The step's batch, split by replica; prepares the next step's ahead of time; a new plan
+/// splits the same batches another way (dp, micro-batches, rows per micro-batch, prefetch).
 using data_actor_hdl = caf::typed_actor<caf::replies_to<batch_atom, std::int64_t, int>::with<micro_batch>,
-                                        caf::reacts_to<prepare_atom, std::int64_t>>;
+                                        caf::reacts_to<prepare_atom, std::int64_t>,
+                                        caf::reacts_to<configure_atom, int, int, std::int64_t, bool>>;
 
 /// Decides a plan change and prepares the transition to it; refits the cost model from the
 /// steps it is shown and answers the prediction's JSON at the end.
