@@ -2,9 +2,17 @@
 // prediction (one observation per stage), and the step from a run's measurements to the
 // summary's "prediction" and the saved profile. The refit arithmetic itself is refit.hpp.
 //
-//   task_totals totals;                      // filled step by step (add_step)
-//   totals.add_step(per_rank_seconds_of_the_step, step_seconds);
-//   nlohmann::json j = compare_and_refit(choice, setup, /*save=*/true, totals, /*first=*/true);
+//   plan_request request;
+//   request.mode = plan_mode::manual;  request.dp = 2;
+//   auto setup = prepare_planning(tiny_mlp, /*optimizer_slots=*/0, /*batch=*/64, /*threads=*/2, request,
+//                                 machine_profile{}, default_profile_path());
+//   if (!setup) return setup.error();
+//   auto choice = choose_plan(*setup, request);
+//   if (!choice) return choice.error();
+//   task_totals totals;                        // filled step by step while the plan runs
+//   std::vector<task_seconds> per_rank(2, {.forward_s = 0.010, .backward_s = 0.021, .update_s = 0.002});
+//   totals.add_step(per_rank, /*step_s=*/0.035);
+//   nlohmann::json j = compare_and_refit(*choice, *setup, /*save=*/false, totals, /*first=*/true);
 //   // j: {"predicted_step_s", "measured_step_s", "error_pct", "refit": {...}, "profile": PATH}
 #pragma once
 
