@@ -1,6 +1,8 @@
-// The atoms that name the runtime's messages (actors/messages.hpp says what each means).
+// The atoms that name the runtime's messages (actors/messages.hpp says what each means;
+// actors/protocol.hpp which actor answers which).
 //
-//   self->request(worker, timeout, step_atom::value, generation, step, committed);
+//   caf::message m = caf::make_message(step_atom::value, std::int64_t{0}, std::int64_t{5}, std::int64_t{4});
+//   assert(m.match_element<step_atom>(0));
 #pragma once
 
 #include <caf/all.hpp>

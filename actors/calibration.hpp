@@ -6,7 +6,8 @@
 // Efficiencies start at the defaults. Takes a few seconds.
 //
 //   planner::machine_profile p = actors::calibrate(/*threads=*/2);
-//   (void)planner::save_profile(planner::default_profile_path(), p);
+//   std::cout << planner::describe(p) << "\n";
+//   if (auto st = planner::save_profile(planner::default_profile_path(), p); !st) return st;
 #pragma once
 
 #include "planner/machine_profile.hpp"

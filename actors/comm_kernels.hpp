@@ -3,9 +3,17 @@
 // executor hands each call the comm_context of its rank.
 //
 //   kernels::dispatch_table table = kernels::cpu_kernels();
-//   add_comm_kernels(table);
-//   comm_context ctx{&fabric.endpoint(rank), {{"tp", {0, 1}}}, 30s};
-//   executor::create(prog.g, params, prog.kept(), {&table, &pool, &ctx});
+//   add_comm_kernels(table);                                // allreduce, all_gather, reduce_scatter
+//   transport::in_process_fabric fabric(2);                 // this rank's channel: its fabric's endpoint
+//   int rank = 0;
+//   comm_context ctx{.channel = &fabric.endpoint(rank), .groups = {{"tp", {0, 1}}}, .timeout = 30s};
+//   auto cm = compile(tiny_mlp, {.tp = 2}, /*batch=*/64);
+//   if (!cm) return cm.error();
+//   auto prog = cm->program(/*stage=*/0, /*tp_rank=*/rank);
+//   if (!prog) return prog.error();
+//   parameter_store params = init_parameters(prog->g, /*seed=*/0);   // stage_worker slices the serial ones
+//   kernels::thread_pool pool(1);
+//   auto ex = kernels::executor::create(prog->g, params, prog->kept(), {.kernels = &table, .pool = &pool, .context = &ctx});
 #pragma once
 
 #include <chrono>

@@ -3,9 +3,13 @@
 // cuts and the task order of every stage. Local programs are partitioned on demand, one per
 // worker (stage, tp rank); data-parallel replicas get identical copies.
 //
-//   model_fn mlp = [](graph& g, std::int64_t rows) { return softmax_cross_entropy(linear(g.input("x", {rows, 8}), 4, "fc"), g.input("y", {rows}, dtype::i32)); };
-//   auto cm = compile(mlp, parallel_plan{.dp = 2}, /*batch=*/128);
-//   auto prog = cm->program(/*stage=*/0, /*tp_rank=*/0);
+//   model_fn mlp = [](graph& g, std::int64_t rows) {
+//     return softmax_cross_entropy(linear(g.input("x", {rows, 8}), 4, "fc"), g.input("y", {rows}, dtype::i32));
+//   };
+//   auto cm = compile(mlp, planner::parallel_plan{.dp = 2}, /*batch=*/128);   // errors name the tensor or plan
+//   if (!cm) return cm.error();
+//   auto prog = cm->program(/*stage=*/0, /*tp_rank=*/0);    // a worker's local program, on demand
+//   assert(cm->micro_batch == 64 && cm->schedule.size() == 1);
 #pragma once
 
 #include <cstdint>

@@ -4,10 +4,18 @@
 // that no coordinator handler ever blocks a scheduler thread. Each call is a request with a
 // timeout; the call's own waits have theirs.
 //
-//   auto proxy = self->spawn<caf::detached>(control_proxy);
-//   auto total = std::make_shared<result<double>>(make_error(errc::closed, "not run"));
-//   self->request(proxy, timeout, call_atom::value, blocking_call{[=] { *total = sum(step, local); }})
-//       .then([=](ok_atom) { use(*total); }, [=](caf::error& e) { ... });
+//   // An actor that sums each step's loss across processes and never blocks a scheduler thread:
+//   caf::behavior loss_reporter(caf::event_based_actor* self, std::function<result<double>(double)> sum_over_processes) {
+//     auto proxy = self->spawn<caf::detached>(control_proxy);   // its own thread
+//     return {
+//         [=](std::int64_t step, double local) {
+//           auto total = std::make_shared<result<double>>(make_error(errc::closed, "not run"));
+//           self->request(proxy, 60s, call_atom::value, blocking_call{[=] { *total = sum_over_processes(local); }})
+//               .then([=](ok_atom) { if (*total) std::printf("step %lld: %f\n", static_cast<long long>(step), **total); },
+//                     [=](caf::error& e) { std::printf("control proxy: %s\n", to_string(e).c_str()); });
+//         },
+//     };
+//   }
 #pragma once
 
 #include <caf/all.hpp>

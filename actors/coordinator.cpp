@@ -118,6 +118,7 @@ void retire_plan(self_ptr self) {
 
 void start_step(self_ptr self, const start_step_action& a) {
   auto& s = self->state;
+  if (s.options.on_step_start) s.options.on_step_start(a.step);
   const auto step_timeout = s.options.timeout * 4;
   for (std::size_t r = 0; r < s.workers.size(); ++r) {
     if (!s.workers[r]) continue;  // a rank of another process

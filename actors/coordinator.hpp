@@ -4,8 +4,16 @@
 // proxy that runs the blocking calls. Every event handler only sends messages or asks with a
 // timeout; nothing in it waits.
 //
-//   auto coord = sys.spawn(coordinator, compiled, options, data);
-//   request(coord, caf::infinite, run_atom::value) => run_summary (or the first error)
+//   auto compiled = compile(tiny_mlp, {.dp = 2}, /*batch=*/64);
+//   if (!compiled) return compiled.error();
+//   run_options options;
+//   options.plan = compiled->plan;  options.batch = 64;  options.steps = 10;
+//   auto model = std::make_shared<const compiled_model>(std::move(*compiled));
+//   auto coord = sys.spawn(coordinator, model, options, batch_fn(tiny_batch));   // what train() does
+//   result<run_summary> out = make_error(errc::closed, "no answer from the coordinator");
+//   caf::scoped_actor self{sys};
+//   self->request(coord, caf::infinite, run_atom::value)
+//       .receive([&](run_summary& s) { out = std::move(s); }, [&](caf::error& e) { out = from_caf(e); });   // the first error
 #pragma once
 
 #include <chrono>

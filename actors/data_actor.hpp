@@ -8,8 +8,11 @@
 // all compute, that would only slow the computation down). The last two steps are kept, so
 // a redone step finds its batch.
 //
-//   auto data = sys.spawn(data_actor, source, /*dp=*/2, /*micro_batches=*/4, /*rows=*/16, true);
-//   request(data, timeout, batch_atom::value, step, replica) => micro_batch  // [m x rows, ...] each
+//   auto data = sys.spawn(data_actor, batch_fn(tiny_batch), /*dp=*/2, /*micro_batches=*/4, /*rows=*/8, /*prefetch=*/true);
+//   caf::scoped_actor worker{sys};
+//   worker->request(data, 10s, batch_atom::value, /*step=*/std::int64_t{0}, /*replica=*/1)
+//       .receive([&](micro_batch& b) { assert(b.inputs.at("x").shape() == (shape{32, 8})); },   // 4 micro-batches x 8 rows
+//                [&](caf::error& e) { std::cerr << to_string(e) << "\n"; });
 #pragma once
 
 #include <functional>

@@ -28,6 +28,12 @@
 // control plane and tensors over the data plane (transport/), never CAF's middleman.
 // Errors cross the CAF boundary with their cohort code (to_caf / from_caf), so an app can tell
 // bad input (exit 2) from a failed run (exit 1).
+//
+//   caf::error e = to_caf(make_error(errc::invalid_argument, "--plan.dp=3: 64 rows do not split"));
+//   assert(from_caf(e).code == errc::invalid_argument);     // the cohort code survives the CAF boundary
+//   caf::message step = caf::make_message(step_atom::value, /*generation=*/std::int64_t{0}, /*step=*/std::int64_t{4},
+//                                         /*committed=*/std::int64_t{3});
+//   caf::message call = caf::make_message(call_atom::value, blocking_call{[] { /* a control-plane collective */ }});
 #pragma once
 
 #include <caf/all.hpp>

@@ -7,11 +7,20 @@
 // A failed step is never committed: its gradient is dropped, nothing is ever undone, and
 // gradients from an older generation are refused.
 //
-//   auto p = sys.spawn(param_actor, adamw_config{...});
-//   worker:      (attach_atom, view) => piece_ptr ; (update_atom, g, k, grad_piece) => ok
-//                piece->apply_committed(k)            // start of step k+1
-//   coordinator: (rollback_atom, g', committed) ; (fetch_atom, committed) => tensor
-//                (export_atom, committed) => piece_state    // a plan transition takes the state
+//   auto p = sys.spawn(param_actor, optimizer_config{adamw_config{.lr = 1e-3f}},
+//                      std::optional<piece_state>{});   // spawn passes every argument: no defaults
+//   caf::scoped_actor worker{sys};
+//   status failed;
+//   auto on_error = [&](caf::error& e) { failed = from_caf(e); };
+//   piece_ptr piece;
+//   tensor storage = tensor::zeros({256});                 // the worker's piece of its flat parameters
+//   worker->request(p, 10s, attach_atom::value, storage).receive([&](piece_ptr& lent) { piece = lent; }, on_error);
+//   worker->request(p, 10s, update_atom::value, /*generation=*/std::int64_t{0}, /*step=*/std::int64_t{0},
+//                   tensor::full({256}, 0.1f)).receive([](ok_atom) {}, on_error);   // the gradient waits
+//   if (!failed) return failed;
+//   if (auto st = piece->apply_committed(/*committed=*/0); !st) return st;   // start of step 1: into storage
+//   // coordinator: (rollback_atom, g', committed) ; (fetch_atom, committed) => tensor
+//   //              (export_atom, committed) => piece_state    // a plan transition takes the state
 // A parameter actor spawned with a piece_state (a plan transition's new piece) starts from it:
 // the first attach fills the worker's storage with its values, its optimizer state continues.
 #pragma once

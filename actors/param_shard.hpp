@@ -5,8 +5,11 @@
 // piece may share storage with the worker's parameters (updates are then seen at once);
 // pass a clone to keep them apart.
 //
-//   param_shard ps(initial_piece, adamw_config{...});
-//   tensor updated = ps.update(summed_gradient_piece);   // same length, returns the new piece
+//   tensor initial_piece = tensor::full({1024}, 0.5f);
+//   param_shard ps(initial_piece, adamw_config{.lr = 1e-3f});
+//   result<tensor> updated = ps.update(tensor::full({1024}, 0.01f));   // same length, returns the new piece
+//   if (!updated) return updated.error();
+//   assert(ps.steps() == 1 && updated->shares_storage_with(initial_piece));   // in place: pass a clone to keep apart
 #pragma once
 
 #include <cstdint>

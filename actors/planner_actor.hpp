@@ -12,9 +12,28 @@
 // process decides (it has the setup); the decision travels to the others over the control
 // plane, and every process prepares the same transition from it.
 //
-//   auto planner = sys.spawn(planner_actor, planner_inputs{model, batch, slots, setup, changes});
-//   request(planner, t, plan_atom::value, change, current)         => decided_plan
-//   request(planner, t, transfer_atom::value, decided, current)    => transition_plan
+//   planner::plan_request to_dp4;
+//   to_dp4.mode = planner::plan_mode::manual;  to_dp4.dp = 4;
+//   auto setup = planner::prepare_planning(tiny_mlp, /*optimizer_slots=*/0, /*batch=*/64, /*threads=*/2, to_dp4,
+//                                          planner::machine_profile{}, planner::default_profile_path());
+//   if (!setup) return setup.error();
+//   planner_inputs in;
+//   in.model = tiny_mlp;  in.batch = 64;
+//   in.setup = std::make_shared<planner::planning_setup>(std::move(*setup));   // null where a process does not decide
+//   in.changes = {plan_change{.at_step = 5, .request = to_dp4, .label = "dp4"}};
+//   auto current = compile(tiny_mlp, {.dp = 2}, 64);
+//   if (!current) return current.error();
+//   auto now = std::make_shared<const compiled_model>(std::move(*current));
+//   auto planner = sys.spawn(planner_actor, std::move(in));
+//   caf::scoped_actor self{sys};
+//   status failed;
+//   auto on_error = [&](caf::error& e) { failed = from_caf(e); };
+//   self->request(planner, 30s, plan_atom::value, /*change=*/std::size_t{0}, now).receive([&](decided_plan& d) {
+//     self->request(planner, 30s, transfer_atom::value, d, now).receive([&](transition_plan& t) {
+//       assert(t.model->plan.dp == 4 && t.to.size() == 4);   // and t.copies: every piece's new home
+//     }, on_error);
+//   }, on_error);
+//   if (!failed) return failed;   // e.g. nothing fits, or a plan the model cannot take (named)
 #pragma once
 
 #include <caf/all.hpp>

@@ -3,9 +3,11 @@
 // which order they come). Workers are blocking actors on their own threads; their handle is
 // typed for the coordinator that drives them.
 //
-//   param_actor_hdl p = self->spawn(param_actor, adamw_config{}, std::nullopt);
-//   self->request(p, std::chrono::seconds(10), fetch_atom::value, std::int64_t{4})
-//       .then([](tensor& piece) { /* the piece after step 4 */ });
+//   // a coordinator's request: the compiler checks it against param_actor_hdl's interface
+//   void fetch_piece(caf::event_based_actor* self, param_actor_hdl params, std::int64_t committed) {
+//     self->request(params, std::chrono::seconds(10), fetch_atom::value, committed)
+//         .then([](tensor& piece) { std::printf("%lld elements\n", static_cast<long long>(piece.numel())); });
+//   }
 #pragma once
 
 #include <caf/all.hpp>

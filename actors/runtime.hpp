@@ -6,10 +6,14 @@
 // are released), respawns the worker, which refills its parameters from its parameter
 // actor, and redoes the interrupted step — losses equal those of a run without the failure.
 //
-//   caf::actor_system sys{cfg};
-//   run_options o{.plan = {.dp = 2, .tp = 2}, .batch = 64, .steps = 100, .optimizer = sgd_config{...}};
-//   o.on_step = [](const step_metrics& m) { std::printf("%lld %f\n", m.step, m.loss); };
-//   result<run_summary> r = train(sys, model, data, o);
+//   auto cfg = system_config(/*threads=*/2, {});
+//   if (!cfg) return cfg.error();
+//   caf::actor_system sys{**cfg};
+//   run_options o;
+//   o.plan = {.dp = 2, .tp = 2};  o.batch = 64;  o.steps = 100;  o.optimizer = sgd_config{.lr = 0.05f};
+//   o.on_step = [](const step_metrics& m) { std::printf("%lld %f\n", static_cast<long long>(m.step), m.loss); };
+//   result<run_summary> r = train(sys, tiny_mlp, tiny_batch, o);   // any model_fn and batch_fn
+//   if (!r) return r.error();
 #pragma once
 
 #include <chrono>
@@ -87,6 +91,7 @@ struct run_options {
   failure_injection inject;
   bool collect_parameters = true;                 // return the trained parameters in the summary
   std::function<void(const step_metrics&)> on_step;  // called by the coordinator, in order
+  std::function<void(std::int64_t step)> on_step_start;  // before the coordinator starts a step (0-based)
   std::function<void()> on_start;                  // once the plan compiled, before any actor runs
 
   /// Plan transitions at step boundaries (ascending at_step), decided by the planner actor.

@@ -5,8 +5,12 @@
 // squares, each plan's coefficients taken from the planner's own simulation — so the terms
 // mean in the prediction exactly what they were fitted as. Part of --cluster.calibrate.
 //
+//   planner::machine_profile profile;                  // its compute and link constants: calibrate()'s
 //   result<runtime_overhead> o = measure_runtime_overhead(profile, /*threads=*/2);
-//   if (o) profile.eff.per_task_seconds = o->per_task_s;   // ... per_step_s, per_rank_s
+//   if (!o) return o.error();
+//   profile.eff.per_task_seconds = o->per_task_s;
+//   profile.eff.per_step_seconds = o->per_step_s;
+//   profile.eff.per_rank_seconds = o->per_rank_s;
 #pragma once
 
 #include <string>

@@ -6,11 +6,22 @@
 // collectives run on. Actors move messages; this struct only computes, so it is tested
 // without a scheduler.
 //
-//   auto w = stage_worker::create(std::move(program), /*slots=*/2, &table, nullptr, comm);
-//   w->load_initial_parameters(serial_graph, seed);
-//   w->input(slot, id).copy_from(batch_rows);   // data inputs and received activations
-//   w->forward(slot);  ...  w->backward(slot, 1.f / micro_batches);
-//   w->flat_grads()                             // summed over this step's micro-batches
+//   auto cm = compile(tiny_mlp, {.dp = 1}, /*batch=*/64);
+//   if (!cm) return cm.error();
+//   auto program = cm->program(/*stage=*/0, /*tp_rank=*/0);
+//   if (!program) return program.error();
+//   kernels::dispatch_table table = kernels::cpu_kernels();
+//   add_comm_kernels(table);
+//   auto w = stage_worker::create(std::move(*program), /*slots=*/2, &table, nullptr, comm_context{});
+//   if (!w) return w.error();
+//   if (auto st = (*w)->load_initial_parameters(*cm->serial, /*seed=*/0); !st) return st;
+//   auto batch = tiny_batch(/*step=*/0);
+//   for (const auto& [name, id] : (*w)->program().data_inputs)
+//     (*w)->input(/*slot=*/0, id).copy_from(batch.at(name));   // data inputs and received activations
+//   (*w)->zero_grads();
+//   if (auto st = (*w)->forward(0); !st) return st;
+//   if (auto st = (*w)->backward(0, /*seed=*/1.f); !st) return st;      // 1 / micro_batches (one here)
+//   tensor& grads = (*w)->flat_grads();                                   // summed over this step's micro-batches
 #pragma once
 
 #include <memory>

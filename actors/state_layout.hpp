@@ -6,10 +6,19 @@
 // fill every new piece from the old ones: the reshard a plan transition executes, and what a
 // checkpoint records per piece.
 //
+//   auto old_model = compile(tiny_mlp, {.dp = 2, .shard_params = true}, /*batch=*/64);
+//   auto new_model = compile(tiny_mlp, {.pp = 2}, 64);
+//   if (!old_model) return old_model.error();      // a plan the model cannot take, named
+//   if (!new_model) return new_model.error();
 //   auto from = piece_layouts(*old_model);            // one per rank of the old plan
 //   auto to = piece_layouts(*new_model);
+//   if (!from) return from.error();
+//   if (!to) return to.error();
 //   auto copies = plan_state_transfer(*from, *to);     // {from_rank, to_rank, from, to, count}
-//   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, /*slots=*/2, /*steps=*/10);
+//   if (!copies) return copies.error();
+//   std::vector<piece_state> old_states;               // by old rank: each parameter actor's export_state
+//   for (const piece_layout& l : *from) old_states.push_back({tensor::zeros({l.size}), {}, /*steps=*/10});
+//   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, /*slots=*/0, /*steps=*/10);
 #pragma once
 
 #include <cstdint>

@@ -16,9 +16,13 @@
 //
 //   step_protocol::config c;  c.steps = 3;  c.ranks = 2;
 //   step_protocol p(c);
-//   auto a = p.start(now);                     // {start_step{gen 0, step 0, committed -1}}
-//   p.on_outcome(0, 0, 0, ok, "", now);        // {}: rank 1 still runs
-//   a = p.on_outcome(0, 0, 1, ok, "", now);    // {report_step{...}, start_step{gen 0, step 1, committed 0}}
+//   auto now = clock_type::now();
+//   actions a = p.start(now);                       // {start_step{gen 0, step 0, committed -1}}
+//   step_outcome ok;
+//   ok.rank = 0;  a = p.on_outcome(0, 0, 0, ok, "", now);   // {}: rank 1 still runs
+//   ok.rank = 1;  ok.report.reports_loss = true;  ok.report.loss_share = 0.7;
+//   a = p.on_outcome(0, 0, 1, ok, "", now);         // {report_step{...}, start_step{gen 0, step 1, committed 0}}
+//   assert(a.size() == 2 && std::get<start_step_action>(a[1]).committed == 0 && p.losses()[0] == 0.7);
 #pragma once
 
 #include <chrono>

@@ -6,10 +6,16 @@
 // message of the wrong length is refused. Pairs exchange in a fixed order (the lower process
 // sends first), so no two processes wait on each other.
 //
-//   auto moved = exchange_state(*old_fabric, {.old_owner = {0, 1}, .new_owner = {0, 0, 1, 1},
-//                               .process = p, .processes = 2, .slots = 1, .steps = 10, .tag = t},
-//                               plan.copies, old_states, plan.to);
-//   // moved->states[r] for the new ranks r of this process
+//   // One process's part of a transition from dp2 (a rank per process) to dp4 (two per process):
+//   result<std::vector<piece_state>> move_state(transport::fabric& old_fabric, const transition_plan& plan,
+//                                               const std::vector<piece_state>& old_states, int process) {
+//     exchange_options o;
+//     o.old_owner = {0, 1};  o.new_owner = {0, 0, 1, 1};
+//     o.process = process;  o.processes = 2;  o.slots = 2;  o.steps = 10;  o.tag = 77;
+//     auto moved = exchange_state(old_fabric, o, plan.copies, old_states, plan.to);
+//     if (!moved) return moved.error();      // a peer late, a message of the wrong size, a closed fabric
+//     return std::move(moved->states);       // filled for the new ranks of this process
+//   }
 #pragma once
 
 #include <chrono>

@@ -6,7 +6,21 @@
 // are warm in cache), fetches micro-batches from the data actor and hands its new gradient
 // piece to its parameter actor. It monitors the coordinator and stops when it goes.
 //
-//   sys.spawn<worker_actor, caf::monitored>(spec, fabric, generation)
+//   // How the coordinator starts one worker; the monitor tells it when the worker dies:
+//   worker_hdl start_worker(caf::event_based_actor* self, std::shared_ptr<const compiled_model> model, int rank,
+//                           data_actor_hdl data, param_actor_hdl params, fabric_ptr fabric, std::int64_t generation) {
+//     auto spec = std::make_shared<worker_spec>();
+//     spec->at = planner::rank_layout(model->plan).place_of(rank);
+//     spec->model = std::move(model);
+//     spec->rank = rank;
+//     spec->table = kernels::cpu_kernels();
+//     add_comm_kernels(spec->table);
+//     spec->coordinator = caf::actor_cast<caf::actor>(self);
+//     spec->data = std::move(data);
+//     spec->params = std::move(params);
+//     return caf::actor_cast<worker_hdl>(
+//         self->spawn<worker_actor, caf::monitored>(std::shared_ptr<const worker_spec>(spec), std::move(fabric), generation));
+//   }
 #pragma once
 
 #include <chrono>

@@ -10,11 +10,24 @@
 // The caller supplies where inputs come from (the data actor) and who takes the gradient
 // (the parameter actor), so the same code runs under the actor runtime and in thread tests.
 //
-//   worker_place at{.dp_rank = d, .stage = s, .tp_rank = t};
-//   step_io io{.inputs = [&](int mb) { return data.micro_batch(step, d, mb); },
-//              .submit = [&](const tensor& g) { pending = g; return status{}; }};
-//   auto r = run_worker_step(worker, schedule[s], plan, at, io, step, timeout);
-//   ... after every worker is done: params.update(pending)
+//   auto cm = compile(tiny_mlp, {.dp = 1}, /*batch=*/64);
+//   if (!cm) return cm.error();
+//   auto program = cm->program(0, 0);
+//   if (!program) return program.error();
+//   kernels::dispatch_table table = kernels::cpu_kernels();
+//   add_comm_kernels(table);
+//   auto w = stage_worker::create(std::move(*program), /*slots=*/1, &table, nullptr, comm_context{});
+//   if (!w) return w.error();
+//   if (auto st = (*w)->load_initial_parameters(*cm->serial, 0); !st) return st;
+//   worker_place at{.dp_rank = 0, .stage = 0, .tp_rank = 0};
+//   auto batch = tiny_batch(/*step=*/0);              // this replica's rows (one micro-batch here)
+//   tensor pending;
+//   step_io io;
+//   io.inputs = [&](int /*mb*/) -> result<std::map<std::string, tensor>> { return batch; };
+//   io.submit = [&](const tensor& g) { pending = g.clone(); return status{}; };   // the parameter actor's part
+//   auto r = run_worker_step(**w, cm->schedule[0], cm->plan, at, io, /*step=*/0, 30s);
+//   if (!r) return r.error();
+//   // ... after every worker is done: the owner applies `pending` (param_shard::update)
 #pragma once
 
 #include <chrono>

@@ -3,9 +3,13 @@
 // The seed d(loss)/d(loss) is an input named "<loss>.grad" of shape [] that the executor
 // fills (1 for a plain step; 1/m when m micro-batches accumulate into one step).
 //
-//   var loss = softmax_cross_entropy(logits, labels);
+//   graph g;
+//   var logits = linear(g.input("x", {32, 64}), 10, "fc");
+//   var loss = softmax_cross_entropy(logits, g.input("y", {32}, dtype::i32));
 //   result<gradients> gr = autodiff(g, loss);
-//   for (auto [param, grad] : gr->param_grads) ...   // grad is a value of g
+//   if (!gr) return gr.error();                      // loss not a scalar, an op without a gradient rule
+//   for (auto [param, grad] : gr->param_grads)       // fc.weight and fc.bias, in parameter order
+//     assert(g.value(grad).type.shape == g.value(param).type.shape);
 #pragma once
 
 #include <cstddef>

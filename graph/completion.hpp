@@ -9,9 +9,16 @@
 // y = h @ W2 : P, an allreduce before the replicated bias, and in the backward pass the
 // allreduce of dx, and dW1 : S(1), dW2 : S(0).
 //
+//   graph g;
+//   var x = g.input("x", {8, 16});
+//   var h = linear(x, 64, "fc1", /*bias=*/true, tp_style::column);   // annotates W1 = S(1), b1 = S(0)
+//   var y = linear(gelu(h), 16, "fc2", true, tp_style::row);          // annotates W2 = S(0)
 //   auto c = complete_axis(g, "tp", /*degree=*/2);
-//   to_string(c->placement_of(h.id)) == "S(1)";
-//   c->required[node_index][operand]   // what the op needs; differs => reshard
+//   if (!c) return c.error();
+//   assert(to_string(c->placement_of(h.id)) == "S(1)");
+//   std::size_t last = g.nodes().size() - 1;                          // fc2's bias_add, producing y
+//   assert(is_partial(c->placement_of(g.nodes()[last].inputs[0])));   // h @ W2 is a partial sum
+//   assert(is_replicate(c->required[last][0]));                       // the bias needs it whole: an allreduce
 #pragma once
 
 #include <cstdint>

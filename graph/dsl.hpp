@@ -1,9 +1,14 @@
 // The model DSL: free functions over `var` that append nodes to the var's graph. They read
 // like the math; shape errors are recorded in the graph (see graph.hpp), never thrown.
 //
-//   var h = gelu(matmul(x, w) + b);                 // x [B,D], w [D,4D], b [4D]
-//   var p = softmax(causal_mask(scale(matmul(q, k, false, true), 0.125f), -INFINITY));
-//   var l = mean(h * h);
+//   graph g;
+//   var x = g.input("x", {8, 16});                                      // [B,D]
+//   var w = g.parameter("w", {16, 64}, init_spec::normal(0.02f));      // [D,4D]
+//   var b = g.parameter("b", {64}, init_spec::zeros());                // [4D], broadcast over rows
+//   var h = gelu(matmul(x, w) + b);
+//   var q = g.input("q", {2, 4, 8}), k = g.input("k", {2, 4, 8});      // [B,T,Dh]
+//   var p = softmax(causal_mask(scale(matmul(q, k, false, true), 0.125f), -INFINITY));   // [B,T,T]
+//   var l = mean(h * h);                                                // [], a loss
 #pragma once
 
 #include <string>

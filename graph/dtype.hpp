@@ -2,7 +2,9 @@
 // class labels). bf16 and f16 are named so that storage, shapes and wire formats already
 // account for 2-byte elements; no kernel accepts them yet.
 //
-//   size_of(dtype::f32) == 4;  to_string(dtype::i32) == "i32"
+//   static_assert(size_of(dtype::f32) == 4 && size_of(dtype::bf16) == 2);
+//   static_assert(dtype_of<std::int32_t>() == dtype::i32);
+//   std::string name = to_string(dtype::i32);   // "i32"
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,11 @@
 // The error vocabulary shared by the layers that do not include CAF (graph, kernels,
 // planner, transport), and result<T>, the one way they return a value or an error.
 //
+//   shape a{4, 1, 3}, b{5, 3};
 //   result<shape> r = broadcast_shapes(a, b, "add");
-//   if (!r) return r.error();          // error{errc::shape_mismatch, "add: ..."}
-//   shape s = *r;
+//   if (!r) return r.error();   // with b [5,2]: {errc::shape_mismatch, "add: cannot broadcast [4,1,3] with [5,2] ..."}
+//   shape s = *r;               // [4,5,3]
+//   status st = make_error(errc::not_found, "data/x.bin: no such file");   // a status or a result takes an error
 #pragma once
 
 #include <string>

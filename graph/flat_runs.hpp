@@ -9,7 +9,9 @@
 //   runs left = box_runs({4, 6}, {{0, 4}, {0, 3}});    // columns 0-2: {0,3} {6,9} {12,15} {18,21}
 //   runs top  = box_runs({4, 6}, {{0, 2}, {0, 6}});    // rows 0-1: {0,12}
 //   auto copies = overlap(left, top);                   // {from 0, to 0, 3}, {from 3, to 6, 3}
-//   runs tail = sub_runs(left, 5, 4);                   // elements 5..8 of `left`: {7,9} {12,14}
+//   assert((copies == std::vector<run_copy>{{0, 0, 3}, {3, 6, 3}}));
+//   runs tail = sub_runs(left, 5, 4);                   // elements 5..8 of `left`: {8,9} {12,15}
+//   assert(run_elements(tail) == 4);
 #pragma once
 
 #include <cstdint>

@@ -9,8 +9,9 @@
 //   var y = g.input("y", {32}, dtype::i32);
 //   var h = relu(linear(x, 128, "fc1"));          // creates fc1.weight [64,128], fc1.bias [128]
 //   var loss = softmax_cross_entropy(linear(h, 10, "fc2"), y);
-//   if (auto st = g.check(); !st) fail(st.error().message);
-//   auto grads = autodiff(g, loss);                 // appends the backward nodes
+//   if (auto st = g.check(); !st) return st;      // the first shape error, naming op and shapes
+//   auto grads = autodiff(g, loss);                 // appends the backward nodes (graph/autodiff.hpp)
+//   std::cout << g.to_string();   // "%3 = matmul(%0 'x' [32,64], %2 'fc1.weight' [64,128]) -> [32,128]  # fc1." ...
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,11 @@
 // Initial values of parameters: each parameter's tensor depends only on (seed, name), so the
 // same model built twice, or split across ranks, starts from identical weights.
 //
-//   graph g; ... build ...
+//   graph g;
+//   var loss = tiny_mlp(g, /*rows=*/64);             // any model: parameters fc1.*, fc2.*
 //   parameter_store params = init_parameters(g, /*seed=*/0);
-//   tensor w = params.at("fc1.weight");
+//   tensor w = params.at("fc1.weight");              // [8,16] ~ U(-1/sqrt(8), 1/sqrt(8))
+//   tensor same = initial_value("fc1.weight", {8, 16}, init_spec::uniform(1.f / std::sqrt(8.f)), 0);   // w's values
 #pragma once
 
 #include <cstdint>

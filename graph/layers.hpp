@@ -1,7 +1,10 @@
 // Layers: DSL helpers that create their own parameters (named inside the graph's current
 // scope) with PyTorch's default initializers, so a model reads like its PyTorch twin.
 //
-//   auto _ = g.scope("block0");
+//   graph g;
+//   std::int64_t d = 64;
+//   var x = g.input("x", {4, 16, d});               // [B,T,D]
+//   auto _ = g.scope("block0");                     // parameters block0.ln1.weight, block0.attn.q.weight, ...
 //   var h = x + causal_self_attention(layer_norm(x, "ln1"), /*heads=*/4, "attn");
 //   h = h + linear(gelu(linear(layer_norm(h, "ln2"), 4 * d, "fc1")), d, "fc2");
 #pragma once

@@ -4,8 +4,9 @@
 // collective over that axis runs among).
 //
 //   process_mesh m({{"dp", 2}, {"pp", 2}, {"tp", 2}});   // ranks 0..7, tp fastest
-//   m.coordinate(5, "pp") == 0;  m.coordinate(5, "tp") == 1;  m.coordinate(5, "dp") == 1
-//   m.group(5, "dp") == std::vector<int>{1, 5}
+//   assert(m.coordinate(5, "dp") == 1 && m.coordinate(5, "pp") == 0 && m.coordinate(5, "tp") == 1);
+//   assert(m.group(5, "dp") == (std::vector<int>{1, 5}));
+//   result<process_mesh> bad = make_mesh({{"dp", 0}});    // !bad: sizes are at least 1
 #pragma once
 
 #include <cstdint>

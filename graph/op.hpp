@@ -4,7 +4,11 @@
 // shape_inference.cpp, a gradient rule in autodiff.cpp, a reference kernel, and a row in
 // the dispatch tables of kernels/.
 //
-//   node{op_kind::matmul, matmul_attrs{.trans_b = true}, {a, b}, {c}}   // c = a @ b^T
+//   graph g;
+//   var a = g.input("a", {4, 8}), b = g.input("b", {16, 8});
+//   var c = g.apply1(op_kind::matmul, matmul_attrs{.trans_b = true}, {a, b});   // c = a @ b^T: [4,16]
+//   const node& n = g.nodes().back();   // node{op_kind::matmul, matmul_attrs{.trans_b = true}, {a.id, b.id}, {c.id}}
+//   assert(n.kind == op_kind::matmul && std::get<matmul_attrs>(n.attrs).trans_b);
 #pragma once
 
 #include <cstdint>

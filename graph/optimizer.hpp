@@ -5,6 +5,7 @@
 //
 //   optimizer_config opt = adamw_config{.lr = 1e-3f, .beta2 = 0.95f, .weight_decay = 0.1f};
 //   int slots = state_slots(opt);    // 2: exp_avg and exp_avg_sq per parameter
+//   assert(state_slots(sgd_config{.lr = 0.1f, .momentum = 0.9f}) == 1 && learning_rate(opt) == 1e-3f);
 #pragma once
 
 #include <variant>

@@ -5,10 +5,19 @@
 // (allreduce, all_gather, reduce_scatter, or a local slice), and lists what it must receive
 // from and send to the other stages for every micro-batch.
 //
-//   auto c = complete_axis(g, "tp", 2);
-//   auto stages = stages_from_cuts(g, gr, {5});                 // stage 1 starts at node 5
-//   auto prog = partition(g, gr, *c, stages, /*stage=*/1, /*tp_rank=*/0);
-//   prog->g                // run it with an executor whose table has the runtime's collectives
+//   graph g;
+//   var h = relu(linear(g.input("x", {64, 8}), 16, "fc1", true, tp_style::column));   // nodes 0-2
+//   var loss = softmax_cross_entropy(linear(h, 4, "fc2", true, tp_style::row), g.input("y", {64}, dtype::i32));
+//   auto gr = autodiff(g, loss);
+//   if (!gr) return gr.error();
+//   auto c = complete_axis(g, "tp", 2);                          // after autodiff: the backward too
+//   if (!c) return c.error();
+//   auto stages = stages_from_cuts(g, *gr, {3});                 // stage 1 starts at node 3 (fc2)
+//   if (!stages) return stages.error();
+//   auto prog = partition(g, *gr, *c, *stages, /*stage=*/1, /*tp_rank=*/0);
+//   if (!prog) return prog.error();
+//   const graph& local = prog->g;      // run it with an executor whose table has the runtime's collectives
+//   assert(prog->recvs.size() == 1);   // h, from stage 0, for every micro-batch
 #pragma once
 
 #include <cstdint>

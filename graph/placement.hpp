@@ -5,8 +5,9 @@
 // true value. A tensor's dist_attr has one placement per mesh axis.
 //
 //   placement p = shard{1};
-//   shard_range(10, 3, 0) == {0, 4};  shard_range(10, 3, 2) == {7, 10}
-//   shard_range(256, 3, 1, /*granule=*/64) == {128, 192}     // 4 heads of 64 over 3 ranks
+//   assert(to_string(p) == "S(1)" && to_string(partial{}) == "P");
+//   assert((shard_range(10, 3, 0) == range{0, 4}) && (shard_range(10, 3, 2) == range{7, 10}));
+//   assert((shard_range(256, 3, 1, /*granule=*/64) == range{128, 192}));   // 4 heads of 64 over 3 ranks
 #pragma once
 
 #include <cstdint>

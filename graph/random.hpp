@@ -6,6 +6,7 @@
 //   float u = r.uniform();          // [0, 1)
 //   float z = r.normal();           // N(0, 1), Box-Muller
 //   std::uint64_t i = r.below(10);  // [0, 10)
+//   rng per_name(derive_seed(42, "fc1.weight"));   // a stream that depends on (seed, name) only
 #pragma once
 
 #include <cstdint>

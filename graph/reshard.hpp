@@ -12,7 +12,9 @@
 //   layout from{process_mesh({{"x", 2}, {"y", 2}}), {shard{0}, partial{}}, {0, 1, 2, 3}};
 //   layout to{process_mesh({{"x", 3}}), {shard{1}}, {0, 1, 2}};
 //   auto plan = plan_reshard({6, 5}, from, to);
-//   // plan->messages: {from rank, to rank, box in the sender's piece, box in the receiver's, add}
+//   if (!plan) return plan.error();
+//   for (const reshard_message& m : plan->messages)   // from rank, to rank, box in each's piece, add
+//     assert(m.from_box.extent() == m.to_box.extent());
 #pragma once
 
 #include <cstdint>

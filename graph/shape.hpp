@@ -2,8 +2,9 @@
 // of NumPy/PyTorch (align from the right; an extent of 1 stretches).
 //
 //   shape s{4, 1, 3};
-//   s.numel() == 12;  s.to_string() == "[4,1,3]"
-//   broadcast_shapes(s, shape{5, 3}, "add") -> [4,5,3]
+//   assert(s.numel() == 12 && s.to_string() == "[4,1,3]" && s.at(-1) == 3);
+//   result<shape> b = broadcast_shapes(s, shape{5, 3}, "add");   // [4,5,3]
+//   assert(b && *b == (shape{4, 5, 3}));
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 //   std::vector<value_type> in{{shape{2, 3}, dtype::f32}, {shape{4, 5}, dtype::f32}};
 //   op_attrs attrs = matmul_attrs{};
 //   auto r = infer_shapes(op_kind::matmul, attrs, in);
-//   // !r; r.error().message == "matmul: inner extents differ: a [2,3] (K=3) @ b [4,5] (K=4)"
+//   assert(!r);   // r.error().message == "matmul: inner extents differ: a [2,3] (K=3) @ b [4,5] (K=4)"
 #pragma once
 
 #include <span>

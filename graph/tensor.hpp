@@ -6,7 +6,9 @@
 //   tensor t = tensor::zeros({2, 3});          // f32, contiguous, 64-byte aligned
 //   t.data<float>()[4] = 1.f;                  // row 1, column 1
 //   tensor tt = t.transpose(0, 1);             // [3,2] view, no copy
+//   assert(tt.shares_storage_with(t) && !tt.is_contiguous());
 //   tensor packed = tt.contiguous();           // [3,2], new storage
+//   assert(packed.at(3) == 1.f);               // row 1, column 1 of the transpose
 #pragma once
 
 #include <cstddef>

@@ -3,10 +3,18 @@
 // buffer is reused by later values once it is dead (best fit by size); reshape outputs
 // alias their input. All memory is allocated then, so run() allocates nothing.
 //
-//   executor ex = *executor::create(g, params, /*keep=*/{loss.id}, {&table, &pool});
-//   ex.input(g.find("x")).copy_from(batch_x);        // fill inputs in place
-//   if (auto st = ex.run(); !st) report(st.error());
-//   float l = ex.value(loss.id).data<float>()[0];
+//   graph g;
+//   var loss = tiny_mlp(g, /*rows=*/64);
+//   parameter_store params = init_parameters(g, /*seed=*/0);
+//   dispatch_table table = cpu_kernels();
+//   thread_pool pool(2);
+//   auto ex = executor::create(g, params, /*keep=*/{loss.id}, {.kernels = &table, .pool = &pool});
+//   if (!ex) return ex.error();
+//   auto batch = tiny_batch(0);
+//   ex->input(g.find("x")).copy_from(batch["x"]);    // fill inputs in place
+//   ex->input(g.find("y")).copy_from(batch["y"]);
+//   if (auto st = ex->run(); !st) return st;          // allocates nothing
+//   float l = ex->value(loss.id).data<float>()[0];
 #pragma once
 
 #include <cstddef>

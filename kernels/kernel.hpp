@@ -3,9 +3,14 @@
 // output tensors; it never allocates. It returns an error only for bad data that shape
 // inference cannot see (an embedding id or class label out of range).
 //
-//   status relu_ref(const kernel_call& c);         // c.in[0] -> c.out[0]
-//   dispatch_table t = cpu_kernels();              // kernels/dispatch.hpp
-//   status st = t[op_kind::relu](call);
+//   graph g;
+//   var x = g.input("x", {2, 3});
+//   var y = relu(x);
+//   std::vector<tensor> in{tensor::full({2, 3}, -1.f)};
+//   std::vector<tensor> out{tensor::empty({2, 3})};           // pre-allocated: a kernel never allocates
+//   kernel_call call{g.nodes().back(), in, out};              // c.in[0] -> c.out[0]
+//   dispatch_table t = cpu_kernels();                         // kernels/dispatch.hpp
+//   if (status st = t[op_kind::relu](call); !st) return st;   // out[0] is all zeros
 #pragma once
 
 #include <array>

@@ -1,8 +1,11 @@
 // Optimizer arithmetic for the rules of graph/optimizer.hpp, matching torch.optim.SGD and
 // torch.optim.AdamW (PyTorch 1.13, single-tensor path) operation for operation.
 //
-//   optimizer_state st = make_state(param, cfg);     // zeroed slots, step 0
+//   tensor param = tensor::full({4}, 1.f), grad = tensor::full({4}, 0.5f);
+//   optimizer_config cfg = adamw_config{.lr = 0.01f};
+//   optimizer_state st = make_state(param, cfg);     // zeroed slots (exp_avg, exp_avg_sq), step 0
 //   apply_update(param, grad, st, cfg);              // in place; st.step becomes 1
+//   assert(st.step == 1 && st.slots.size() == 2);
 #pragma once
 
 #include <cstdint>

@@ -5,8 +5,9 @@
 // ranges, so a kernel's result does not depend on thread timing.
 //
 //   thread_pool pool(2);
-//   pool.parallel_for(rows, /*grain=*/64, [&](std::int64_t begin, std::int64_t end) {
-//     for (auto r = begin; r < end; ++r) normalize_row(r);
+//   std::vector<float> rows(1000, 2.f);
+//   pool.parallel_for(static_cast<std::int64_t>(rows.size()), /*grain=*/64, [&](std::int64_t begin, std::int64_t end) {
+//     for (auto r = begin; r < end; ++r) rows[static_cast<std::size_t>(r)] *= 0.5f;
 //   });
 #pragma once
 

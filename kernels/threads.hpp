@@ -1,8 +1,9 @@
 // One knob for the threads of a process's math: OpenBLAS's pool and cohort's kernel pool
 // are sized together, so the two never oversubscribe the cores (--train.threads).
 //
-//   set_math_threads(2);              // OpenBLAS uses 2 threads from now on
-//   thread_pool pool(math_threads()); // cohort's own kernels use the same count
+//   set_math_threads(std::min(2, available_cores()));   // OpenBLAS uses that many threads from now on
+//   thread_pool pool(math_threads());                   // cohort's own kernels use the same count
+//   std::puts(blas_config());                           // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
 #pragma once
 
 namespace cohort::kernels {

@@ -1,10 +1,13 @@
 // Serial training: a graph with its loss, differentiated, planned and run step after step
 // with an optimizer. This is the reference every distributed plan is compared against.
 //
-//   graph g;  var loss = build_model(g);
-//   auto tr = serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.05f}});
-//   tr->input("x").copy_from(batch.x);  tr->input("y").copy_from(batch.y);
-//   result<float> l = tr->step();        // forward, backward, update
+//   graph g;
+//   var loss = tiny_mlp(g, /*rows=*/64);
+//   auto tr = serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.05f}, .seed = 1});
+//   if (!tr) return tr.error();
+//   auto batch = tiny_batch(/*step=*/0);
+//   (*tr)->input("x").copy_from(batch["x"]);  (*tr)->input("y").copy_from(batch["y"]);
+//   result<float> l = (*tr)->step();        // forward, backward, update; the loss before the update
 #pragma once
 
 #include <cstdint>

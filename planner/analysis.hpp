@@ -4,9 +4,11 @@
 // size; the forward node each backward node belongs to; the parameters each forward node
 // reads; and, per tensor-parallel degree, the completed placements (cached).
 //
-//   auto a = analyze_model([&](graph& g, std::int64_t rows) { return build_gpt(g, cfg, rows).loss; }, 2);
-//   double flops = a->forward[i].at(rows).flops;     // forward node i at `rows` rows
-//   const axis_completion& c = a->completion(tp);     // placements on the tp axis
+//   auto a = analyze_model(tiny_mlp, /*optimizer_slots=*/2);   // or [&](graph& g, std::int64_t rows) { ... }
+//   if (!a) return a.error();
+//   double flops = (*a)->node_cost[0].at(/*rows=*/32).flops;   // node 0 (fc1's matmul) at 32 rows
+//   result<const axis_completion*> c = (*a)->completion(/*tp=*/2);   // placements on the tp axis, cached
+//   if (!c) return c.error();
 #pragma once
 
 #include <cstdint>

@@ -4,11 +4,11 @@
 // (docs/cluster.md), or built for this host by local_cluster(). Device ids are global ids.
 //
 //   result<planner::cluster> c = planner::load_cluster_file("configs/cluster_gpu_64.json");
-//   if (!c) fail(c.error().message);   // "configs/cluster_gpu_64.json: machines[0].devices[0].memory_gb: ..."
+//   if (!c) return c.error();   // "configs/cluster_gpu_64.json: machines[0].devices[0].memory_gb: ..."
 //   planner::link_cost l = c->between(0, 8);          // 50e9 bytes/s, 5e-6 s: the inter link
 //   bool near = c->same_machine(0, 7);                 // true
 //   std::cout << c->summary();                         // one line per machine
-//
+//   // this host, for runs here:
 //   auto here = planner::local_cluster(planner::detect_cores(), planner::detect_memory_bytes(),
 //                                      /*flops_f32_per_core=*/50e9, /*memory_bandwidth=*/20e9);
 #pragma once

@@ -7,9 +7,13 @@
 // efficiencies are not constants baked in: they start at defaults, are fitted to measured
 // task times (refit), and are saved with the machine's profile.
 //
-//   op_profile p = profile_of(g, g.nodes()[i]);                  // per batch row
-//   double s = compute_seconds(p.scaled(rows), device_peak, eff);
-//   double c = allreduce_seconds(grad_bytes, dp, {50e9, 5e-6}, eff);
+//   graph g;
+//   var loss = tiny_mlp(g, /*rows=*/64);
+//   op_profile p = profile_of(g, g.nodes()[0], /*rows=*/64);      // per batch row
+//   device_speed device{.flops_per_s = 50e9, .memory_bytes_per_s = 20e9};
+//   efficiency eff;                                                // the defaults, until refit
+//   double s = compute_seconds(p.scaled(/*rows=*/256), device, eff);
+//   double c = allreduce_seconds(/*bytes=*/4e6, /*ranks=*/8, {50e9, 5e-6}, eff);
 #pragma once
 
 #include <cstdint>

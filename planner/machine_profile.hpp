@@ -7,8 +7,10 @@
 // The micro-benchmarks that measure it are actors::calibrate (actors/calibration.hpp).
 //
 //   result<machine_profile> p = load_profile(default_profile_path());   // missing file: defaults
-//   if (p) (void)save_profile(default_profile_path(), *p);
+//   if (!p) return p.error();                                           // malformed: names file and field
+//   std::cout << describe(*p) << "\n";
 //   topology t = local_topology(*p, /*ranks=*/4, /*threads=*/2);
+//   if (auto st = save_profile(default_profile_path(), *p); !st) return st;
 #pragma once
 
 #include <string>

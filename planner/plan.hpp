@@ -6,8 +6,8 @@
 // reduce-scattered to their owners, updated parameters all-gathered).
 //
 //   parallel_plan p{.dp = 2, .tp = 2, .pp = 2, .micro_batches = 4};
-//   if (auto st = validate(p, /*batch=*/64); !st) fail(st.error().message);
-//   p.ranks() == 8
+//   if (auto st = validate(p, /*batch=*/64); !st) return st;   // 64 rows = 2 replicas x 4 x 8
+//   assert(p.ranks() == 8 && p.buffer_size(/*stage=*/0) == 2);   // 1F1B: pp - stage in flight
 #pragma once
 
 #include <algorithm>

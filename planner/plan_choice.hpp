@@ -3,9 +3,15 @@
 // prints). Whatever the source, the plan is predicted by the cost model with the planner's
 // own stage cuts, so a run executes exactly the plan whose prediction it reports and refits.
 //
-//   auto s = prepare_planning(model, /*optimizer_slots=*/2, /*batch=*/64, /*threads=*/2, request,
-//                             load_profile(default_profile_path()).value(), default_profile_path());
+//   plan_request request;                                     // mode auto; request.dp = 2 fixes a degree
+//   request.ranks = 4;                                        // plan for 4 ranks of this machine
+//   auto profile = load_profile(default_profile_path());      // missing file: the defaults
+//   if (!profile) return profile.error();
+//   auto s = prepare_planning(tiny_mlp, /*optimizer_slots=*/2, /*batch=*/64, /*threads=*/2, request,
+//                             *profile, default_profile_path());
+//   if (!s) return s.error();
 //   auto c = choose_plan(*s, request);                       // errors name what would fit
+//   if (!c) return c.error();
 //   std::cout << c->table;                                   // ranked candidates (auto)
 //   nlohmann::json j = c->to_json();                         // {"dp":2,...,"cuts":[..],"predicted":{...}}
 #pragma once

@@ -10,6 +10,7 @@
 //   rank_place at = l.place_of(5);                                   // {1, 0, 1}
 //   std::vector<int> dp_peers = l.group(5, "dp");                    // {1, 5}
 //   std::vector<int> host = l.process_of_rank(/*processes=*/2);      // {0,0,0,0,1,1,1,1}
+//   assert(r == 5 && at.dp_rank == 1 && (dp_peers == std::vector<int>{1, 5}) && host[4] == 1);
 #pragma once
 
 #include <string>

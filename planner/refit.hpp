@@ -12,9 +12,13 @@
 // Runs are noisy (one run on a shared machine can be 25 % slow), so a profile keeps a running
 // mean over its refits rather than the last run's fit: blend(old, fit, 1/n) for the n-th.
 //
-//   std::vector<task_observation> obs = {{plan.stages[s], {0.012, 0.025, 0.004}}};   // per stage
+//   efficiency eff;                                            // the profile's current constants
+//   stage_prediction predicted{.forward_s = 0.010, .backward_s = 0.020, .update_s = 0.004};   // planned::stages[s]
+//   std::vector<task_observation> obs = {{predicted, {0.012, 0.025, 0.004}}};   // per stage: measured f, b, u
 //   refit_result r = refit(obs, eff);          // r.eff: this run's constants
-//   efficiency saved = blend(eff, r.eff, refit_weight(profile_refits + 1));
+//   assert(r.changed && std::abs(r.compute_factor - 37.0 / 30) < 1e-12);   // measured / predicted f + b
+//   int refits = 0;                            // machine_profile::refits, before this one
+//   efficiency saved = blend(eff, r.eff, refit_weight(refits + 1));
 #pragma once
 
 #include <array>

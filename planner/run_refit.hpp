@@ -2,9 +2,18 @@
 // prediction (one observation per stage), and the step from a run's measurements to the
 // summary's "prediction" and the saved profile. The refit arithmetic itself is refit.hpp.
 //
-//   online_refit r(choice, setup, /*save=*/true, /*warmup=*/10, /*steps=*/500);
-//   r.observe(step, /*layout=*/0, per_rank_task_seconds, step_seconds);   // every committed step
-//   nlohmann::json j = r.finish();
+//   plan_request request;
+//   request.mode = plan_mode::manual;  request.dp = 2;
+//   auto prepared = prepare_planning(tiny_mlp, /*optimizer_slots=*/0, /*batch=*/64, /*threads=*/2, request,
+//                                    machine_profile{}, default_profile_path());
+//   if (!prepared) return prepared.error();
+//   auto setup = std::make_shared<planning_setup>(std::move(*prepared));
+//   auto choice = choose_plan(*setup, request);
+//   if (!choice) return choice.error();
+//   online_refit refit(*choice, setup, /*save=*/false, /*warmup=*/0, /*steps=*/20);
+//   std::vector<task_seconds> per_rank(2, {.forward_s = 0.010, .backward_s = 0.021, .update_s = 0.002});
+//   for (std::int64_t step = 0; step < 20; ++step) refit.observe(step, /*layout=*/0, per_rank, /*step_s=*/0.035);
+//   nlohmann::json j = refit.finish();
 //   // j: {"predicted_step_s", "measured_step_s", "error_pct", "refit": {...}, "profile": PATH}
 #pragma once
 

@@ -12,8 +12,9 @@
 // The planner's simulator plays the same orders on modelled durations; the runtime's
 // workers run them.
 //
-//   auto order = build_schedule(4, 8, [](int s) { return 4 - s; });   // 1F1B
-//   order[0] = F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 U
+//   auto order = build_schedule(4, 8, [](int s) { return 4 - s; });   // 1F1B: 4 stages, 8 micro-batches
+//   assert(to_string(order[0]) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 U");
+//   assert((order[3][0] == task{task_kind::forward, 0}));
 #pragma once
 
 #include <functional>

@@ -7,11 +7,15 @@
 // machine unless o.tp_across_machines), then pipeline stages, then data-parallel replicas;
 // so tp traffic takes the fastest links and dp traffic the slowest.
 //
-//   auto a = analyze_model(model, /*optimizer_slots=*/2);
-//   search_options o{.batch = 16, .topo = topology_of(cluster), .eff = profile.eff};
+//   auto a = analyze_model(tiny_mlp, /*optimizer_slots=*/2);
+//   if (!a) return a.error();
+//   auto topo = topology_of(local_cluster(/*cores=*/4, /*memory=*/16e9, 50e9, 20e9));   // or a cluster file's
+//   if (!topo) return topo.error();
+//   search_options o{.batch = 64, .topo = *topo, .eff = machine_profile{}.eff};
 //   auto ranked = rank_plans(**a, o);          // fitting plans first, fastest first
+//   if (!ranked) return ranked.error();
 //   std::cout << explain(*ranked, 10);          // plan, step time, memory, bubble, comm
-//   if (!ranked->front().fits) std::cout << what_would_fit(**a, o);
+//   if (ranked->empty() || !ranked->front().fits) std::cout << what_would_fit(**a, o);
 #pragma once
 
 #include <cstdint>

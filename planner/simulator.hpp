@@ -12,8 +12,8 @@
 // while the others wait in the pipeline's bubble gets a whole core.
 //
 //   stage_timing t{.forward_s = 1, .backward_s = 2};
-//   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), [](int s) { return 4 - s; });
-//   r.step_s == (8 + 3) * 3;   r.bubble == 3.0 / 11
+//   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), [](int s) { return 4 - s; });   // 1F1B
+//   assert(r.step_s == (8 + 3) * 3 && r.bubble == 3.0 / 11);   // (m + p - 1) (f + b); (p - 1) / (m + p - 1)
 #pragma once
 
 #include <array>

@@ -5,6 +5,7 @@
 //
 //   task_seconds t{.forward_s = 0.010, .backward_s = 0.021, .update_s = 0.002};
 //   task_seconds sum;  sum += t;  sum += t;      // sum.total() == 0.066
+//   assert(std::abs(sum.total() - 0.066) < 1e-12);
 #pragma once
 
 namespace cohort::planner {

@@ -12,8 +12,16 @@
 // get; binding anything but loopback requires a secret.
 //
 //   auto secret = load_job_secret();                  // result<std::string>, "" when none
-//   status st = authenticate_server(sock, *secret, 5s);  // on the accepting side
-//   status st = authenticate_client(sock, *secret, 5s);  // on the connecting side
+//   if (!secret) return secret.error();               // e.g. a secret file others may read (its mode named)
+//   auto listener = tcp_listener::open("127.0.0.1", 0);
+//   if (!listener) return listener.error();
+//   std::thread server([&] {                          // the accepting side
+//     auto s = listener->accept(5s);
+//     status st = s ? authenticate_server(*s, *secret, 5s) : status(s.error());
+//   });
+//   auto c = tcp_socket::connect("127.0.0.1", listener->port(), 5s);
+//   status st = c ? authenticate_client(*c, *secret, 5s) : status(c.error());   // the connecting side
+//   server.join();
 #pragma once
 
 #include <string>

@@ -12,11 +12,17 @@
 // - Timeouts: every wait is bounded. Running out of time is errc::timeout, a closed channel
 //   errc::closed; both are values, never a hang or an exception.
 //
-//   in_process_fabric fabric(4);               // 4 ranks in one process
-//   channel& me = fabric.endpoint(rank);
-//   me.send(peer, /*tag=*/7, t, 1s);
-//   result<tensor> r = me.recv(peer, 7, 30s);
-//   auto r2 = me.recv_landing(peer, 8, buf, 30s);  // possibly a view of buf
+//   in_process_fabric fabric(2);               // 2 ranks in one process
+//   std::thread peer([&] {
+//     channel& ch = fabric.endpoint(1);
+//     status a = ch.send(0, /*tag=*/7, tensor::full({4}, 1.f), 1s);   // the tensor is the receiver's now
+//     status b = ch.send(0, /*tag=*/8, tensor::full({4}, 2.f), 1s);
+//   });
+//   channel& me = fabric.endpoint(0);
+//   result<tensor> r = me.recv(/*peer=*/1, 7, 30s);
+//   tensor buf = tensor::empty({4});
+//   auto r2 = me.recv_landing(1, 8, buf, 30s);  // possibly a view of buf (between processes)
+//   peer.join();
 #pragma once
 
 #include <chrono>

@@ -7,8 +7,16 @@
 // and equal-sized buffers (group order = ring order). Pieces are the near-equal parts of the
 // flat buffer given by shard_range(numel, group size, i).
 //
+//   in_process_fabric fabric(4);
 //   collective_options opt{.tag = 42, .reduce = sum_floats, .timeout = 30s};
-//   status st = allreduce(me, {0, 1, 2, 3}, grads, opt);          // grads: contiguous f32
+//   std::vector<std::thread> ranks;
+//   for (int rank = 0; rank < 4; ++rank)        // each rank on its own thread
+//     ranks.emplace_back([&, rank] {
+//       tensor grads = tensor::full({1000}, 1.f);                                 // contiguous f32
+//       status st = allreduce(fabric.endpoint(rank), {0, 1, 2, 3}, grads, opt);   // then 4 everywhere
+//       assert(st.ok() && grads.at(999) == 4.f);
+//     });
+//   for (auto& t : ranks) t.join();
 #pragma once
 
 #include <chrono>

@@ -16,9 +16,16 @@
 //   bye        0         empty                                      both (finish)
 //   abort_job  0         text: the loss                             the coordinator
 //
-//   write_message(sock, generation, tag_of(kind::text, 7), me, pack_text("plan"), 5s);
-//   auto m = read_message(sock, generation, small_payload, 5s);   // errors name the field
-//   if (m && is(m->tag, kind::text)) auto text = text_of(m->body);
+//   auto listener = tcp_listener::open("127.0.0.1", 0);
+//   if (!listener) return listener.error();
+//   auto sock = tcp_socket::connect("127.0.0.1", listener->port(), 5s);
+//   auto peer = listener->accept(5s);
+//   if (!sock || !peer) return make_error(errc::io_error, "no loopback connection");
+//   if (auto st = write_message(*sock, /*generation=*/5, tag_of(kind::text, 7), /*source=*/0, pack_text("plan"), 5s); !st)
+//     return st;
+//   auto m = read_message(*peer, 5, small_payload, 5s);   // errors name the field
+//   if (!m) return m.error();
+//   if (is(m->tag, kind::text) && key_of(m->tag) == 7) auto text = text_of(m->body);   // "plan"
 #pragma once
 
 #include <cstdint>

@@ -12,12 +12,23 @@
 // coordinator then tells the others to abort, and every process's on_lost callback runs
 // once with a report naming the node, its pid and address, the step and the reason.
 //
-//   control_options o{.world = 2, .process = rank, .master_port = 29500};
-//   auto cp = rank == 0 ? control_plane::coordinate(o, std::move(control_listener), data_listener)
-//                       : control_plane::join(o, data_listener);
-//   (*cp)->on_lost([&](const lost_node& n) { fabric->close(n.describe()); });
-//   auto total = (*cp)->sum(/*key=*/step, {local_loss});   // on every process
-//   (*cp)->finish(10s);                                    // orderly goodbye
+//   control_options o;
+//   o.world = 2;  o.process = 0;  o.master_port = 29500;   // a node: its rank, or -1 (join order)
+//   auto data_listener = tcp_listener::open(o.master_host, 0);   // this process's data port
+//   if (!data_listener) return data_listener.error();
+//   result<std::unique_ptr<control_plane>> cp = make_error(errc::closed, "not joined");
+//   if (o.process == 0) {
+//     auto control_listener = tcp_listener::open(o.master_host, o.master_port);
+//     if (!control_listener) return control_listener.error();
+//     cp = control_plane::coordinate(o, std::move(*control_listener), data_listener->port());
+//   } else {
+//     cp = control_plane::join(o, data_listener->port());
+//   }
+//   if (!cp) return cp.error();
+//   std::shared_ptr<fabric> data_plane;                     // tcp_fabric::connect(*data_listener, ...)
+//   (*cp)->on_lost([&](const lost_node& n) { if (data_plane) data_plane->close(n.describe()); });
+//   auto total = (*cp)->sum(/*key=*/16, {/*local loss=*/0.25});   // on every process
+//   if (auto st = (*cp)->finish(10s); !st) return st;      // orderly goodbye
 //
 // The parts, one file each: the message codec (control_codec.hpp), the rendezvous
 // (control_rendezvous.cpp), liveness (control_liveness.cpp), the small collectives

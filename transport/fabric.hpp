@@ -4,8 +4,11 @@
 // so ranks blocked on a peer that died or hung are released at once.
 //
 //   std::shared_ptr<fabric> f = std::make_shared<in_process_fabric>(4);
+//   int rank = 2;
 //   channel& me = f->endpoint(rank);            // rank must be local to this process
 //   f->close("rank 3's process died");          // later sends and receives fail with this
+//   result<tensor> r = me.recv(3, /*tag=*/0, 1s);   // !r: errc::closed, "... rank 3's process died"
+//   assert(!r && r.error().code == errc::closed && f->closed_reason() == "rank 3's process died");
 #pragma once
 
 #include <string>

@@ -12,9 +12,29 @@
 // and, where it needs them, on_close() (wake its own waiters) and recv_local() (a wait on a
 // rank of this process; by default the mailbox alone).
 //
-//   class my_fabric : public fabric_base {
-//     my_fabric(...) : fabric_base("my_fabric", process_of_rank, me) { make_endpoints<local_endpoint>(*this); }
-//     ...the three above...
+//   // A fabric whose "other processes" are unreachable: the smallest complete derived fabric.
+//   class island_fabric : public fabric_base {
+//    public:
+//     island_fabric(std::vector<int> process_of_rank, int me) : fabric_base("island_fabric", std::move(process_of_rank), me) {
+//       make_endpoints<local_endpoint>(*this);
+//     }
+//     ~island_fabric() override { close("island_fabric: destroyed"); }
+//    private:
+//     status send_remote(int, int to, std::uint64_t, tensor, milliseconds) override {
+//       return make_error(errc::unsupported, "island_fabric: no path to rank " + std::to_string(to));
+//     }
+//     result<tensor> recv_remote(int, int from, std::uint64_t, milliseconds) override {
+//       return make_error(errc::unsupported, "island_fabric: no path from rank " + std::to_string(from));
+//     }
+//     struct nowhere : landing_site {   // nothing arrives from another process, so nothing lands
+//       std::mutex m;
+//       posted_receives none{0};
+//       std::mutex& lock() override { return m; }
+//       posted_receives& posted() override { return none; }
+//       bool arriving(int, int, std::uint64_t) const override { return false; }
+//       bool detach(int) override { return true; }
+//     } site_;
+//     landing_site& landing_site_of(int) override { return site_; }
 //   };
 #pragma once
 

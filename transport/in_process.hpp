@@ -4,8 +4,11 @@
 // step whose peer died).
 //
 //   in_process_fabric fabric(2);
-//   std::thread t([&] { fabric.endpoint(1).send(0, 3, tensor::full({4}, 1.f), 1s); });
+//   tensor t = tensor::full({4}, 1.f);
+//   std::thread sender([&] { status st = fabric.endpoint(1).send(0, /*tag=*/3, t, 1s); });
 //   auto r = fabric.endpoint(0).recv(1, 3, 1s);   // the same storage the sender made
+//   sender.join();
+//   assert(r && r->shares_storage_with(t));
 #pragma once
 
 #include <memory>

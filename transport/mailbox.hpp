@@ -3,8 +3,11 @@
 // reader threads put what arrives from other processes.
 //
 //   mailbox box;
+//   tensor t = tensor::full({4}, 1.f);
 //   box.put(/*from=*/1, /*tag=*/7, t);
 //   result<tensor> r = box.take(1, 7, 2s, /*me=*/0);   // errc::timeout / errc::closed
+//   std::optional<tensor> none = box.try_take(1, 7);   // nothing more from rank 1 under tag 7
+//   box.close("shutting down");                        // wakes every waiting take()
 #pragma once
 
 #include <chrono>

@@ -5,10 +5,18 @@
 // fabric posts only when no message the posting would match has arrived or begun arriving:
 // the first frame to claim it must be the one the waiting receive returns.
 //
+//   posted_receives posted(/*ranks=*/2);
+//   const int me = 0, from = 1;
+//   const std::uint64_t tag = 7;
+//   tensor into = tensor::empty({256});
 //   posted.post(me, from, tag, into);                 // before waiting
-//   if (auto dst = posted.claim(to, from, tag, f32, shape)) read_payload_into(*dst);
-//   posted.complete(to, body);                        // once the frame is whole
+//   // the fabric, when a frame for `me` begins (under its delivery lock):
+//   if (auto dst = posted.claim(me, from, tag, dtype::f32, shape{256})) {
+//     dst->fill(1.f);                                 // read_payload_into(*dst)
+//     posted.complete(me, *dst);                      // once the frame is whole
+//   }
 //   auto s = posted.withdraw(me);                     // after waiting: waiting / landing / landed
+//   assert(s == posted_receives::state::landed && into.at(0) == 1.f);
 #pragma once
 
 #include <cstdint>

@@ -10,15 +10,20 @@
 // an eventfd write, ucp_worker_signal), so it never competes with the rank for the data.
 //
 //   progress_handoff h;
+//   std::atomic<bool> stopping{false};
+//   std::thread background([&] {
+//     while (!stopping) {
+//       if (!h.wait_turn(200ms, stopping)) continue;
+//       if (h.begin_blocking()) { /* poll(...) */ h.end_blocking(); }   // interrupted by enter()
+//       /* drive(): read what arrived */
+//     }
+//   });
 //   h.enter();                 // a rank starts driving
-//   ...                        // reads frames itself
+//   /* reads frames itself */
 //   h.leave(/*satisfied=*/true);
-//   // background thread:
-//   while (!stopping) {
-//     if (!h.wait_turn(200ms, stopping)) continue;
-//     if (h.begin_blocking()) { poll(...); h.end_blocking(); }   // interrupted by enter()
-//     drive();
-//   }
+//   stopping = true;
+//   h.wake();
+//   background.join();
 #pragma once
 
 #include <atomic>

@@ -3,9 +3,15 @@
 // error value naming the address and what went wrong; a peer that closed is errc::closed.
 //
 //   auto l = tcp_listener::open("127.0.0.1", 0);            // port 0: any free port
+//   if (!l) return l.error();
 //   auto s = tcp_socket::connect("127.0.0.1", l->port(), 5s);
+//   if (!s) return s.error();
 //   auto a = l->accept(5s);
-//   s->send_all(buf, n, 1s);  a->recv_exact(out, n, 1s);
+//   if (!a) return a.error();
+//   const char ping[4] = {'p', 'i', 'n', 'g'};
+//   char got[4];
+//   if (auto st = s->send_all(ping, sizeof ping, 1s); !st) return st;
+//   if (auto st = a->recv_exact(got, sizeof got, 1s); !st) return st;   // errc::closed: the peer closed first
 #pragma once
 
 #include <chrono>

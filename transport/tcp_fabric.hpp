@@ -11,9 +11,14 @@
 // has posted its buffer: the payload of the message it waits for is read straight into it.
 // Routing, local sends, closing and offered buffers are fabric_base's (fabric_base.hpp).
 //
-//   tcp_fabric_options o{.process_of_rank = {0, 1}, .process = me, .peers = roster, .generation = 1};
-//   auto f = tcp_fabric::connect(listener, o);      // listener: this process's data port
-//   (*f)->endpoint(me).send(1, /*tag=*/7, t, 5s);
+//   auto listener = tcp_listener::open("127.0.0.1", 0);       // this process's data port
+//   if (!listener) return listener.error();
+//   tcp_fabric_options o;
+//   o.process_of_rank = {0, 1};  o.process = 0;  o.generation = 1;
+//   o.peers = {{"127.0.0.1", listener->port()}, {"127.0.0.1", 29601}};   // every process's port (the roster)
+//   auto f = tcp_fabric::connect(*listener, o);   // connects to the processes after this one, accepts those before
+//   if (!f) return f.error();
+//   if (auto st = (*f)->endpoint(0).send(1, /*tag=*/7, tensor::full({4}, 1.f), 5s); !st) return st;
 #pragma once
 
 #include <atomic>

@@ -15,9 +15,21 @@
 // assumes an isolated network (docs/processes.md). Routing, local sends, closing and
 // offered landing buffers are fabric_base's (transport/fabric_base.hpp), as for TCP.
 //
-//   auto f = ucx_fabric::create(o);                         // o: as for the TCP fabric
-//   std::string my_address = f->address();                  // exchanged via the control plane
-//   f->connect(addresses);                                   // every process's address, by process
+//   // One process's UCX data plane, the workers' addresses exchanged over the control plane:
+//   result<std::shared_ptr<ucx_fabric>> ucx_data_plane(control_plane& control, const tcp_fabric_options& o) {
+//     auto f = ucx_fabric::create(o);                         // o: as for the TCP fabric
+//     if (!f) return f.error();                               // UCX cannot start here
+//     auto hex = control.all_gather_text(/*key=*/3, to_hex((*f)->address()));   // by process
+//     if (!hex) return hex.error();
+//     std::vector<std::string> addresses;
+//     for (const std::string& h : *hex) {
+//       auto a = from_hex(h);
+//       if (!a) return a.error();
+//       addresses.push_back(*a);
+//     }
+//     if (auto st = (*f)->connect(addresses); !st) return st.error();   // every process's, by process
+//     return f;
+//   }
 #pragma once
 
 #include <memory>

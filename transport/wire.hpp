@@ -8,9 +8,11 @@
 //     u64 generation | u64 tag | u64 payload_bytes
 //   then rank x i64 dims, then payload_bytes of tensor data (numel x dtype size exactly).
 //
+//   tensor t = tensor::full({2, 3}, 1.f);
 //   std::vector<std::byte> bytes = encode_frame({.generation = 3, .tag = 7, .source = 1}, t);
-//   result<frame> f = decode_frame(bytes, {.expected_generation = 3});
-//   if (!f) log(f.error().message);   // "frame: bad magic 0x00000000 (expected 0x54524843)"
+//   result<frame> f = decode_frame(bytes, {.check_generation = true, .expected_generation = 3});
+//   if (!f) return f.error();   // e.g. "frame: bad magic 0x00000000 (expected 0x54524843)"
+//   assert(f->meta.tag == 7 && f->data.shape() == t.shape() && bytes.size() == frame_header_bytes + 2 * 8 + 24);
 #pragma once
 
 #include <cstddef>

@@ -2,9 +2,11 @@
 // byte-level text for language models. Files come from scripts/fetch-data.sh (into data/,
 // or $COHORT_DATA_DIR); a missing file is an error that names it and the fetch command.
 //
-//   auto d = load_classification("digits", "data", /*seed=*/0);   // 1437 train / 360 test
-//   d->train.x  [N,64] in [0,1];  d->train.y  [N] in 0..9
-//   auto text = load_bytes("/usr/share/common-licenses/GPL-3");
+//   auto d = load_classification("digits", default_data_dir(), /*seed=*/0);
+//   if (!d) return d.error();       // a missing file: named, with the fetch command
+//   assert(d->train.size() == 1438 && d->test.size() == 359 && d->features == 64 && d->classes == 10);
+//   // d->train.x  [N,64] in [0,1];  d->train.y  [N] in 0..9
+//   auto text = load_bytes("/usr/share/common-licenses/GPL-3");   // result<std::vector<std::uint8_t>>
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,13 @@
 // Batch samplers, deterministic by step: batch k is the same whenever it is asked for
 // (a redone step after a failure reads the same rows), and asking in order costs nothing.
 //
-//   epoch_sampler s(train_set, /*batch=*/128, /*seed=*/1);   // as mlp_torch.py draws batches
-//   auto b = s.batch_at(7);                                  // {"x": [128,F], "y": [128]}
+//   auto d = load_classification("synth", default_data_dir(), /*seed=*/1, /*features=*/20, /*classes=*/4);
+//   if (!d) return d.error();
+//   epoch_sampler s(d->train, /*batch=*/128, /*seed=*/1);    // as mlp_torch.py draws batches
+//   std::map<std::string, tensor> b = s.batch_at(7);          // {"x": [128,20], "y": [128]}
+//   std::vector<std::uint8_t> bytes(4096, 'a');
 //   window_sampler w(bytes, /*batch=*/16, /*seq=*/128, 1);    // random text windows, as gpt_torch.py
+//   auto t = w.batch_at(0);                                   // {"tokens": [16,128], "targets": [16,128]}
 #pragma once
 
 #include <cstdint>

@@ -16,7 +16,7 @@
 //       j.model = [&](graph& g, std::int64_t rows) {
 //         return softmax_cross_entropy(linear(g.input("x", {rows, 8}), classes, "fc"), g.input("y", {rows}, dtype::i32));
 //       };
-//       j.data = [&](std::int64_t step) {
+//       j.data = [&](std::int64_t /*step*/) {
 //         return std::map<std::string, tensor>{{"x", tensor::full({32, 8}, 0.5f)}, {"y", tensor::zeros({32}, dtype::i32)}};
 //       };
 //       j.summary = {{"classes", classes}};

@@ -3,8 +3,14 @@
 // came, so a key is used again by the next collective of its kind (a second data plane's
 // address exchange, every step's loss gets its own).
 //
-//   auto plan = g.control->broadcast_text(key(control_key::first_plan), text);
-//   auto total = g.control->sum(step_loss_key(step), {local_loss});
+//   // On every process of a job, at the same point: process 0's plan, then a step's loss.
+//   status share_plan_and_loss(transport::control_plane& control, const std::string& plan_text, double local_loss) {
+//     auto plan = control.broadcast_text(key(control_key::first_plan), plan_text);   // process 0's text
+//     if (!plan) return plan.error();
+//     auto total = control.sum(step_loss_key(/*step=*/7), {local_loss});             // the job's loss
+//     if (!total) return total.error();
+//     return {};
+//   }
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,13 @@
 // Evaluation helpers an app's `evaluate` hook can use on the trained parameters.
 //
+//   std::vector<std::int64_t> dims{64, 32, 10};
 //   auto logits = [&](graph& g, std::int64_t rows) { return build_mlp(g, dims, rows).logits; };
-//   result<double> acc = classification_accuracy(logits, test.x, test.y, trained, /*threads=*/2);
+//   auto digits = load_classification("digits", default_data_dir(), /*seed=*/0);
+//   if (!digits) return digits.error();
+//   graph g;
+//   mlp_model m = build_mlp(g, dims, /*batch=*/32);
+//   parameter_store trained = init_parameters(g, /*seed=*/0);   // a run's training_result::parameters
+//   result<double> acc = classification_accuracy(logits, digits->test.x, digits->test.y, trained, /*threads=*/2);
 #pragma once
 
 #include <cstdint>

@@ -4,12 +4,16 @@
 // Unlike CAF alone, a wrong-typed or unknown option is an error, not silently dropped.
 // CAF's own sections (scheduler, middleman, logger, ...) are collected for the actor system.
 //
-//   std::int64_t steps = 100;  std::string name = "digits";
-//   option_set opts("mlp", "Trains a multi-layer perceptron.");
-//   opts.add("train.steps", steps, "optimizer steps");
-//   opts.add("data.name", name, "digits, fashion, mnist or synth");
-//   auto r = opts.parse(argc, argv);      // error: one line, exit code 2
-//   if (r.ok() && *r == parse_outcome::help_shown) return 0;
+//   int main(int argc, char** argv) {
+//     std::int64_t steps = 100;  std::string name = "digits";
+//     option_set opts("mlp", "Trains a multi-layer perceptron.");
+//     opts.add("train.steps", steps, "optimizer steps");
+//     opts.add("data.name", name, "digits, fashion, mnist or synth");
+//     auto r = opts.parse(argc, argv);      // --train.steps=5, --config-file=run.ini, CAF's --scheduler.*
+//     if (!r) return fail("mlp", r.error().message, 2);   // one line: the option and what is wrong
+//     if (*r == parse_outcome::help_shown) return 0;
+//     return steps > 0 ? 0 : 2;
+//   }
 #pragma once
 
 #include <cstdint>

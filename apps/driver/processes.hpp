@@ -8,6 +8,21 @@
 //
 // Binding anything but loopback (--dist.bind) needs the job secret (COHORT_JOB_SECRET_FILE,
 // mode 0600, or COHORT_JOB_SECRET): every connection proves it before anything else is read.
+// app::run (app.hpp) does the following for every app:
+//
+//   int main(int argc, char** argv) {
+//     option_set opts("mlp", "Trains a multi-layer perceptron.");
+//     process_options dist;
+//     dist.add_to(opts);                                    // --launch.nproc, --join, --dist.*
+//     auto r = opts.parse(argc, argv);
+//     if (!r) return fail("mlp", r.error().message, 2);
+//     if (auto st = dist.finish(opts); !st) return fail("mlp", st.error().message, 2);   // RANK, WORLD_SIZE, ...
+//     if (dist.launches()) return launch_processes(argc, argv, dist, opts);              // N copies of this program
+//     auto group = form_process_group(dist);               // joined: the roster is known
+//     if (!group) return fail("mlp", group.error().message, exit_code_for(group.error()));
+//     auto fabric = (*group)->connect(planner::parallel_plan{.dp = 2});   // every process at the same point
+//     return fabric ? 0 : 1;
+//   }
 #pragma once
 
 #include <cstdint>

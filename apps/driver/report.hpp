@@ -2,11 +2,18 @@
 // line every ~5 % otherwise), one JSON object per step in the metrics file, and the JSON
 // summary that is the last line on stdout.
 //
+//   std::int64_t steps = 100;
+//   std::string path = "metrics.jsonl";                  // --metrics.file; "" writes nothing
 //   progress_line progress("mlp", steps);
-//   metrics_file metrics;  if (auto st = metrics.open(path); !st) fail(st);
-//   progress.update(step, loss, samples_per_s);
-//   metrics.write({{"step", step}, {"loss", loss}});
-//   print_summary({{"app", "mlp"}, {"final_loss", loss}});
+//   metrics_file metrics;
+//   if (auto st = metrics.open(path); !st) return st;
+//   for (std::int64_t step = 1; step <= steps; ++step) {
+//     float loss = 1.f / static_cast<float>(step);
+//     progress.update(step, loss, /*rate=*/2500.0, "samples/s");
+//     metrics.write({{"step", step}, {"loss", loss}});
+//   }
+//   progress.finish();
+//   print_summary({{"app", "mlp"}, {"final_loss", 0.01}});   // the last line on stdout
 #pragma once
 
 #include <nlohmann/json.hpp>

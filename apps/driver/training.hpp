@@ -4,9 +4,14 @@
 // default), given (manual) or loaded (--plan.file); reporting progress, metrics, predicted
 // against measured step time, plan transitions, and the pieces of the summary JSON.
 //
-//   plan_options plan;  plan.add_to(opts);            // --plan.dp=2 --plan.tp=2 ...
-//   (void)opts.parse(argc, argv);  (void)plan.finish(opts);
-//   training_job job;  job.app = "mlp";  job.model = ...;  job.data = ...;  job.batch = 64;  job.steps = 100;
+//   option_set opts("mlp", "Trains a multi-layer perceptron.");
+//   plan_options plan;
+//   plan.add_to(opts);                                   // --plan.dp=2 --plan.tp=2 ...
+//   if (auto r = opts.parse({"--plan.dp=2"}); !r) return r.error();
+//   if (auto st = plan.finish(opts); !st) return st;     // a degree given: --plan.mode=manual
+//   training_job job;
+//   job.app = "mlp";  job.model = tiny_mlp;  job.data = tiny_batch;  job.batch = 64;  job.steps = 100;
+//   job.optimizer = sgd_config{.lr = 0.05f};
 //   result<training_result> r = train(job, plan, opts.caf_arguments());
 #pragma once
 

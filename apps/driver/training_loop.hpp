@@ -2,9 +2,15 @@
 // per-step bookkeeping (progress line, metrics file, throughput) and one run on the actor
 // runtime, its task times collected for the refit. Internal to the driver.
 //
+//   training_job job;
+//   job.app = "mlp";  job.model = tiny_mlp;  job.data = tiny_batch;  job.batch = 64;  job.steps = 10;
+//   plan_options plan;                                      // parsed and finished (training.hpp)
+//   planner::plan_choice choice;                            // planner::choose_plan's, or given:
+//   choice.plan = {.dp = 2};  choice.how = "manual";
 //   loop_state loop(job);                                   // progress + metrics of one run
 //   planner::task_totals totals;
-//   auto r = train_runtime(job, plan, choice, caf_args, loop, totals, {});
+//   auto r = train_runtime(job, plan, choice, /*caf_arguments=*/{}, loop, totals, /*on_totals=*/{});
+//   if (!r) return r.error();
 #pragma once
 
 #include <array>

@@ -105,17 +105,17 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.job = std::move(h);
     o.changes = plan_changes(p);
     o.planning = setup;
-    auto inner = o.on_step;
-    o.on_step = [&, inner](const actors::step_metrics& m) {
-      g.control->set_step(m.step + 2);  // 1-based, the step now in flight
-      inner(m);
+    // the step in flight, for a lost node's report; the test hook fires once step S is
+    // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
+    o.on_step_start = [&](std::int64_t step) {
       const auto& d = p.dist;
-      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == m.step + 1) {
+      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == step) {
         std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
-                     static_cast<long long>(m.step + 1));
+                     static_cast<long long>(step));
         std::fflush(stderr);
         ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
       }
+      g.control->set_step(step + 1);  // 1-based
     };
   };
   planner::task_totals totals;

@@ -3,6 +3,8 @@
 //
 //   graph g;
 //   gpt_model m = build_gpt(g, gpt_config{.layers = 2, .d = 64}, /*batch=*/16);
+//   if (auto st = g.check(); !st) return st;
+//   assert(m.tokens.shape() == (shape{16, 128}) && m.logits.shape() == (shape{16, 128, 256}));
 //   // m.tokens, m.targets [16, cfg.seq] i32 are the inputs, m.loss the mean cross-entropy
 #pragma once
 

@@ -3,6 +3,8 @@
 //
 //   graph g;
 //   mlp_model m = build_mlp(g, {64, 128, 128, 10}, /*batch=*/32);
+//   if (auto st = g.check(); !st) return st;
+//   assert(m.x.shape() == (shape{32, 64}) && g.find("fc3.weight") != no_value);
 //   // m.x [32,64] f32 and m.y [32] i32 are the inputs, m.loss the mean cross-entropy
 #pragma once
 

@@ -1,6 +1,12 @@
 // Fast CPU kernels: OpenBLAS GEMM, vectorizable loops, row-parallel work on the kernel
 // thread pool. Each is tested against its reference in kernels/reference/. Ops without a
 // fast version use the reference kernel (see dispatch.cpp).
+//
+//   node op{op_kind::matmul, matmul_attrs{}, {}, {}, "example"};   // a kernel reads only kind and attrs
+//   std::vector<tensor> in{tensor::full({4, 8}, 1.f), tensor::full({8, 2}, 0.5f)};
+//   std::vector<tensor> out{tensor::empty({4, 2})};               // pre-allocated, contiguous
+//   thread_pool pool(2);
+//   if (auto st = cpu::matmul({op, in, out, &pool}); !st) return st;   // out[0] is 4 everywhere
 #pragma once
 
 #include "kernels/kernel.hpp"

@@ -2,7 +2,10 @@
 // for runtime_error_text(). Includes the CUDA runtime header, so only the backend's own
 // .cpp/.cu files include it.
 //
-//   if (auto st = detail::check(cudaMalloc(&p, bytes), "cudaMalloc"); !st) return st;
+//   void* p = nullptr;
+//   const std::size_t bytes = std::size_t{1} << 20;
+//   if (auto st = cuda::detail::check(cudaMalloc(&p, bytes), "cudaMalloc"); !st) return st;   // "cudaMalloc: ..."
+//   cuda::detail::record(cudaFree(p));            // runtime_error_text() says it if that failed
 #pragma once
 
 #include <cuda_runtime_api.h>

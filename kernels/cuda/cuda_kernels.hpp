@@ -4,13 +4,16 @@
 // CUDA toolkit is found (target cohort_kernels_cuda); -DWITH_CUDA=OFF leaves it out.
 //
 //   namespace cu = cohort::kernels::cuda;
-//   if (cu::device_count() == 0) return;                  // no GPU or no driver; never throws
+//   if (cu::device_count() == 0) return {};              // no GPU or no driver; never throws
+//   const std::int64_t n = 1000;
+//   std::vector<float> host_in(n, 1.f), host_out(n);
 //   auto x = cu::device_buffer::allocate(n);              // result<device_buffer>
 //   auto y = cu::device_buffer::allocate(n);
-//   if (!x || !y) return;                                 // x.error().message says why
+//   if (!x || !y) return !x ? x.error() : y.error();      // the message says why
 //   status st = x->copy_from_host(host_in);               // std::span<const float>, n floats
 //   if (st) st = cu::gelu_forward(x->data(), y->data(), n);
 //   if (st) st = y->copy_to_host(host_out);               // waits for the kernel
+//   if (st) st = cu::sgemm(false, true, 10, 10, 100, x->data(), x->data(), y->data());   // y = X X^T, X [10,100]
 //
 // Kernels and SGEMM run asynchronously on the legacy default stream; copy_to_host waits for
 // them. An error is reported by the call that sees it (a kernel fault, by a later call).

@@ -1,5 +1,11 @@
 // Plain-loop reference kernels: one per op, written for clarity, accumulating in double.
 // They are the oracle every fast kernel is tested against, and they stay forever.
+//
+//   node op{op_kind::gelu, no_attrs{}, {}, {}, "example"};   // a kernel reads only kind and attrs
+//   std::vector<tensor> in{tensor::full({3}, 1.f)};
+//   std::vector<tensor> out{tensor::empty({3})};
+//   if (auto st = ref::gelu({op, in, out}); !st) return st;   // out[0] = 0.8413447 each (erf form)
+//   assert(reference_kernels()[op_kind::gelu] == &ref::gelu);
 #pragma once
 
 #include "kernels/kernel.hpp"
