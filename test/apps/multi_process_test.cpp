@@ -130,6 +130,12 @@ failed_job run_with_fault(const std::string& fault, int rank, int step, const st
 
 bool says(const failed_job& j, const std::string& text) { return j.r.err.find(text) != std::string::npos; }
 
+// A node killed right after step 5 committed: the coordinator names step 6 when it had started
+// it before the closed connection was seen, else step 5 (both are the step in flight then).
+bool names_step_5_or_6(const failed_job& j, const std::string& reason) {
+  return says(j, ") at step 6: " + reason) || says(j, ") at step 5: " + reason);
+}
+
 }  // namespace
 
 TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report of the node and the step and the reason" * doctest::test_suite("failure")) {
@@ -137,7 +143,7 @@ TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report of the 
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);
   CHECK(says(j, "mlp: error: lost node 1 (pid "));
-  CHECK(says(j, ") at step 6: connection closed without a goodbye"));
+  CHECK(names_step_5_or_6(j, "connection closed without a goodbye"));
   CHECK(says(j, "launch: process 1 (pid "));
   CHECK(says(j, "was killed by SIGKILL"));
   CHECK(j.leftovers == 0);
@@ -147,7 +153,7 @@ TEST_CASE("over UCX too a node killed with SIGKILL ends the job with the report"
   auto j = run_with_fault("KILL", 1, 5, "--dist.transport=ucx");
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);
-  CHECK(says(j, ") at step 6: connection closed without a goodbye"));
+  CHECK(names_step_5_or_6(j, "connection closed without a goodbye"));
   CHECK(j.leftovers == 0);
 }
 
