@@ -5,7 +5,8 @@
 
 namespace cohort::actors {
 
-result<std::unique_ptr<caf::actor_system_config>> system_config(int threads, const std::vector<std::string>& caf_arguments) {
+result<std::unique_ptr<caf::actor_system_config>> system_config(int threads,
+                                                                const std::vector<std::string>& caf_arguments) {
   auto cfg = std::make_unique<caf::actor_system_config>();
   cfg->set("scheduler.max-threads", std::max(1, threads));
   cfg->set("scheduler.policy", caf::atom("sharing"));

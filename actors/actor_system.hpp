@@ -20,6 +20,7 @@
 
 namespace cohort::actors {
 
-result<std::unique_ptr<caf::actor_system_config>> system_config(int threads, const std::vector<std::string>& caf_arguments);
+result<std::unique_ptr<caf::actor_system_config>> system_config(int threads,
+                                                                const std::vector<std::string>& caf_arguments);
 
 }  // namespace cohort::actors

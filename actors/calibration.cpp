@@ -67,12 +67,15 @@ double copy_bytes_per_s(std::size_t bytes) {
   const std::size_t floats = bytes / sizeof(float);
   std::vector<float> src(floats, 1.0f), dst(floats, 0.0f);
   const int inner = static_cast<int>(std::max<std::size_t>(1, (64u << 20) / bytes));  // ~64 MiB per timing
-  double s = seconds_of([&] {
-    for (int i = 0; i < inner; ++i) {
-      src[static_cast<std::size_t>(i) % floats] += 1.0f;  // keep the copies from being merged
-      std::copy(src.begin(), src.end(), dst.begin());
-    }
-  }, 7) / inner;
+  double s = seconds_of(
+                 [&] {
+                   for (int i = 0; i < inner; ++i) {
+                     src[static_cast<std::size_t>(i) % floats] += 1.0f;  // keep the copies from being merged
+                     std::copy(src.begin(), src.end(), dst.begin());
+                   }
+                 },
+                 7) /
+             inner;
   return 2.0 * static_cast<double>(floats) * sizeof(float) / s;  // read + write
 }
 
@@ -163,8 +166,9 @@ machine_profile calibrate(int threads) {
                     s.predicted_s * 1e6);
       fit += b;
     }
-    std::fprintf(stderr, "calibration: runtime overhead %.1f us per task, %.0f us per step, %.0f us per extra rank "
-                         "(tiny model, measured/fitted us per step: %s)\n",
+    std::fprintf(stderr,
+                 "calibration: runtime overhead %.1f us per task, %.0f us per step, %.0f us per extra rank "
+                 "(tiny model, measured/fitted us per step: %s)\n",
                  o->per_task_s * 1e6, o->per_step_s * 1e6, o->per_rank_s * 1e6, fit.c_str());
   } else {
     std::fprintf(stderr, "warning: calibration: the runtime's overhead was not measured (%s); it counts as 0\n",

@@ -20,7 +20,8 @@ result<call_setup> setup(const kernels::kernel_call& c) {
     return make_error(errc::invalid_argument, std::string(to_string(c.op.kind)) + ": no communication context");
   auto it = ctx->groups.find(a.axis);
   if (it == ctx->groups.end())
-    return make_error(errc::invalid_argument, std::string(to_string(c.op.kind)) + ": no group for mesh axis '" + a.axis + "'");
+    return make_error(errc::invalid_argument,
+                      std::string(to_string(c.op.kind)) + ": no group for mesh axis '" + a.axis + "'");
   call_setup s{ctx, &it->second, {}};
   s.options.tag = (ctx->tag_space << 40) | (ctx->calls++ & ((1ull << 40) - 1));
   s.options.timeout = ctx->timeout;
@@ -45,7 +46,8 @@ status all_gather(const kernels::kernel_call& c) {
     const tensor& piece = (*pieces)[static_cast<std::size_t>(r)];
     if (piece.shape()[a.dim] != at.size())
       return make_error(errc::invalid_argument, "all_gather: rank " + std::to_string(r) + " sent a piece of " +
-                                                    piece.shape().to_string() + ", expected extent " + std::to_string(at.size()));
+                                                    piece.shape().to_string() + ", expected extent " +
+                                                    std::to_string(at.size()));
     if (at.size() > 0) c.out[0].slice(a.dim, at.begin, at.end).copy_from(piece);
   }
   return {};

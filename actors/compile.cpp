@@ -35,14 +35,15 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
     planner::search_options o;
     o.batch = batch;
     auto found = planner::stage_cuts(**a, plan, o);
-    if (!found) return make_error(found.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + found.error().message);
+    if (!found)
+      return make_error(found.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + found.error().message);
     cuts = std::move(*found);
   }
   auto st = stages_from_cuts(*cm.serial, cm.grads, cuts);
   if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
   if (st->stages != plan.pp)
-    return make_error(errc::invalid_argument, "plan pp=" + std::to_string(plan.pp) + " but " +
-                                                  std::to_string(st->stages) + " stages were cut");
+    return make_error(errc::invalid_argument,
+                      "plan pp=" + std::to_string(plan.pp) + " but " + std::to_string(st->stages) + " stages were cut");
   cm.stages = std::move(*st);
   cm.cuts = std::move(cuts);
   cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
@@ -65,7 +66,8 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
       auto prog = cm.program(s, t);
       if (!prog) return prog.error();
       std::vector<tensor> parts;
-      for (int d = 0; d < (p.shard_params ? p.dp : 1); ++d) parts.push_back(pieces[static_cast<std::size_t>(layout.rank_of({d, s, t}))]);
+      for (int d = 0; d < (p.shard_params ? p.dp : 1); ++d)
+        parts.push_back(pieces[static_cast<std::size_t>(layout.rank_of({d, s, t}))]);
       std::int64_t total = 0;
       for (const auto& q : parts) total += q.numel();
       tensor flat = tensor::empty({total});

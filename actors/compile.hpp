@@ -17,12 +17,12 @@
 #include <memory>
 #include <vector>
 
-#include "planner/schedule.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/completion.hpp"
 #include "graph/init.hpp"
 #include "graph/partition.hpp"
 #include "planner/plan.hpp"
+#include "planner/schedule.hpp"
 
 namespace cohort::actors {
 

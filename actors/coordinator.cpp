@@ -43,16 +43,18 @@ void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> t
   auto& s = self->state;
   self->request(s.proxy, s.options.timeout * 4, call_atom::value, blocking_call{std::move(call)})
       .then([then](ok_atom) { then(); },
-            [self](caf::error& e) { execute(self, self->state.protocol->on_error(make_error(errc::timeout,
-                                                                                            "control proxy: " + to_string(e)))); });
+            [self](caf::error& e) {
+              execute(self,
+                      self->state.protocol->on_error(make_error(errc::timeout, "control proxy: " + to_string(e))));
+            });
 }
 
 // --- the actors of one plan ------------------------------------------------------------------
 
 worker_hdl spawn_worker(self_ptr self, int rank) {
   auto& s = self->state;
-  return caf::actor_cast<worker_hdl>(self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)], s.fabric,
-                                                                               s.protocol->generation()));
+  return caf::actor_cast<worker_hdl>(self->spawn<worker_actor, caf::monitored>(s.specs[static_cast<std::size_t>(rank)],
+                                                                               s.fabric, s.protocol->generation()));
 }
 
 // This process's data actor, parameter actors (fresh, or holding a transition's states) and
@@ -62,7 +64,8 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
   const planner::rank_layout layout(plan);
-  s.owner = s.options.job ? layout.process_of_rank(s.options.job->processes) : std::vector<int>(static_cast<std::size_t>(ranks), 0);
+  s.owner = s.options.job ? layout.process_of_rank(s.options.job->processes)
+                          : std::vector<int>(static_cast<std::size_t>(ranks), 0);
   int local = 0;
   for (int r = 0; r < ranks; ++r) local += is_local(self, r) ? 1 : 0;
   const int kernel_threads = std::max(1, s.options.threads / std::max(1, local));
@@ -70,8 +73,10 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   const bool spare_core = kernel_threads * local < kernels::available_cores();
   // one data actor for the whole run: a new plan only splits the same batches another way (and
   // the app's batch function is never called from two actors at once)
-  if (s.data) self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
-  else s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+  if (s.data)
+    self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+  else
+    s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
   s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});
@@ -133,8 +138,8 @@ void start_step(self_ptr self, const start_step_action& a) {
               step_outcome o;
               o.rank = rank;
               o.failure = to_string(e);
-              execute(self, self->state.protocol->on_outcome(a.generation, a.step, rank, std::move(o), fabric_reason(self),
-                                                             clock_type::now()));
+              execute(self, self->state.protocol->on_outcome(a.generation, a.step, rank, std::move(o),
+                                                             fabric_reason(self), clock_type::now()));
             });
   }
 }
@@ -142,8 +147,9 @@ void start_step(self_ptr self, const start_step_action& a) {
 void combine_loss(self_ptr self, const combine_loss_action& a) {
   auto total = std::make_shared<result<double>>(make_error(errc::closed, "not combined"));
   auto sum = self->state.options.job->sum_loss;
-  on_proxy(self, [=] { *total = sum(a.step, a.local_loss); },
-           [=] { execute(self, self->state.protocol->on_loss(a.step, *total, clock_type::now())); });
+  on_proxy(
+      self, [=] { *total = sum(a.step, a.local_loss); },
+      [=] { execute(self, self->state.protocol->on_loss(a.step, *total, clock_type::now())); });
 }
 
 void recover(self_ptr self, const recover_action& a) {
@@ -155,9 +161,12 @@ void recover(self_ptr self, const recover_action& a) {
     if (--*left == 0) execute(self, self->state.protocol->on_recovered(clock_type::now()));
   };
   auto failed = [=](const std::string& what) {
-    return [=](caf::error& e) { execute(self, self->state.protocol->on_error(make_error(errc::closed, what + ": " + to_string(e)))); };
+    return [=](caf::error& e) {
+      execute(self, self->state.protocol->on_error(make_error(errc::closed, what + ": " + to_string(e))));
+    };
   };
-  for (int r : a.respawn) s.workers[static_cast<std::size_t>(r)] = spawn_worker(self, r);  // refills from its parameter actor
+  for (int r : a.respawn)
+    s.workers[static_cast<std::size_t>(r)] = spawn_worker(self, r);  // refills from its parameter actor
   for (int r : a.reset)
     self->request(s.workers[static_cast<std::size_t>(r)], s.options.timeout, reset_atom::value, a.generation, s.fabric)
         .then([=](ok_atom) { resume(); }, failed("reset of worker " + std::to_string(r)));
@@ -195,8 +204,8 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   if (!s.options.job) {
     auto moved = apply_state_transfer(t->copies, *old, t->to, slots, rec.step);
     rec.bytes_moved = transfer_bytes(t->copies, slots);
-    install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()), rec,
-                 started);
+    install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()),
+                 rec, started);
     return;
   }
   const auto& job = *s.options.job;
@@ -253,11 +262,10 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
   auto& s = self->state;
   if (s.options.job && d.choice.plan.ranks() % s.options.job->processes != 0)
     return execute(self, s.protocol->on_error(make_error(
-                             errc::invalid_argument, "plan change at step " + std::to_string(step) + ": " +
-                                                         planner::describe(d.choice.plan) + " has " +
-                                                         std::to_string(d.choice.plan.ranks()) + " ranks, which " +
-                                                         std::to_string(s.options.job->processes) +
-                                                         " processes cannot split evenly")));
+                             errc::invalid_argument,
+                             "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
+                                 " has " + std::to_string(d.choice.plan.ranks()) + " ranks, which " +
+                                 std::to_string(s.options.job->processes) + " processes cannot split evenly")));
   transition_record rec;
   rec.step = step;
   rec.from = planner::describe(s.model->plan);
@@ -295,7 +303,8 @@ void transition(self_ptr self, const transition_action& a) {
       return fail(make_error(code, text.substr(text.find(':') + 2)));
     }
     auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("plan") || !j.contains("replan_s") || !j["replan_s"].is_number())
+    if (j.is_discarded() || !j.is_object() || !j.contains("plan") || !j.contains("replan_s") ||
+        !j["replan_s"].is_number())
       return fail(make_error(errc::io_error, "the first process's plan change is malformed"));
     auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
     if (!choice) return fail(choice.error());
@@ -303,7 +312,8 @@ void transition(self_ptr self, const transition_action& a) {
     prepare(self, std::move(d), step, started);
   };
   if (s.options.job->process != 0) {
-    on_proxy(self, [=] { *shared = share(""); }, received);
+    on_proxy(
+        self, [=] { *shared = share(""); }, received);
     return;
   }
   self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
@@ -311,12 +321,14 @@ void transition(self_ptr self, const transition_action& a) {
           [=](decided_plan& d) {
             const std::string text =
                 nlohmann::json{{"plan", d.choice.to_json()}, {"replan_s", d.replan_seconds}}.dump();
-            on_proxy(self, [=] { *shared = share(text); }, received);
+            on_proxy(
+                self, [=] { *shared = share(text); }, received);
           },
           [=](caf::error& e) {
             const error err = from_caf(e);
             const std::string text = "error " + std::to_string(static_cast<int>(err.code)) + ": " + err.message;
-            on_proxy(self, [=] { *shared = share(text); }, received);
+            on_proxy(
+                self, [=] { *shared = share(text); }, received);
           });
 }
 
@@ -353,10 +365,12 @@ void collect(self_ptr self, const collect_action& a) {
     if (!st.options.job) return assemble(std::move(*pieces));
     auto all = std::make_shared<result<std::vector<tensor>>>(make_error(errc::closed, "not gathered"));
     auto gather = st.options.job->gather_pieces;
-    on_proxy(self, [=] { *all = gather(std::move(*pieces)); }, [=] {
-      if (!*all) return fail(make_error((*all).error().code, "collecting parameters: " + (*all).error().message));
-      assemble(std::move(**all));
-    });
+    on_proxy(
+        self, [=] { *all = gather(std::move(*pieces)); },
+        [=] {
+          if (!*all) return fail(make_error((*all).error().code, "collecting parameters: " + (*all).error().message));
+          assemble(std::move(**all));
+        });
   };
   if (*left == 0) return gathered();
   for (std::size_t r = 0; r < s.params.size(); ++r) {
@@ -381,8 +395,10 @@ void finish(self_ptr self, const finish_action& a) {
   if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
   if (s.planner) self->send_exit(s.planner, caf::exit_reason::user_shutdown);
   if (s.proxy) self->send_exit(s.proxy, caf::exit_reason::user_shutdown);
-  if (a.outcome) s.done.deliver(s.summary);
-  else s.done.deliver(to_caf(a.outcome.error()));
+  if (a.outcome)
+    s.done.deliver(s.summary);
+  else
+    s.done.deliver(to_caf(a.outcome.error()));
   self->quit();
 }
 
@@ -393,16 +409,23 @@ void execute(self_ptr self, actions todo) {
         [&](auto& a) {
           using A = std::decay_t<decltype(a)>;
           auto& s = self->state;
-          if constexpr (std::is_same_v<A, start_step_action>) start_step(self, a);
-          else if constexpr (std::is_same_v<A, close_fabric_action>) s.fabric->close(a.reason);
-          else if constexpr (std::is_same_v<A, combine_loss_action>) combine_loss(self, a);
+          if constexpr (std::is_same_v<A, start_step_action>)
+            start_step(self, a);
+          else if constexpr (std::is_same_v<A, close_fabric_action>)
+            s.fabric->close(a.reason);
+          else if constexpr (std::is_same_v<A, combine_loss_action>)
+            combine_loss(self, a);
           else if constexpr (std::is_same_v<A, report_step_action>) {
             if (s.options.refit) self->send(s.planner, observe_atom::value, a.metrics);
             if (s.options.on_step) s.options.on_step(a.metrics);
-          } else if constexpr (std::is_same_v<A, recover_action>) recover(self, a);
-          else if constexpr (std::is_same_v<A, transition_action>) transition(self, a);
-          else if constexpr (std::is_same_v<A, collect_action>) collect(self, a);
-          else finish(self, a);
+          } else if constexpr (std::is_same_v<A, recover_action>)
+            recover(self, a);
+          else if constexpr (std::is_same_v<A, transition_action>)
+            transition(self, a);
+          else if constexpr (std::is_same_v<A, collect_action>)
+            collect(self, a);
+          else
+            finish(self, a);
         },
         action);
   }

@@ -34,11 +34,11 @@ struct coordinator_state {
   data_actor_hdl data;
   planner_actor_hdl planner;
   control_proxy_hdl proxy;
-  std::vector<param_actor_hdl> params;           // by rank (empty handles: ranks of other processes)
+  std::vector<param_actor_hdl> params;  // by rank (empty handles: ranks of other processes)
   std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::vector<int> owner;                        // the process of each rank
+  std::vector<int> owner;  // the process of each rank
   run_summary summary;
   std::chrono::steady_clock::time_point run_start;
   caf::typed_response_promise<run_summary> done;

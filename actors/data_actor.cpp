@@ -10,7 +10,8 @@ status data_state::prepare(std::int64_t step) {
   for (auto& [name, t] : *batch) {
     if (t.shape().rank() < 1 || t.shape()[0] != rows * dp * micro_batches)
       return make_error(errc::shape_mismatch, "data: input '" + name + "' has batch " + t.shape().to_string() +
-                                                  ", the plan splits " + std::to_string(rows * dp * micro_batches) + " rows");
+                                                  ", the plan splits " + std::to_string(rows * dp * micro_batches) +
+                                                  " rows");
     t = t.contiguous();
   }
   cached[step] = std::move(*batch);
@@ -19,7 +20,8 @@ status data_state::prepare(std::int64_t step) {
 }
 
 result<micro_batch> data_state::replica_rows(std::int64_t step, int replica) {
-  if (replica < 0 || replica >= dp) return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica));
+  if (replica < 0 || replica >= dp)
+    return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica));
   if (auto st = prepare(step); !st) return st.error();
   micro_batch out;
   const std::int64_t first = static_cast<std::int64_t>(replica) * micro_batches * rows;
@@ -48,7 +50,8 @@ data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_s
       },
       [=](configure_atom, int dp, int micro_batches, std::int64_t rows, bool prefetch) {
         auto& s = self->state;
-        s.dp = dp, s.micro_batches = micro_batches, s.rows = rows, s.prefetch = prefetch;  // the kept batches stay valid
+        s.dp = dp, s.micro_batches = micro_batches, s.rows = rows,
+        s.prefetch = prefetch;  // the kept batches stay valid
       },
   };
 }

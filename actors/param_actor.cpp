@@ -78,8 +78,8 @@ std::int64_t parameter_piece::updates() const {
   return shard_ ? shard_->steps() : 0;
 }
 
-param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self, optimizer_config optimizer,
-                                           std::optional<piece_state> initial) {
+param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self,
+                                           optimizer_config optimizer, std::optional<piece_state> initial) {
   self->state.piece = std::make_shared<parameter_piece>(optimizer, std::move(initial));
   return {
       [=](attach_atom, tensor& storage) -> caf::result<piece_ptr> {

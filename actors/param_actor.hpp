@@ -68,13 +68,13 @@ class parameter_piece {
   std::int64_t pending_step_ = -1;
 };
 
-
 struct param_state {
   piece_ptr piece;
   static inline const char* name = "cohort.params";
 };
 
-param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self, optimizer_config optimizer,
+param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self,
+                                           optimizer_config optimizer,
                                            std::optional<piece_state> initial = std::nullopt);
 
 }  // namespace cohort::actors

@@ -14,8 +14,10 @@ double since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, const compiled_model& current) {
-  if (change >= in.changes.size()) return make_error(errc::invalid_argument, "planner: no plan change #" + std::to_string(change));
-  if (!in.setup) return make_error(errc::invalid_argument, "planner: this process does not plan (the job's first process does)");
+  if (change >= in.changes.size())
+    return make_error(errc::invalid_argument, "planner: no plan change #" + std::to_string(change));
+  if (!in.setup)
+    return make_error(errc::invalid_argument, "planner: this process does not plan (the job's first process does)");
   const auto start = std::chrono::steady_clock::now();
   const plan_change& c = in.changes[change];
   auto choice = c.request.mode == planner::plan_mode::automatic && c.request.file.empty()
@@ -32,7 +34,9 @@ result<transition_plan> prepare_transition(const planner_inputs& in, const decid
                                            const compiled_model& current) {
   const auto start = std::chrono::steady_clock::now();
   auto cm = compile(in.model, decided.choice.plan, in.batch, decided.choice.cuts);
-  if (!cm) return make_error(cm.error().code, "the new plan " + planner::describe(decided.choice.plan) + ": " + cm.error().message);
+  if (!cm)
+    return make_error(cm.error().code,
+                      "the new plan " + planner::describe(decided.choice.plan) + ": " + cm.error().message);
   transition_plan t;
   t.model = std::make_shared<const compiled_model>(std::move(*cm));
   auto from = piece_layouts(current);
@@ -49,7 +53,8 @@ result<transition_plan> prepare_transition(const planner_inputs& in, const decid
   return t;
 }
 
-planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self, planner_inputs in) {
+planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self,
+                                               planner_inputs in) {
   self->state.in = std::move(in);
   return {
       [=](plan_atom, std::size_t change, model_ptr& current) -> caf::result<decided_plan> {
@@ -67,9 +72,12 @@ planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_point
         if (!r) return;
         auto early = r->observe(m.step, m.layout, m.task_seconds, m.seconds);
         if (early)
-          std::fprintf(stderr, "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, reduction x%.3g\n",
+          std::fprintf(stderr,
+                       "\nrefit after %lld steps: predicted %.4g ms per step, measured %.4g ms; compute x%.3g, "
+                       "reduction x%.3g\n",
                        static_cast<long long>(r->totals().steps), (*early)["predicted_step_s"].get<double>() * 1e3,
-                       (*early)["measured_step_s"].get<double>() * 1e3, (*early)["refit"]["compute_factor"].get<double>(),
+                       (*early)["measured_step_s"].get<double>() * 1e3,
+                       (*early)["refit"]["compute_factor"].get<double>(),
                        (*early)["refit"]["reduce_factor"].get<double>());
       },
       [=](refit_atom) -> caf::result<std::string> {

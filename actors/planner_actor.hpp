@@ -67,7 +67,7 @@ struct transition_plan {
   std::vector<piece_layout> from, to;
   std::vector<state_copy> copies;
   planner::plan_choice choice;
-  double prepare_seconds = 0;                   // compiling it and planning the copies
+  double prepare_seconds = 0;  // compiling it and planning the copies
 };
 
 struct planner_inputs {
@@ -96,7 +96,8 @@ result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, c
 result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
                                            const compiled_model& current);
 
-planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self, planner_inputs in);
+planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_pointer<planner_state> self,
+                                               planner_inputs in);
 
 }  // namespace cohort::actors
 

@@ -41,17 +41,18 @@ using piece_ptr = std::shared_ptr<parameter_piece>;
 using model_ptr = std::shared_ptr<const compiled_model>;
 
 /// One (replica, stage, tp rank): runs a step when asked, takes a new fabric after a failure.
-using worker_hdl = caf::typed_actor<
-    caf::replies_to<step_atom, std::int64_t, std::int64_t, std::int64_t>::with<done_atom, std::int64_t, std::int64_t,
-                                                                               step_outcome>,
-    caf::replies_to<reset_atom, std::int64_t, fabric_ptr>::with<ok_atom>>;
+using worker_hdl =
+    caf::typed_actor<caf::replies_to<step_atom, std::int64_t, std::int64_t,
+                                     std::int64_t>::with<done_atom, std::int64_t, std::int64_t, step_outcome>,
+                     caf::replies_to<reset_atom, std::int64_t, fabric_ptr>::with<ok_atom>>;
 
 /// One worker's parameter piece and its optimizer state.
-using param_actor_hdl = caf::typed_actor<caf::replies_to<attach_atom, tensor>::with<piece_ptr>,
-                                         caf::replies_to<update_atom, std::int64_t, std::int64_t, tensor>::with<ok_atom>,
-                                         caf::replies_to<rollback_atom, std::int64_t, std::int64_t>::with<ok_atom>,
-                                         caf::replies_to<fetch_atom, std::int64_t>::with<tensor>,
-                                         caf::replies_to<export_atom, std::int64_t>::with<piece_state>>;
+using param_actor_hdl =
+    caf::typed_actor<caf::replies_to<attach_atom, tensor>::with<piece_ptr>,
+                     caf::replies_to<update_atom, std::int64_t, std::int64_t, tensor>::with<ok_atom>,
+                     caf::replies_to<rollback_atom, std::int64_t, std::int64_t>::with<ok_atom>,
+                     caf::replies_to<fetch_atom, std::int64_t>::with<tensor>,
+                     caf::replies_to<export_atom, std::int64_t>::with<piece_state>>;
 
 /// The step's batch, split by replica; prepares the next step's ahead of time; a new plan
 /// splits the same batches another way (dp, micro-batches, rows per micro-batch, prefetch).

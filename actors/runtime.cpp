@@ -11,7 +11,8 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   if (o.steps < 1) return make_error(errc::invalid_argument, "train: steps must be >= 1");
   if (o.job) {
     const auto& j = *o.job;
-    if (!j.fabric || j.fabric->size() != o.plan.ranks() || !j.sum_loss || !j.gather_pieces || !j.share_plan || !j.connect)
+    if (!j.fabric || j.fabric->size() != o.plan.ranks() || !j.sum_loss || !j.gather_pieces || !j.share_plan ||
+        !j.connect)
       return make_error(errc::invalid_argument, "train: a multi-process job needs its fabric (for the plan's " +
                                                     std::to_string(o.plan.ranks()) + " ranks) and every hook");
   }

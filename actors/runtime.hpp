@@ -38,14 +38,14 @@ namespace cohort::actors {
 
 /// One plan change of a run (the summary's "transitions").
 struct transition_record {
-  std::int64_t step = 0;                // steps done before it
-  std::string from, to;                 // planner::describe of the two plans
-  nlohmann::json plan;                  // the new plan, as --plan.only prints it
-  double seconds = 0;                   // from the step boundary to the next step's start
-  double replan_seconds = 0;            // deciding the new plan (from the cached analysis)
-  double prepare_seconds = 0;           // compiling it and planning the copies
-  double bytes_moved = 0;               // parameters and optimizer state copied into the new pieces
-  double bytes_across_processes = 0;    // of which sent to other processes
+  std::int64_t step = 0;              // steps done before it
+  std::string from, to;               // planner::describe of the two plans
+  nlohmann::json plan;                // the new plan, as --plan.only prints it
+  double seconds = 0;                 // from the step boundary to the next step's start
+  double replan_seconds = 0;          // deciding the new plan (from the cached analysis)
+  double prepare_seconds = 0;         // compiling it and planning the copies
+  double bytes_moved = 0;             // parameters and optimizer state copied into the new pieces
+  double bytes_across_processes = 0;  // of which sent to other processes
 };
 
 struct run_summary {
@@ -84,15 +84,15 @@ struct run_options {
   std::int64_t steps = 0;
   optimizer_config optimizer = sgd_config{};
   std::uint64_t seed = 0;
-  int threads = 1;                                // OpenBLAS + kernel pools, split over workers
-  std::chrono::milliseconds timeout{60000};       // every wait inside a step
+  int threads = 1;                           // OpenBLAS + kernel pools, split over workers
+  std::chrono::milliseconds timeout{60000};  // every wait inside a step
   int max_restarts = 3;
-  std::vector<std::size_t> stage_cuts;            // explicit pipeline cuts (empty: balanced)
+  std::vector<std::size_t> stage_cuts;  // explicit pipeline cuts (empty: balanced)
   failure_injection inject;
-  bool collect_parameters = true;                 // return the trained parameters in the summary
-  std::function<void(const step_metrics&)> on_step;  // called by the coordinator, in order
+  bool collect_parameters = true;                        // return the trained parameters in the summary
+  std::function<void(const step_metrics&)> on_step;      // called by the coordinator, in order
   std::function<void(std::int64_t step)> on_step_start;  // before the coordinator starts a step (0-based)
-  std::function<void()> on_start;                  // once the plan compiled, before any actor runs
+  std::function<void()> on_start;                        // once the plan compiled, before any actor runs
 
   /// Plan transitions at step boundaries (ascending at_step), decided by the planner actor.
   std::vector<plan_change> changes;

@@ -54,7 +54,8 @@ result<double> measured_step_seconds(const planner::parallel_plan& plan, const s
   auto cfg = system_config(threads, {});
   if (!cfg) return cfg.error();
   caf::actor_system sys{**cfg};
-  auto r = actors::train(sys, tiny_model, [&](std::int64_t) -> result<std::map<std::string, tensor>> { return batch; }, o);
+  auto r = actors::train(
+      sys, tiny_model, [&](std::int64_t) -> result<std::map<std::string, tensor>> { return batch; }, o);
   if (!r) return r.error();
   if (seconds.empty()) return make_error(errc::unsupported, "runtime calibration: no timed step");
   std::sort(seconds.begin(), seconds.end());
@@ -68,8 +69,13 @@ result<runtime_overhead> measure_runtime_overhead(const planner::machine_profile
   auto analysis = planner::analyze_model(tiny_model, 1);
   if (!analysis) return analysis.error();
   // one rank; two ranks three ways; a deep pipeline; and, where ranks outnumber the threads, four
-  std::vector<planner::parallel_plan> plans = {
-      {.dp = 1}, {.dp = 2}, {.tp = 2}, {.pp = 2}, {.pp = 2, .micro_batches = 8}, {.dp = 4}, {.pp = 4, .micro_batches = 4}};
+  std::vector<planner::parallel_plan> plans = {{.dp = 1},
+                                               {.dp = 2},
+                                               {.tp = 2},
+                                               {.pp = 2},
+                                               {.pp = 2, .micro_batches = 8},
+                                               {.dp = 4},
+                                               {.pp = 4, .micro_batches = 4}};
   std::vector<std::array<double, 3>> rows;  // coefficients of (per task, per step, per rank)
   std::vector<double> excess;               // measured - the simulation without overheads
   std::vector<double> base;
@@ -89,8 +95,9 @@ result<runtime_overhead> measure_runtime_overhead(const planner::machine_profile
     double measured = std::numeric_limits<double>::infinity();
     for (int pass = 0; pass < 2; ++pass) {
       auto once = measured_step_seconds(plan, without->cuts, threads);
-      if (!once) return make_error(once.error().code, "runtime calibration, " + planner::describe(plan) + ": " +
-                                                          once.error().message);
+      if (!once)
+        return make_error(once.error().code,
+                          "runtime calibration, " + planner::describe(plan) + ": " + once.error().message);
       measured = std::min(measured, *once);
     }
     rows.push_back({(with->step_s - without->step_s) / probe_task_s, 1.0, static_cast<double>(plan.ranks() - 1)});

@@ -16,17 +16,17 @@
 #include <string>
 #include <vector>
 
-#include "planner/machine_profile.hpp"
 #include "graph/error.hpp"
+#include "planner/machine_profile.hpp"
 
 namespace cohort::actors {
 
 struct runtime_overhead {
   double per_task_s = 0, per_step_s = 0, per_rank_s = 0;
   struct sample {
-    std::string plan;       // "dp2 tp1 pp1 m1 ..."
-    double measured_s = 0;  // median step time of the tiny model
-    double predicted_s = 0; // the cost model's, with the fitted terms
+    std::string plan;        // "dp2 tp1 pp1 m1 ..."
+    double measured_s = 0;   // median step time of the tiny model
+    double predicted_s = 0;  // the cost model's, with the fitted terms
   };
   std::vector<sample> samples;
 };

@@ -25,8 +25,8 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
   w->flat_grads_ = tensor::zeros({total});
   for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
     const auto& p = w->program_.params[i];
-    w->views_.emplace(p.name, tensor(w->flat_params_.storage_ptr(), w->program_.g.value(p.local).type.shape,
-                                     dtype::f32, w->ranges_[i].begin));
+    w->views_.emplace(p.name, tensor(w->flat_params_.storage_ptr(), w->program_.g.value(p.local).type.shape, dtype::f32,
+                                     w->ranges_[i].begin));
   }
   auto kept = w->program_.kept();
   kernels::executor_options opts{table, pool, w->comm_.get(), {}};
@@ -39,7 +39,8 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
     }
   for (int s = 0; s < slots; ++s) {
     auto ex = kernels::executor::create(w->program_.g, w->views_, kept, opts);
-    if (!ex) return make_error(ex.error().code, "stage " + std::to_string(w->program_.stage) + ": " + ex.error().message);
+    if (!ex)
+      return make_error(ex.error().code, "stage " + std::to_string(w->program_.stage) + ": " + ex.error().message);
     w->exec_.push_back(std::make_unique<kernels::executor>(std::move(*ex)));
   }
   return w;

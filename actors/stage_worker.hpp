@@ -38,9 +38,8 @@ class stage_worker {
   /// With `single_micro_batch` (one backward per step) the gradients are computed straight
   /// into flat_grads(); otherwise each backward adds its slot's gradients into it.
   static result<std::unique_ptr<stage_worker>> create(stage_program program, int slots,
-                                                      const kernels::dispatch_table* table,
-                                                      kernels::thread_pool* pool, comm_context comm,
-                                                      bool single_micro_batch = false);
+                                                      const kernels::dispatch_table* table, kernels::thread_pool* pool,
+                                                      comm_context comm, bool single_micro_batch = false);
 
   /// Fills the parameters with the serial run's initial values (sliced for this tp rank).
   status load_initial_parameters(const graph& serial, std::uint64_t seed);
@@ -80,7 +79,7 @@ class stage_worker {
   tensor flat_params_, flat_grads_, grad_piece_;
   std::vector<range> ranges_;
   bool grads_in_place_ = false;
-  parameter_store views_;               // name -> view into flat_params_
+  parameter_store views_;  // name -> view into flat_params_
   std::vector<std::unique_ptr<kernels::executor>> exec_;
 };
 

@@ -34,7 +34,8 @@ result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
         for (int d = 0; d < whole.rank(); ++d) box.push_back({0, whole[d]});
         if (const shard* sh = as_shard(prm.tp))
           box[static_cast<std::size_t>(sh->dim)] = shard_range(whole[sh->dim], plan.tp, t, sh->granule);
-        params.push_back({prm.name, whole, box_runs(whole, box), {total, total + local.numel()}, as_shard(prm.tp) != nullptr});
+        params.push_back(
+            {prm.name, whole, box_runs(whole, box), {total, total + local.numel()}, as_shard(prm.tp) != nullptr});
         total += local.numel();
       }
       for (int d = 0; d < plan.dp; ++d) {
@@ -70,23 +71,26 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
       std::int64_t covered = 0;
       for (const auto& [rank, src] : it->second) {
         if (src->whole != part.whole)
-          return make_error(errc::shape_mismatch, "state transfer: parameter '" + part.name + "' is " + src->whole.to_string() +
-                                                      " in the old plan and " + part.whole.to_string() + " in the new");
+          return make_error(errc::shape_mismatch, "state transfer: parameter '" + part.name + "' is " +
+                                                      src->whole.to_string() + " in the old plan and " +
+                                                      part.whole.to_string() + " in the new");
         for (const auto& c : overlap(src->elements, part.elements)) {
           copies.push_back({rank, p.rank, src->offset + c.from, part.offset + c.to, c.count});
           covered += c.count;
         }
       }
       if (covered != run_elements(part.elements))
-        return make_error(errc::invalid_argument, "state transfer: the old plan holds " + std::to_string(covered) + " of the " +
-                                                      std::to_string(run_elements(part.elements)) + " elements of '" +
-                                                      part.name + "' that rank " + std::to_string(p.rank) + " needs");
+        return make_error(errc::invalid_argument, "state transfer: the old plan holds " + std::to_string(covered) +
+                                                      " of the " + std::to_string(run_elements(part.elements)) +
+                                                      " elements of '" + part.name + "' that rank " +
+                                                      std::to_string(p.rank) + " needs");
     }
   return copies;
 }
 
-std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
-                                              const std::vector<piece_layout>& to, std::size_t slots, std::int64_t steps) {
+std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,
+                                              const std::vector<piece_state>& old, const std::vector<piece_layout>& to,
+                                              std::size_t slots, std::int64_t steps) {
   std::vector<piece_state> out(to.size());
   for (std::size_t r = 0; r < to.size(); ++r) {
     out[r].values = tensor::zeros({to[r].size});

@@ -46,7 +46,7 @@ struct param_part {
 /// What one rank's parameter actor owns.
 struct piece_layout {
   int rank = 0;
-  std::int64_t size = 0;    // elements of the piece
+  std::int64_t size = 0;  // elements of the piece
   /// Whether this piece is the copy that counts: every piece of a sharded plan, data-parallel
   /// replica 0's otherwise (the other replicas hold identical copies).
   bool primary = false;
@@ -79,8 +79,9 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
 
 /// In one process: the new pieces, filled by `copies` from `old` (by old rank; only primary
 /// pieces are read). Every new piece has `slots` optimizer slots and has had `steps` updates.
-std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies, const std::vector<piece_state>& old,
-                                              const std::vector<piece_layout>& to, std::size_t slots, std::int64_t steps);
+std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,
+                                              const std::vector<piece_state>& old, const std::vector<piece_layout>& to,
+                                              std::size_t slots, std::int64_t steps);
 
 /// Bytes a copy list moves for values and `slots` optimizer slots (f32).
 double transfer_bytes(const std::vector<state_copy>& copies, std::size_t slots);

@@ -6,7 +6,9 @@
 namespace cohort::actors {
 namespace {
 
-double between(clock_type::time_point a, clock_type::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // One action (built by emplace: a braced vector of variants trips GCC 12's maybe-uninitialized).
 template <class A>
@@ -50,7 +52,8 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
     if (!failed_) {
       failed_ = true;
       detected_at_ = now;
-      out.emplace_back(std::in_place_type<close_fabric_action>, close_fabric_action{"rank " + std::to_string(rank) + " failed"});  // release the waiting workers
+      out.emplace_back(std::in_place_type<close_fabric_action>,
+                       close_fabric_action{"rank " + std::to_string(rank) + " failed"});  // release the waiting workers
     }
     if (first_failure_.empty()) {
       first_failure_ = "rank " + std::to_string(rank) + ": " + o.failure;
@@ -104,7 +107,8 @@ actions step_protocol::on_worker_lost(int rank, const std::string& reason, const
 
 actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_type::time_point now) {
   if (phase_ == phase::done || unreported_.empty() || unreported_.front().step != step) return {};
-  if (!total) return finish(make_error(total.error().code, "step " + std::to_string(step) + ": " + total.error().message));
+  if (!total)
+    return finish(make_error(total.error().code, "step " + std::to_string(step) + ": " + total.error().message));
   step_metrics m = std::move(unreported_.front());
   unreported_.pop_front();
   m.loss = *total;
@@ -140,8 +144,8 @@ actions step_protocol::decide_recovery() {
     return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed: " + first_failure_));
   if (++restarts_ > cfg_.max_restarts)
     return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
-                                               " times (max-restarts " + std::to_string(cfg_.max_restarts) + "); last: " +
-                                               first_failure_));
+                                               " times (max-restarts " + std::to_string(cfg_.max_restarts) +
+                                               "); last: " + first_failure_));
   phase_ = phase::recovering;
   ++generation_;
   recover_action a;

@@ -50,9 +50,9 @@ struct step_outcome {
 struct step_metrics {
   std::int64_t step = 0;
   double loss = 0;
-  double seconds = 0;           // wall time of the step, commit included
+  double seconds = 0;  // wall time of the step, commit included
   std::int64_t generation = 0;
-  int layout = 0;               // plan transitions before this step (0: the first plan)
+  int layout = 0;  // plan transitions before this step (0: the first plan)
   /// Per rank: seconds in forward, backward and update tasks this step (zeros for the ranks
   /// of other processes).
   std::vector<planner::task_seconds> task_seconds;
@@ -85,7 +85,7 @@ struct recover_action {  // a new generation: new fabric, respawn the dead, rese
 };
 struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
-  std::size_t change = 0;   // which of the configured changes
+  std::size_t change = 0;  // which of the configured changes
 };
 struct collect_action {
   std::int64_t committed = -1;
@@ -102,8 +102,8 @@ class step_protocol {
   struct config {
     std::int64_t steps = 0;
     int ranks = 1;
-    std::vector<bool> local;              // which ranks run in this process (all when empty)
-    bool multi_process = false;           // the loss is combined across processes; a failure ends the run
+    std::vector<bool> local;     // which ranks run in this process (all when empty)
+    bool multi_process = false;  // the loss is combined across processes; a failure ends the run
     int max_restarts = 3;
     std::vector<std::int64_t> change_at;  // plan transitions after these many steps, ascending
   };

@@ -10,7 +10,8 @@ namespace {
 std::vector<const state_copy*> between(const std::vector<state_copy>& copies, const exchange_options& o, int a, int b) {
   std::vector<const state_copy*> out;
   for (const auto& c : copies)
-    if (o.old_owner[static_cast<std::size_t>(c.from_rank)] == a && o.new_owner[static_cast<std::size_t>(c.to_rank)] == b)
+    if (o.old_owner[static_cast<std::size_t>(c.from_rank)] == a &&
+        o.new_owner[static_cast<std::size_t>(c.to_rank)] == b)
       out.push_back(&c);
   return out;
 }
@@ -32,7 +33,8 @@ double bytes_across_processes(const std::vector<state_copy>& copies, const excha
 }
 
 result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exchange_options& o,
-                                       const std::vector<state_copy>& copies, const std::vector<piece_state>& old_states,
+                                       const std::vector<state_copy>& copies,
+                                       const std::vector<piece_state>& old_states,
                                        const std::vector<piece_layout>& to) {
   exchanged_state out;
   out.states.resize(to.size());
@@ -59,7 +61,8 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
   for (int q = 0; q < o.processes; ++q) {
     if (q == o.process) continue;
     const int them = first_rank_of(q);
-    if (them < 0) return make_error(errc::invalid_argument, "state exchange: process " + std::to_string(q) + " has no rank");
+    if (them < 0)
+      return make_error(errc::invalid_argument, "state exchange: process " + std::to_string(q) + " has no rank");
     transport::channel& ch = old_fabric.endpoint(me);
     auto send = [&]() -> status {
       const auto cs = between(copies, o, o.process, q);
@@ -75,11 +78,14 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
     auto receive = [&]() -> status {
       const auto cs = between(copies, o, q, o.process);
       auto got = ch.recv(them, o.tag, o.timeout);
-      if (!got) return make_error(got.error().code, "state exchange with process " + std::to_string(q) + ": " + got.error().message);
+      if (!got)
+        return make_error(got.error().code,
+                          "state exchange with process " + std::to_string(q) + ": " + got.error().message);
       const std::int64_t want = packed_size(cs, o.slots);
       if (got->numel() != want || (want > 0 && got->type() != dtype::f32))
         return make_error(errc::io_error, "state exchange: process " + std::to_string(q) + " sent " +
-                                              std::to_string(got->numel()) + " values, the plans need " + std::to_string(want));
+                                              std::to_string(got->numel()) + " values, the plans need " +
+                                              std::to_string(want));
       const tensor in = got->contiguous();
       const float* at = in.data<float>();
       for (const auto* c : cs) {

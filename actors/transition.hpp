@@ -30,8 +30,8 @@ namespace cohort::actors {
 struct exchange_options {
   std::vector<int> old_owner, new_owner;  // the process of each old and new rank
   int process = 0, processes = 1;
-  std::size_t slots = 0;                  // optimizer slots per piece
-  std::int64_t steps = 0;                 // updates every piece has had (the steps done)
+  std::size_t slots = 0;   // optimizer slots per piece
+  std::int64_t steps = 0;  // updates every piece has had (the steps done)
   std::uint64_t tag = 0;
   std::chrono::milliseconds timeout{60000};
 };
@@ -46,7 +46,7 @@ double bytes_across_processes(const std::vector<state_copy>& copies, const excha
 /// `old_states` by old rank, filled for this process's primary pieces. Errors: a peer that
 /// does not answer in time, a message of the wrong size, a closed fabric.
 result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exchange_options& o,
-                                       const std::vector<state_copy>& copies, const std::vector<piece_state>& old_states,
-                                       const std::vector<piece_layout>& to);
+                                       const std::vector<state_copy>& copies,
+                                       const std::vector<piece_state>& old_states, const std::vector<piece_layout>& to);
 
 }  // namespace cohort::actors

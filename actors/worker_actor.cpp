@@ -16,8 +16,8 @@ status worker_actor::start() {
   auto prog = s.model->program(s.at.stage, s.at.tp_rank);
   if (!prog) return prog.error();
   const planner::rank_layout layout(plan);
-  comm_context ctx{&fabric_->endpoint(s.rank), {{"tp", layout.group(s.rank, "tp")}, {"dp", layout.group(s.rank, "dp")}},
-                   s.timeout};
+  comm_context ctx{
+      &fabric_->endpoint(s.rank), {{"tp", layout.group(s.rank, "tp")}, {"dp", layout.group(s.rank, "dp")}}, s.timeout};
   if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
   auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx,
                                 plan.micro_batches == 1);
@@ -74,8 +74,10 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     };
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan, s.at, io,
                            static_cast<std::uint64_t>(step), s.timeout);
-  if (r) out.report = std::move(*r);
-  else out.failure = r.error().message;
+  if (r)
+    out.report = std::move(*r);
+  else
+    out.failure = r.error().message;
   return out;
 }
 
@@ -83,7 +85,8 @@ void worker_actor::act() {
   monitor(spec_->coordinator);
   try {
     if (auto st = start(); !st) {
-      fail_state(caf::make_error(caf::sec::runtime_error, "worker " + std::to_string(spec_->rank) + ": " + st.error().message));
+      fail_state(caf::make_error(caf::sec::runtime_error,
+                                 "worker " + std::to_string(spec_->rank) + ": " + st.error().message));
       return;
     }
     bool running = true;

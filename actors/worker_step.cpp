@@ -10,7 +10,8 @@ constexpr std::uint64_t pipeline_tag_space = 2;
 constexpr std::uint64_t dp_tag_space = 3;
 
 std::uint64_t transfer_tag(int micro_batch, value_id serial) {
-  return (pipeline_tag_space << 40) | (static_cast<std::uint64_t>(micro_batch) << 24) | static_cast<std::uint64_t>(serial);
+  return (pipeline_tag_space << 40) | (static_cast<std::uint64_t>(micro_batch) << 24) |
+         static_cast<std::uint64_t>(serial);
 }
 
 error in_task(const error& e, const task& t, const worker_place& at) {
@@ -30,9 +31,9 @@ tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_
   return w.flat_params().slice(0, r.begin, r.end);
 }
 
-result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,
-                                    const planner::parallel_plan& plan, const worker_place& at, step_io& io,
-                                    std::uint64_t step, std::chrono::milliseconds timeout) {
+result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,
+                                    const worker_place& at, step_io& io, std::uint64_t step,
+                                    std::chrono::milliseconds timeout) {
   const stage_program& prog = w.program();
   transport::channel& ch = *w.comm().channel;
   const float seed = 1.f / static_cast<float>(plan.micro_batches * plan.dp);
@@ -47,8 +48,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       if (!got) return got.error();
       tensor& dst = w.input(slot, r.local);
       if (got->shape() != dst.shape())
-        return make_error(errc::invalid_argument, "received " + got->shape().to_string() + " for an input of " +
-                                                      dst.shape().to_string());
+        return make_error(errc::invalid_argument,
+                          "received " + got->shape().to_string() + " for an input of " + dst.shape().to_string());
       dst.copy_from(*got);
     }
     return {};
@@ -57,7 +58,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     for (const auto& s : prog.sends) {
       if (s.backward != backward) continue;
       // a copy: the slot's buffer is reused by a later micro-batch
-      if (auto st = ch.send(peer(s.peer_stage), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout); !st)
+      if (auto st = ch.send(peer(s.peer_stage), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout);
+          !st)
         return st;
     }
     return {};
@@ -102,7 +104,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       start = std::chrono::steady_clock::now();
       if (st) st = w.forward(slot);
       if (st) st = send(slot, t.micro_batch, false);
-      if (st && report.reports_loss) report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
+      if (st && report.reports_loss)
+        report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
     } else if (t.kind == task_kind::backward) {
       st = receive(slot, t.micro_batch, true);
       start = std::chrono::steady_clock::now();
@@ -116,7 +119,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       if (st && plan.shard_params) {
         range mine = owned_piece(plan, grads.numel(), at.dp_rank);
         piece = w.grad_piece(mine.size());
-        st = transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
+        st =
+            transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
       }
       end = std::chrono::steady_clock::now();
       if (st) st = io.submit(piece);
@@ -124,9 +128,12 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     if (!st) return in_task(st.error(), t, at);
     if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();
     const double took = std::chrono::duration<double>(end - start).count();
-    if (t.kind == task_kind::forward) report.seconds.forward_s += took;
-    else if (t.kind == task_kind::backward) report.seconds.backward_s += took;
-    else report.seconds.update_s += took + gather_s;
+    if (t.kind == task_kind::forward)
+      report.seconds.forward_s += took;
+    else if (t.kind == task_kind::backward)
+      report.seconds.backward_s += took;
+    else
+      report.seconds.update_s += took + gather_s;
   }
   return report;
 }

@@ -37,11 +37,11 @@
 #include <string>
 #include <vector>
 
-#include "planner/schedule.hpp"
 #include "actors/stage_worker.hpp"
 #include "graph/mesh.hpp"
 #include "planner/plan.hpp"
 #include "planner/rank_layout.hpp"
+#include "planner/schedule.hpp"
 #include "planner/task_seconds.hpp"
 
 namespace cohort::actors {
@@ -74,9 +74,9 @@ struct step_report {
   planner::task_seconds seconds;
 };
 
-result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order,
-                                    const planner::parallel_plan& plan, const worker_place& at, step_io& io,
-                                    std::uint64_t step, std::chrono::milliseconds timeout);
+result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,
+                                    const worker_place& at, step_io& io, std::uint64_t step,
+                                    std::chrono::milliseconds timeout);
 
 /// The [begin, end) of the flat parameter buffer a data-parallel rank updates: all of it,
 /// or its near-equal piece with shard_params.

@@ -30,14 +30,16 @@ int main(int argc, char** argv) {
   opts.add("bench.min", min_bytes, "smallest buffer in bytes (doubling up to bench.max)")
       .add("bench.max", max_bytes, "largest buffer in bytes")
       .add("bench.budget", budget, "bytes reduced per size (caps the iterations, as the gloo script does)")
-      .add("bench.algorithm", algorithm, "auto (what training uses: transport::allreduce_algorithm_for), ring or recursive-doubling");
+      .add("bench.algorithm", algorithm,
+           "auto (what training uses: transport::allreduce_algorithm_for), ring or recursive-doubling");
   dist.add_to(opts);
   auto parsed = opts.parse(argc, argv);
   if (!parsed) return fail("cohort-allreduce", parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
   if (auto st = dist.finish(opts); !st) return fail("cohort-allreduce", st.error().message, 2);
   if (dist.launches()) return launch_processes(argc, argv, dist, opts);
-  if (!dist.multi_process()) return fail("cohort-allreduce", "run it with --launch.nproc=N (or RANK and WORLD_SIZE)", 2);
+  if (!dist.multi_process())
+    return fail("cohort-allreduce", "run it with --launch.nproc=N (or RANK and WORLD_SIZE)", 2);
   if (min_bytes < 4 || max_bytes < min_bytes) return fail("cohort-allreduce", "need 4 <= bench.min <= bench.max", 2);
   if (algorithm != "auto" && algorithm != "ring" && algorithm != "recursive-doubling")
     return fail("cohort-allreduce", "--bench.algorithm: auto, ring or recursive-doubling, not '" + algorithm + "'", 2);
@@ -90,13 +92,25 @@ int main(int argc, char** argv) {
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const auto b = static_cast<double>(size);
-    rows.push_back({{"bytes", size}, {"iters", iters}, {"us_mean", mean * 1e6}, {"us_median", med * 1e6}, {"us_max", ts.back() * 1e6},
-                    {"algbw_GBps", b / mean / 1e9}, {"busbw_GBps", f * b / mean / 1e9},
+    rows.push_back({{"bytes", size},
+                    {"iters", iters},
+                    {"us_mean", mean * 1e6},
+                    {"us_median", med * 1e6},
+                    {"us_max", ts.back() * 1e6},
+                    {"algbw_GBps", b / mean / 1e9},
+                    {"busbw_GBps", f * b / mean / 1e9},
                     {"busbw_median_GBps", f * b / med / 1e9}});
   }
-  if (auto st = g.control->finish(std::chrono::seconds(10)); !st) return fail("cohort-allreduce", st.error().message, 1);
+  if (auto st = g.control->finish(std::chrono::seconds(10)); !st)
+    return fail("cohort-allreduce", st.error().message, 1);
   if (g.process() == 0)
-    std::printf("%s\n", json({{"bench", "cohort_allreduce"}, {"transport", to_string(dist.transport)}, {"algorithm", algorithm}, {"world", world}, {"dtype", "float32"},
-                              {"results", rows}}).dump().c_str());
+    std::printf("%s\n", json({{"bench", "cohort_allreduce"},
+                              {"transport", to_string(dist.transport)},
+                              {"algorithm", algorithm},
+                              {"world", world},
+                              {"dtype", "float32"},
+                              {"results", rows}})
+                            .dump()
+                            .c_str());
   return 0;
 }

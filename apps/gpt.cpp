@@ -17,9 +17,16 @@ using namespace cohort;
 using namespace cohort::apps;
 
 int main(int argc, char** argv) {
-  app a("gpt", "Trains a byte-level GPT (decoder-only transformer, pre-LN, GELU MLP, learned\n"
-               "positions, AdamW) on a text file.",
-        {.steps = 33, .batch = 16, .warmup = 3, .optimizer = optimizer_kind::adamw, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95,
+  app a("gpt",
+        "Trains a byte-level GPT (decoder-only transformer, pre-LN, GELU MLP, learned\n"
+        "positions, AdamW) on a text file.",
+        {.steps = 33,
+         .batch = 16,
+         .warmup = 3,
+         .optimizer = optimizer_kind::adamw,
+         .lr = 1e-3,
+         .beta1 = 0.9,
+         .beta2 = 0.95,
          .weight_decay = 0.1});
   std::string data_name = "gpl3", file, data_dir = default_data_dir();
   gpt_config model;
@@ -43,8 +50,10 @@ int main(int argc, char** argv) {
       return make_error(errc::invalid_argument,
                         "--model.vocab must be at least 256 (the data is bytes), got " + std::to_string(model.vocab));
     std::string path = file;
-    if (path.empty() && data_name == "gpl3") path = "/usr/share/common-licenses/GPL-3";
-    else if (path.empty() && data_name == "moby-dick") path = data_dir + "/text/moby-dick.txt";
+    if (path.empty() && data_name == "gpl3")
+      path = "/usr/share/common-licenses/GPL-3";
+    else if (path.empty() && data_name == "moby-dick")
+      path = data_dir + "/text/moby-dick.txt";
     else if (path.empty())
       return make_error(errc::invalid_argument,
                         "--data.name must be gpl3 or moby-dick (or give --data.file), got '" + data_name + "'");
@@ -54,15 +63,16 @@ int main(int argc, char** argv) {
     if (static_cast<std::int64_t>(text.size()) < model.seq + 2)
       return make_error(errc::invalid_argument, path + " has " + std::to_string(text.size()) + " bytes; --model.seq=" +
                                                     std::to_string(model.seq) + " needs at least seq+2");
-    sampler = std::make_unique<window_sampler>(text, a.train().batch, model.seq, static_cast<std::uint64_t>(a.train().seed) + 1);
+    sampler = std::make_unique<window_sampler>(text, a.train().batch, model.seq,
+                                               static_cast<std::uint64_t>(a.train().seed) + 1);
 
     job j;
     j.model = [&](graph& g, std::int64_t rows) { return build_gpt(g, model, rows).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
     j.items_per_sample = model.seq;
     j.rate_unit = "tokens/s";
-    j.summary = {{"data", path}, {"layers", model.layers}, {"d", model.d}, {"heads", model.heads},
-                 {"seq", model.seq}, {"vocab", model.vocab}};
+    j.summary = {{"data", path},         {"layers", model.layers}, {"d", model.d},
+                 {"heads", model.heads}, {"seq", model.seq},       {"vocab", model.vocab}};
     return j;
   });
 }

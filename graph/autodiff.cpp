@@ -16,8 +16,10 @@ class backward_pass {
   void accumulate(value_id id, var grad) {
     if (!grad.valid()) return;
     auto it = grads_.find(id);
-    if (it == grads_.end()) grads_.emplace(id, grad);
-    else it->second = add(it->second, grad);
+    if (it == grads_.end())
+      grads_.emplace(id, grad);
+    else
+      it->second = add(it->second, grad);
   }
   var grad_of(value_id id) const {
     auto it = grads_.find(id);
@@ -49,9 +51,12 @@ status backward_pass::apply_matmul(const node& n, var dc) {
   bool b_broadcast = shape_of(b).rank() == 2 && shape_of(a).rank() > 2;
   if (wants(a)) {
     // C = op(A) op(B): d op(A) = dC op(B)^T, and dA = (d op(A))^T when A is transposed.
-    if (!ta) accumulate(a, matmul(dc, v(b), false, !tb));
-    else if (b_broadcast) accumulate(a, transpose(matmul(dc, v(b), false, !tb), -1, -2));
-    else accumulate(a, matmul(v(b), dc, tb, true));  // (dC op(B)^T)^T in one GEMM
+    if (!ta)
+      accumulate(a, matmul(dc, v(b), false, !tb));
+    else if (b_broadcast)
+      accumulate(a, transpose(matmul(dc, v(b), false, !tb), -1, -2));
+    else
+      accumulate(a, matmul(v(b), dc, tb, true));  // (dC op(B)^T)^T in one GEMM
   }
   if (wants(b)) {
     if (!b_broadcast) {
@@ -81,7 +86,8 @@ status backward_pass::apply_rule(const node& n) {
   auto in = [&](std::size_t i) { return v(n.inputs[i]); };
   auto want = [&](std::size_t i) { return wants(n.inputs[i]); };
   switch (n.kind) {
-    case k::matmul: return apply_matmul(n, dy);
+    case k::matmul:
+      return apply_matmul(n, dy);
     case k::add:
       if (want(0)) accumulate(n.inputs[0], reduce_to(dy, n.inputs[0]));
       if (want(1)) accumulate(n.inputs[1], reduce_to(dy, n.inputs[1]));
@@ -97,8 +103,7 @@ status backward_pass::apply_rule(const node& n) {
     case k::div:
       if (want(0)) accumulate(n.inputs[0], reduce_to(div(dy, in(1)), n.inputs[0]));
       if (want(1))  // d(a/b)/db = -(a/b)/b
-        accumulate(n.inputs[1],
-                   scale(reduce_to(div(mul(dy, v(n.outputs[0])), in(1)), n.inputs[1]), -1.f));
+        accumulate(n.inputs[1], scale(reduce_to(div(mul(dy, v(n.outputs[0])), in(1)), n.inputs[1]), -1.f));
       return {};
     case k::bias_add:
       if (want(0)) accumulate(n.inputs[0], dy);
@@ -123,9 +128,7 @@ status backward_pass::apply_rule(const node& n) {
       accumulate(n.inputs[0], g_.apply1(k::log_softmax_grad, no_attrs{}, {dy, v(n.outputs[0])}));
       return {};
     case k::softmax_cross_entropy:
-      if (want(0))
-        accumulate(n.inputs[0],
-                   g_.apply1(k::softmax_cross_entropy_grad, no_attrs{}, {dy, in(0), in(1)}));
+      if (want(0)) accumulate(n.inputs[0], g_.apply1(k::softmax_cross_entropy_grad, no_attrs{}, {dy, in(0), in(1)}));
       return {};
     case k::mse: {
       var dpred = g_.apply1(k::mse_grad, no_attrs{}, {dy, in(0), in(1)});
@@ -143,8 +146,7 @@ status backward_pass::apply_rule(const node& n) {
     }
     case k::embedding:
       if (want(0))
-        accumulate(n.inputs[0], g_.apply1(k::embedding_grad, shape_attrs{shape_of(n.inputs[0])},
-                                          {dy, in(1)}));
+        accumulate(n.inputs[0], g_.apply1(k::embedding_grad, shape_attrs{shape_of(n.inputs[0])}, {dy, in(1)}));
       return {};
     case k::reshape:
       accumulate(n.inputs[0], reshape(dy, shape_of(n.inputs[0])));
@@ -172,7 +174,8 @@ status backward_pass::apply_rule(const node& n) {
       }
       return {};
     }
-    case k::sum: case k::mean: {
+    case k::sum:
+    case k::mean: {
       const auto& a = std::get<reduce_attrs>(n.attrs);
       const shape& xs = shape_of(n.inputs[0]);
       shape kept = xs;
@@ -196,8 +199,7 @@ status backward_pass::apply_rule(const node& n) {
       accumulate(n.inputs[0], sum_to(dy, shape_of(n.inputs[0])));
       return {};
     default:
-      return make_error(errc::unsupported, std::string("autodiff: no gradient rule for ") +
-                                               to_string(n.kind) +
+      return make_error(errc::unsupported, std::string("autodiff: no gradient rule for ") + to_string(n.kind) +
                                                " (gradients of gradients are not supported)");
   }
 }
@@ -209,8 +211,7 @@ result<gradients> autodiff(graph& g, var loss) {
   if (!loss.valid() || loss.g != &g)
     return make_error(errc::invalid_argument, "autodiff: loss is not a value of this graph");
   if (loss.shape().rank() != 0)
-    return make_error(errc::shape_mismatch,
-                      "autodiff: loss must be a scalar [], got " + loss.shape().to_string());
+    return make_error(errc::shape_mismatch, "autodiff: loss must be a scalar [], got " + loss.shape().to_string());
   gradients out;
   out.loss = loss.id;
   std::size_t forward_end = g.nodes().size();

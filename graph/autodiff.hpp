@@ -22,8 +22,8 @@ namespace cohort {
 
 struct gradients {
   value_id loss = no_value;
-  value_id seed = no_value;          // input [] holding d(loss)/d(loss)
-  std::size_t backward_begin = 0;    // index of the first backward node
+  value_id seed = no_value;        // input [] holding d(loss)/d(loss)
+  std::size_t backward_begin = 0;  // index of the first backward node
   /// (parameter, its gradient) for every parameter the loss depends on, in parameter order.
   std::vector<std::pair<value_id, value_id>> param_grads;
 };

@@ -116,12 +116,12 @@ rule_out rules::elementwise_binary(const node& n, placements in, bool linear_bot
   bool p0 = is_partial(in[0]), p1 = is_partial(in[1]);
   if (p0 && p1) {
     if (linear_both) return {in, {P()}};  // (a0 + a1) + (b0 + b1)
-    return {{P(), R()}, {P()}};            // a product needs one factor whole
+    return {{P(), R()}, {P()}};           // a product needs one factor whole
   }
   if (p0 || p1) {
-    if (linear_both) return {{R(), R()}, {R()}};  // partial + replicated: make it whole
+    if (linear_both) return {{R(), R()}, {R()}};                     // partial + replicated: make it whole
     if (n.kind == op_kind::div && p1) return {{in[0], R()}, {R()}};  // a / (partial b): no
-    return {in, {P()}};                           // partial * replicated, partial / replicated
+    return {in, {P()}};                                              // partial * replicated, partial / replicated
   }
   return {in, {R()}};
 }
@@ -175,9 +175,12 @@ std::optional<shard> reshape_shard(const shape& in, const shape& out, const shar
     int i0 = i, o0 = o;
     std::int64_t pi = i < in.rank() ? in[i++] : 1, po = o < out.rank() ? out[o++] : 1;
     while (pi != po) {
-      if (pi < po && i < in.rank()) pi *= in[i++];
-      else if (po < pi && o < out.rank()) po *= out[o++];
-      else return std::nullopt;
+      if (pi < po && i < in.rank())
+        pi *= in[i++];
+      else if (po < pi && o < out.rank())
+        po *= out[o++];
+      else
+        return std::nullopt;
     }
     if (s.dim < i0 || s.dim >= i) continue;
     // input dims [i0, i), output dims [o0, o)
@@ -226,8 +229,7 @@ rule_out rules::slice_like(const node& n, placements in) const {
 rule_out rules::concat(const node& n, placements in) const {
   int axis = std::get<concat_attrs>(n.attrs).axis;
   for (const auto& p : in)
-    if (const shard* s = as_shard(p); s != nullptr && s->dim != axis)
-      return {placements(in.size(), p), {p}};
+    if (const shard* s = as_shard(p); s != nullptr && s->dim != axis) return {placements(in.size(), p), {p}};
   bool all_partial = std::all_of(in.begin(), in.end(), [](const placement& p) { return is_partial(p); });
   if (all_partial) return {in, {P()}};
   return {placements(in.size(), R()), {R()}};
@@ -259,7 +261,7 @@ rule_out rules::sum_to(const node& n, placements in) const {
     const shape& x = shape_of(n.inputs[0]);
     const shape& to = shape_of(n.outputs[0]);
     auto d = from_output_dim(to, x, s->dim);  // the target dimension it lands on
-    if (!d) return {in, {P()}};             // summed away: each rank holds a part
+    if (!d) return {in, {P()}};               // summed away: each rank holds a part
     return {in, {S(*d, s->granule)}};
   }
   return {in, {in[0]}};
@@ -323,31 +325,67 @@ rule_out rules::embedding_grad(const node& n, placements in) const {
 rule_out rules::apply(const node& n, const placements& in) const {
   using k = op_kind;
   switch (n.kind) {
-    case k::matmul: return matmul(n, in);
-    case k::add: case k::sub: return elementwise_binary(n, in, true);
-    case k::mul: case k::div: return elementwise_binary(n, in, false);
-    case k::bias_add: return bias_add(n, in);
-    case k::scale: return pointwise(n, in, true);
-    case k::relu: case k::gelu: case k::tanh: return pointwise(n, in, false);
-    case k::softmax: case k::log_softmax: return last_axis(n, in);
-    case k::softmax_cross_entropy: case k::mse: return all_replicated(n);
-    case k::layernorm: return layernorm(n, in);
-    case k::embedding: return embedding(n, in);
-    case k::reshape: return reshape(n, in);
-    case k::permute: return permute(n, in);
-    case k::slice: case k::slice_grad: return slice_like(n, in);
-    case k::concat: return concat(n, in);
-    case k::sum: return reduce(n, in, true);
-    case k::mean: return reduce(n, in, false);
-    case k::causal_mask: return causal_mask(n, in);
-    case k::sum_to: return sum_to(n, in);
-    case k::broadcast_to: return broadcast_to(n, in);
-    case k::relu_grad: case k::gelu_grad: case k::tanh_grad: return grad_like_mul(n, in);
-    case k::softmax_grad: case k::log_softmax_grad: return softmax_grad(n, in);
-    case k::softmax_cross_entropy_grad: case k::mse_grad: return all_replicated(n);
-    case k::layernorm_grad: return layernorm_grad(n, in);
-    case k::embedding_grad: return embedding_grad(n, in);
-    default: return all_replicated(n);
+    case k::matmul:
+      return matmul(n, in);
+    case k::add:
+    case k::sub:
+      return elementwise_binary(n, in, true);
+    case k::mul:
+    case k::div:
+      return elementwise_binary(n, in, false);
+    case k::bias_add:
+      return bias_add(n, in);
+    case k::scale:
+      return pointwise(n, in, true);
+    case k::relu:
+    case k::gelu:
+    case k::tanh:
+      return pointwise(n, in, false);
+    case k::softmax:
+    case k::log_softmax:
+      return last_axis(n, in);
+    case k::softmax_cross_entropy:
+    case k::mse:
+      return all_replicated(n);
+    case k::layernorm:
+      return layernorm(n, in);
+    case k::embedding:
+      return embedding(n, in);
+    case k::reshape:
+      return reshape(n, in);
+    case k::permute:
+      return permute(n, in);
+    case k::slice:
+    case k::slice_grad:
+      return slice_like(n, in);
+    case k::concat:
+      return concat(n, in);
+    case k::sum:
+      return reduce(n, in, true);
+    case k::mean:
+      return reduce(n, in, false);
+    case k::causal_mask:
+      return causal_mask(n, in);
+    case k::sum_to:
+      return sum_to(n, in);
+    case k::broadcast_to:
+      return broadcast_to(n, in);
+    case k::relu_grad:
+    case k::gelu_grad:
+    case k::tanh_grad:
+      return grad_like_mul(n, in);
+    case k::softmax_grad:
+    case k::log_softmax_grad:
+      return softmax_grad(n, in);
+    case k::softmax_cross_entropy_grad:
+    case k::mse_grad:
+      return all_replicated(n);
+    case k::layernorm_grad:
+      return layernorm_grad(n, in);
+    case k::embedding_grad:
+      return embedding_grad(n, in);
+    default:
+      return all_replicated(n);
   }
 }
 
@@ -366,8 +404,9 @@ status check_annotation(const graph& g, value_id id, const placement& p, std::in
                                                   " does not divide extent " + std::to_string(sh[s->dim]));
   if (sh[s->dim] / s->granule < degree)
     return make_error(errc::invalid_argument, "'" + v.name + "' " + sh.to_string() + ": dimension " +
-                                                  std::to_string(s->dim) + " has " + std::to_string(sh[s->dim] / s->granule) +
-                                                  " units, fewer than the " + std::to_string(degree) + " ranks to shard it over");
+                                                  std::to_string(s->dim) + " has " +
+                                                  std::to_string(sh[s->dim] / s->granule) + " units, fewer than the " +
+                                                  std::to_string(degree) + " ranks to shard it over");
   return {};
 }
 
@@ -400,7 +439,7 @@ result<axis_completion> complete_axis(const graph& g, const std::string& axis, s
 }
 
 std::vector<std::pair<value_id, placement>> gradient_fixups(const graph&, const gradients& gr,
-                                                             const axis_completion& c) {
+                                                            const axis_completion& c) {
   std::vector<std::pair<value_id, placement>> out;
   for (auto [p, d] : gr.param_grads)
     if (!(c.placement_of(d) == c.placement_of(p))) out.emplace_back(d, c.placement_of(p));

@@ -34,8 +34,8 @@ namespace cohort {
 struct axis_completion {
   std::string axis;
   std::int64_t degree = 1;
-  std::vector<placement> values;                  // by value id: what each value is
-  std::vector<std::vector<placement>> required;   // by node, by operand: what the op reads
+  std::vector<placement> values;                 // by value id: what each value is
+  std::vector<std::vector<placement>> required;  // by node, by operand: what the op reads
   const placement& placement_of(value_id id) const { return values[static_cast<std::size_t>(id)]; }
   /// Operands whose placement has to change before their op (communication or slices).
   std::size_t reshards = 0;
@@ -50,6 +50,6 @@ result<axis_completion> complete_axis(const graph& g, const std::string& axis, s
 /// The placement a parameter's gradient must end in: its parameter's. Returns the pairs
 /// (gradient value, placement) whose completed placement differs (partitioning reshards them).
 std::vector<std::pair<value_id, placement>> gradient_fixups(const graph& g, const gradients& gr,
-                                                             const axis_completion& c);
+                                                            const axis_completion& c);
 
 }  // namespace cohort

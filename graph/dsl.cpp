@@ -24,34 +24,22 @@ var add(var a, var b) { return build(op_kind::add, no_attrs{}, {a, b}); }
 var sub(var a, var b) { return build(op_kind::sub, no_attrs{}, {a, b}); }
 var mul(var a, var b) { return build(op_kind::mul, no_attrs{}, {a, b}); }
 var div(var a, var b) { return build(op_kind::div, no_attrs{}, {a, b}); }
-var bias_add(var x, var bias) {
-  return build(op_kind::bias_add, no_attrs{}, {x, bias});
-}
-var scale(var x, float factor) {
-  return build(op_kind::scale, scale_attrs{factor}, {x});
-}
+var bias_add(var x, var bias) { return build(op_kind::bias_add, no_attrs{}, {x, bias}); }
+var scale(var x, float factor) { return build(op_kind::scale, scale_attrs{factor}, {x}); }
 var relu(var x) { return build(op_kind::relu, no_attrs{}, {x}); }
 var gelu(var x) { return build(op_kind::gelu, no_attrs{}, {x}); }
 var tanh(var x) { return build(op_kind::tanh, no_attrs{}, {x}); }
 var softmax(var x) { return build(op_kind::softmax, no_attrs{}, {x}); }
-var log_softmax(var x) {
-  return build(op_kind::log_softmax, no_attrs{}, {x});
-}
+var log_softmax(var x) { return build(op_kind::log_softmax, no_attrs{}, {x}); }
 var softmax_cross_entropy(var logits, var labels) {
   return build(op_kind::softmax_cross_entropy, no_attrs{}, {logits, labels});
 }
-var mse(var pred, var target) {
-  return build(op_kind::mse, no_attrs{}, {pred, target});
-}
+var mse(var pred, var target) { return build(op_kind::mse, no_attrs{}, {pred, target}); }
 var layernorm(var x, var gamma, var beta, float eps) {
   return build(op_kind::layernorm, layernorm_attrs{eps}, {x, gamma, beta});
 }
-var embedding(var table, var ids) {
-  return build(op_kind::embedding, no_attrs{}, {table, ids});
-}
-var reshape(var x, shape to) {
-  return build(op_kind::reshape, shape_attrs{std::move(to)}, {x});
-}
+var embedding(var table, var ids) { return build(op_kind::embedding, no_attrs{}, {table, ids}); }
+var reshape(var x, shape to) { return build(op_kind::reshape, shape_attrs{std::move(to)}, {x}); }
 var transpose(var x, int axis0, int axis1) {
   if (!x.valid()) return invalid();
   graph* g = x.g;
@@ -67,33 +55,23 @@ var transpose(var x, int axis0, int axis1) {
   std::swap(perm[static_cast<std::size_t>(*a0)], perm[static_cast<std::size_t>(*a1)]);
   return g->apply1(op_kind::permute, permute_attrs{std::move(perm)}, {x});
 }
-var permute(var x, std::vector<int> perm) {
-  return build(op_kind::permute, permute_attrs{std::move(perm)}, {x});
-}
+var permute(var x, std::vector<int> perm) { return build(op_kind::permute, permute_attrs{std::move(perm)}, {x}); }
 var slice(var x, int axis, std::int64_t start, std::int64_t end) {
   return build(op_kind::slice, slice_attrs{axis, start, end, 0}, {x});
 }
-var concat(const std::vector<var>& xs, int axis) {
-  return build(op_kind::concat, concat_attrs{axis}, xs);
-}
+var concat(const std::vector<var>& xs, int axis) { return build(op_kind::concat, concat_attrs{axis}, xs); }
 var sum(var x, std::vector<int> axes, bool keepdim) {
   return build(op_kind::sum, reduce_attrs{std::move(axes), keepdim}, {x});
 }
 var mean(var x, std::vector<int> axes, bool keepdim) {
   return build(op_kind::mean, reduce_attrs{std::move(axes), keepdim}, {x});
 }
-var causal_mask(var x, float fill) {
-  return build(op_kind::causal_mask, causal_mask_attrs{fill}, {x});
-}
-var sum_to(var x, shape to) {
-  return build(op_kind::sum_to, shape_attrs{std::move(to)}, {x});
-}
+var causal_mask(var x, float fill) { return build(op_kind::causal_mask, causal_mask_attrs{fill}, {x}); }
+var sum_to(var x, shape to) { return build(op_kind::sum_to, shape_attrs{std::move(to)}, {x}); }
 void annotate(var x, const std::string& axis, placement p) {
   if (x.valid()) x.g->annotate(x, axis, p);
 }
 
-var broadcast_to(var x, shape to) {
-  return build(op_kind::broadcast_to, shape_attrs{std::move(to)}, {x});
-}
+var broadcast_to(var x, shape to) { return build(op_kind::broadcast_to, shape_attrs{std::move(to)}, {x}); }
 
 }  // namespace cohort

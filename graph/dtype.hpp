@@ -16,26 +16,41 @@ enum class dtype : std::uint8_t { f32, i32, bf16, f16 };
 
 constexpr std::size_t size_of(dtype t) {
   switch (t) {
-    case dtype::f32: return 4;
-    case dtype::i32: return 4;
-    case dtype::bf16: return 2;
-    case dtype::f16: return 2;
+    case dtype::f32:
+      return 4;
+    case dtype::i32:
+      return 4;
+    case dtype::bf16:
+      return 2;
+    case dtype::f16:
+      return 2;
   }
   return 0;
 }
 
 constexpr const char* to_string(dtype t) {
   switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::i32: return "i32";
-    case dtype::bf16: return "bf16";
-    case dtype::f16: return "f16";
+    case dtype::f32:
+      return "f32";
+    case dtype::i32:
+      return "i32";
+    case dtype::bf16:
+      return "bf16";
+    case dtype::f16:
+      return "f16";
   }
   return "?";
 }
 
-template <class T> constexpr dtype dtype_of();
-template <> constexpr dtype dtype_of<float>() { return dtype::f32; }
-template <> constexpr dtype dtype_of<std::int32_t>() { return dtype::i32; }
+template <class T>
+constexpr dtype dtype_of();
+template <>
+constexpr dtype dtype_of<float>() {
+  return dtype::f32;
+}
+template <>
+constexpr dtype dtype_of<std::int32_t>() {
+  return dtype::i32;
+}
 
 }  // namespace cohort

@@ -81,8 +81,6 @@ class [[nodiscard]] status {
   bool failed_ = false;
 };
 
-inline error make_error(errc code, std::string message) {
-  return error{code, std::move(message)};
-}
+inline error make_error(errc code, std::string message) { return error{code, std::move(message)}; }
 
 }  // namespace cohort

@@ -21,8 +21,10 @@ runs box_runs(const shape& whole, const std::vector<range>& box) {
     std::int64_t base = 0;
     for (std::size_t d = 0; d + 1 < n; ++d) base += at[d] * stride[d];
     const range r{base + box[n - 1].begin, base + box[n - 1].end};
-    if (!out.empty() && out.back().end == r.begin) out.back().end = r.end;
-    else out.push_back(r);
+    if (!out.empty() && out.back().end == r.begin)
+      out.back().end = r.end;
+    else
+      out.push_back(r);
     // next index of the leading dimensions, last fastest
     std::size_t d = n - 1;
     while (d > 0) {
@@ -70,8 +72,10 @@ std::vector<run_copy> overlap(const runs& source, const runs& destination) {
       else
         out.push_back(c);
     }
-    if (s.end <= d.end) at_source += s.end - s.begin, ++i;
-    else at_destination += d.end - d.begin, ++j;
+    if (s.end <= d.end)
+      at_source += s.end - s.begin, ++i;
+    else
+      at_destination += d.end - d.begin, ++j;
   }
   return out;
 }

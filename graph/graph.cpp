@@ -43,7 +43,8 @@ var graph::parameter(const std::string& name, cohort::shape s, init_spec init) {
   }
   for (auto d : s.dims())
     if (d <= 0) {
-      fail(make_error(errc::invalid_argument, "parameter '" + full + "': extents must be positive, got " + s.to_string()));
+      fail(make_error(errc::invalid_argument,
+                      "parameter '" + full + "': extents must be positive, got " + s.to_string()));
       return var{this, no_value};
     }
   value_info v;
@@ -137,8 +138,7 @@ std::vector<value_id> graph::inputs() const {
 
 value_id graph::find(const std::string& name) const {
   for (std::size_t i = 0; i < values_.size(); ++i)
-    if (values_[i].kind != value_kind::activation && values_[i].name == name)
-      return static_cast<value_id>(i);
+    if (values_[i].kind != value_kind::activation && values_[i].name == name) return static_cast<value_id>(i);
   return no_value;
 }
 

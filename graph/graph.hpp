@@ -45,7 +45,7 @@ struct init_spec {
 struct value_info {
   value_type type;
   value_kind kind = value_kind::activation;
-  std::string name;          // inputs and parameters; empty for activations
+  std::string name;            // inputs and parameters; empty for activations
   std::int32_t producer = -1;  // index of the producing node, -1 for inputs/parameters
   bool requires_grad = false;  // parameters, and activations that depend on one
   init_spec init;              // parameters only

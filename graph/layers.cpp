@@ -5,8 +5,7 @@
 
 namespace cohort {
 
-var linear(var x, std::int64_t out_features, const std::string& name, bool bias, tp_style style,
-           std::int64_t granule) {
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias, tp_style style, std::int64_t granule) {
   if (!x.valid()) return var{};
   graph& g = *x.g;
   auto _ = g.scope(name);
@@ -45,9 +44,9 @@ var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
   graph& g = *x.g;
   const shape& s = x.shape();
   if (s.rank() != 3 || heads <= 0 || s[2] % heads != 0) {
-    g.fail(make_error(errc::shape_mismatch,
-                      "causal_self_attention '" + g.scoped_name(name) + "': x must be [B,T,D] with D divisible by heads=" +
-                          std::to_string(heads) + ", got " + s.to_string()));
+    g.fail(make_error(errc::shape_mismatch, "causal_self_attention '" + g.scoped_name(name) +
+                                                "': x must be [B,T,D] with D divisible by heads=" +
+                                                std::to_string(heads) + ", got " + s.to_string()));
     return var{};
   }
   auto _ = g.scope(name);
@@ -57,7 +56,7 @@ var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
   var k = split_heads(linear(x, d, "k", true, tp_style::column, dh));
   var v = split_heads(linear(x, d, "v", true, tp_style::column, dh));
   var scores = scale(matmul(q, k, false, true), 1.f / std::sqrt(static_cast<float>(dh)));
-  var att = softmax(causal_mask(scores, -INFINITY));            // [B,H,T,T]
+  var att = softmax(causal_mask(scores, -INFINITY));                  // [B,H,T,T]
   var y = reshape(permute(matmul(att, v), {0, 2, 1, 3}), {b, t, d});  // [B,T,D]
   return linear(y, d, "proj", true, tp_style::row, dh);
 }

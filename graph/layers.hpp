@@ -22,8 +22,8 @@ namespace cohort {
 enum class tp_style { none, column, row };
 
 /// y = x @ W (+ b). W [in,out] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) as torch.nn.Linear.
-var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true,
-           tp_style style = tp_style::none, std::int64_t granule = 1);
+var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true, tp_style style = tp_style::none,
+           std::int64_t granule = 1);
 
 /// LayerNorm over the last axis with gamma = 1, beta = 0 (torch.nn.LayerNorm).
 var layer_norm(var x, const std::string& name, float eps = 1e-5f);

@@ -5,8 +5,7 @@
 
 namespace cohort {
 
-process_mesh::process_mesh(std::vector<std::pair<std::string, std::int64_t>> axes)
-    : axes_(std::move(axes)) {
+process_mesh::process_mesh(std::vector<std::pair<std::string, std::int64_t>> axes) : axes_(std::move(axes)) {
   for (const auto& a : axes_) size_ *= a.second;
 }
 
@@ -14,7 +13,8 @@ result<process_mesh> make_mesh(std::vector<std::pair<std::string, std::int64_t>>
   std::set<std::string> names;
   for (const auto& [name, n] : axes) {
     if (name.empty()) return make_error(errc::invalid_argument, "mesh: an axis has no name");
-    if (!names.insert(name).second) return make_error(errc::invalid_argument, "mesh: axis '" + name + "' appears twice");
+    if (!names.insert(name).second)
+      return make_error(errc::invalid_argument, "mesh: axis '" + name + "' appears twice");
     if (n < 1) return make_error(errc::invalid_argument, "mesh: axis '" + name + "' has size " + std::to_string(n));
   }
   return process_mesh(std::move(axes));

@@ -22,12 +22,18 @@ namespace cohort {
 
 enum class op_kind : std::uint8_t {
   // -- forward ------------------------------------------------------------------------------
-  matmul,                 // (a [*,M,K], b [*,K,N] or [K,N]) -> [*,M,N]; transposes in attrs
-  add, sub, mul, div,     // broadcasting elementwise (NumPy rules)
-  bias_add,               // (x [*,N], b [N]) -> [*,N]
-  scale,                  // x * factor
-  relu, gelu, tanh,       // gelu in the erf form, PyTorch's default
-  softmax, log_softmax,   // over the last axis
+  matmul,  // (a [*,M,K], b [*,K,N] or [K,N]) -> [*,M,N]; transposes in attrs
+  add,
+  sub,
+  mul,
+  div,       // broadcasting elementwise (NumPy rules)
+  bias_add,  // (x [*,N], b [N]) -> [*,N]
+  scale,     // x * factor
+  relu,
+  gelu,
+  tanh,  // gelu in the erf form, PyTorch's default
+  softmax,
+  log_softmax,            // over the last axis
   softmax_cross_entropy,  // (logits [*,C], labels i32 [*]) -> [] mean over rows
   mse,                    // (pred, target) same shape -> [] mean of squared differences
   layernorm,              // (x [*,C], gamma [C], beta [C]) -> [*,C], over the last axis
@@ -36,10 +42,11 @@ enum class op_kind : std::uint8_t {
   permute,                // axes reordered (transpose is a permute)
   slice,                  // [start, end) along one axis
   concat,                 // n inputs joined along one axis
-  sum, mean,              // over axes (all axes when none given)
-  causal_mask,            // [*,T,T]: element (i,j) with j > i set to `fill`
-  sum_to,                 // reduce a broadcast result back to a smaller shape
-  broadcast_to,           // stretch to a larger shape
+  sum,
+  mean,          // over axes (all axes when none given)
+  causal_mask,   // [*,T,T]: element (i,j) with j > i set to `fill`
+  sum_to,        // reduce a broadcast result back to a smaller shape
+  broadcast_to,  // stretch to a larger shape
   // -- gradients (emitted by autodiff) ----------------------------------------------------
   relu_grad,                   // (dy, x) -> dx
   gelu_grad,                   // (dy, x) -> dx
@@ -121,9 +128,8 @@ struct causal_mask_attrs {
   friend bool operator==(const causal_mask_attrs&, const causal_mask_attrs&) = default;
 };
 
-using op_attrs = std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs,
-                              permute_attrs, slice_attrs, concat_attrs, reduce_attrs,
-                              causal_mask_attrs, collective_attrs>;
+using op_attrs = std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs, permute_attrs,
+                              slice_attrs, concat_attrs, reduce_attrs, causal_mask_attrs, collective_attrs>;
 
 /// allreduce, all_gather, reduce_scatter: no kernel in kernels/; the runtime supplies them.
 constexpr bool is_communication(op_kind k) {

@@ -18,8 +18,8 @@ int stage_of_node(const graph& g, const gradients& gr, const stage_assignment& s
 
 class local_builder {
  public:
-  local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa,
-                int stage, std::int64_t rank)
+  local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa, int stage,
+                std::int64_t rank)
       : g_(g), gr_(gr), c_(c), sa_(sa), stage_(stage), rank_(rank), local_(g.num_values()) {
     prog_.stage = stage;
     prog_.stages = sa.stages;
@@ -62,8 +62,10 @@ result<var> local_builder::operand(value_id v, bool for_backward) {
     prog_.params.push_back({info.name, x.id, no_value, c_.placement_of(v)});
   } else if (info.kind == value_kind::input) {
     x = prog_.g.input(info.name, local_of(v), info.type.type);
-    if (v == gr_.seed) prog_.seed = x.id;
-    else prog_.data_inputs.emplace_back(info.name, x.id);
+    if (v == gr_.seed)
+      prog_.seed = x.id;
+    else
+      prog_.data_inputs.emplace_back(info.name, x.id);
   } else {
     int from = producer_stage(v);
     x = prog_.g.input("recv." + std::to_string(v), local_of(v), info.type.type);
@@ -107,7 +109,10 @@ result<var> local_builder::reshard(var x, value_id v, const placement& to) {
 
 op_attrs local_builder::localized(const node& n) const {
   switch (n.kind) {
-    case op_kind::reshape: case op_kind::sum_to: case op_kind::broadcast_to: case op_kind::embedding_grad:
+    case op_kind::reshape:
+    case op_kind::sum_to:
+    case op_kind::broadcast_to:
+    case op_kind::embedding_grad:
       return shape_attrs{local_of(n.outputs[0])};
     default:
       return n.attrs;
@@ -136,14 +141,16 @@ result<stage_program> local_builder::build() {
     }
     auto outs = prog_.g.apply(n.kind, localized(n), operands);
     if (auto st = prog_.g.check(); !st)
-      return make_error(st.error().code, "partition: node " + std::to_string(i) + " on stage " + std::to_string(stage_) +
-                                             ", tp rank " + std::to_string(rank_) + ": " + st.error().message);
+      return make_error(st.error().code, "partition: node " + std::to_string(i) + " on stage " +
+                                             std::to_string(stage_) + ", tp rank " + std::to_string(rank_) + ": " +
+                                             st.error().message);
     for (std::size_t k = 0; k < n.outputs.size(); ++k) {
       shape expected = local_of(n.outputs[k]);
       if (outs[k].shape() != expected)
-        return make_error(errc::shape_mismatch, "partition: node " + std::to_string(i) + " (" + to_string(n.kind) +
-                                                    ") computes " + outs[k].shape().to_string() + " locally where its placement " +
-                                                    to_string(c_.placement_of(n.outputs[k])) + " means " + expected.to_string());
+        return make_error(errc::shape_mismatch,
+                          "partition: node " + std::to_string(i) + " (" + to_string(n.kind) + ") computes " +
+                              outs[k].shape().to_string() + " locally where its placement " +
+                              to_string(c_.placement_of(n.outputs[k])) + " means " + expected.to_string());
       local_[static_cast<std::size_t>(n.outputs[k])] = outs[k];
     }
   }
@@ -155,8 +162,10 @@ result<stage_program> local_builder::build() {
     if (!lp.valid()) continue;  // another stage's parameter
     var ld = local_[static_cast<std::size_t>(d)];
     if (!ld.valid())
-      return make_error(errc::invalid_argument, "partition: the gradient of '" + g_.value(p).name +
-                                                    "' is computed on another stage than the parameter (tied weights across stages are not supported)");
+      return make_error(
+          errc::invalid_argument,
+          "partition: the gradient of '" + g_.value(p).name +
+              "' is computed on another stage than the parameter (tied weights across stages are not supported)");
     auto placed = reshard(ld, d, c_.placement_of(p));
     if (!placed) return placed.error();
     for (auto& prm : prog_.params)
@@ -165,7 +174,8 @@ result<stage_program> local_builder::build() {
   for (const auto& prm : prog_.params)
     if (prm.grad == no_value)
       return make_error(errc::invalid_argument, "partition: parameter '" + prm.name + "' is read on stage " +
-                                                    std::to_string(stage_) + " but differentiated elsewhere (shared across stages)");
+                                                    std::to_string(stage_) +
+                                                    " but differentiated elsewhere (shared across stages)");
 
   // Values this stage produces for other stages: sent after the task that computes them.
   for (std::size_t i = 0; i < nodes.size(); ++i) {

@@ -43,24 +43,24 @@ result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, c
 struct stage_program {
   int stage = 0, stages = 1;
   std::int64_t tp_rank = 0, tp = 1;
-  graph g;                          // the local program
-  std::size_t backward_begin = 0;   // first node of the backward task
-  value_id loss = no_value;         // on the stage that computes the loss
-  value_id seed = no_value;         // the loss gradient seed input, same stage
+  graph g;                         // the local program
+  std::size_t backward_begin = 0;  // first node of the backward task
+  value_id loss = no_value;        // on the stage that computes the loss
+  value_id seed = no_value;        // the loss gradient seed input, same stage
   /// Data inputs of the serial graph this stage reads (by name), as local inputs.
   std::vector<std::pair<std::string, value_id>> data_inputs;
   struct transfer {
-    value_id serial;       // the value in the serial graph
-    int peer_stage;        // where it comes from / goes to
-    value_id local;        // local input (recv) or local value (send)
-    bool backward;         // received for / sent by the backward task
+    value_id serial;  // the value in the serial graph
+    int peer_stage;   // where it comes from / goes to
+    value_id local;   // local input (recv) or local value (send)
+    bool backward;    // received for / sent by the backward task
   };
   std::vector<transfer> recvs, sends;
   struct param {
-    std::string name;      // the serial parameter's name
-    value_id local;        // local parameter
-    value_id grad;         // its local gradient, placed like the parameter
-    placement tp;          // how the local tensor slices the full one
+    std::string name;  // the serial parameter's name
+    value_id local;    // local parameter
+    value_id grad;     // its local gradient, placed like the parameter
+    placement tp;      // how the local tensor slices the full one
   };
   std::vector<param> params;
   /// Values the executor must keep readable: sends, the loss, parameter gradients.

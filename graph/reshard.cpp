@@ -33,7 +33,8 @@ box local_box(const shape& global, const layout& l, int mesh_rank) {
 bool contributes(const layout& l, int mesh_rank) {
   auto coords = l.mesh.coordinates(mesh_rank);
   for (int a = 0; a < l.mesh.axis_count(); ++a)
-    if (is_replicate(l.placements[static_cast<std::size_t>(a)]) && coords[static_cast<std::size_t>(a)] != 0) return false;
+    if (is_replicate(l.placements[static_cast<std::size_t>(a)]) && coords[static_cast<std::size_t>(a)] != 0)
+      return false;
   return true;
 }
 
@@ -49,10 +50,12 @@ namespace {
 status check(const shape& global, const layout& l, const char* which) {
   if (static_cast<int>(l.placements.size()) != l.mesh.axis_count())
     return make_error(errc::invalid_argument, std::string("reshard: ") + which + " layout has " +
-                                                  std::to_string(l.placements.size()) + " placements for mesh " + l.mesh.to_string());
+                                                  std::to_string(l.placements.size()) + " placements for mesh " +
+                                                  l.mesh.to_string());
   if (!l.ranks.empty() && static_cast<int>(l.ranks.size()) != l.mesh.rank_count())
     return make_error(errc::invalid_argument, std::string("reshard: ") + which + " layout names " +
-                                                  std::to_string(l.ranks.size()) + " ranks for " + std::to_string(l.mesh.rank_count()) + " positions");
+                                                  std::to_string(l.ranks.size()) + " ranks for " +
+                                                  std::to_string(l.mesh.rank_count()) + " positions");
   for (const auto& p : l.placements)
     if (const shard* s = as_shard(p); s != nullptr && (s->dim < 0 || s->dim >= global.rank()))
       return make_error(errc::invalid_argument, std::string("reshard: ") + which + " shards dimension " +
@@ -66,7 +69,8 @@ result<reshard_plan> plan_reshard(const shape& global, const layout& from, const
   if (auto st = check(global, from, "source"); !st) return st.error();
   if (auto st = check(global, to, "destination"); !st) return st.error();
   reshard_plan plan{global, from, to, {}};
-  bool source_partial = std::any_of(from.placements.begin(), from.placements.end(), [](const placement& p) { return is_partial(p); });
+  bool source_partial =
+      std::any_of(from.placements.begin(), from.placements.end(), [](const placement& p) { return is_partial(p); });
   for (int d = 0; d < to.mesh.rank_count(); ++d) {
     if (!holds_partial_value(to, d)) continue;  // zeros: nothing arrives
     box want = local_box(global, to, d);

@@ -33,7 +33,9 @@ struct layout {
   process_mesh mesh;
   std::vector<placement> placements;
   std::vector<int> ranks;
-  int global_rank(int mesh_rank) const { return ranks.empty() ? mesh_rank : ranks[static_cast<std::size_t>(mesh_rank)]; }
+  int global_rank(int mesh_rank) const {
+    return ranks.empty() ? mesh_rank : ranks[static_cast<std::size_t>(mesh_rank)];
+  }
 };
 
 /// [begin, end) per dimension.
@@ -51,9 +53,9 @@ bool contributes(const layout& l, int mesh_rank);
 bool holds_partial_value(const layout& l, int mesh_rank);
 
 struct reshard_message {
-  int from = 0, to = 0;      // global ranks
-  box from_box, to_box;      // in the sender's and the receiver's local coordinates
-  bool add = false;          // receiver accumulates (several partial pieces of one region)
+  int from = 0, to = 0;  // global ranks
+  box from_box, to_box;  // in the sender's and the receiver's local coordinates
+  bool add = false;      // receiver accumulates (several partial pieces of one region)
 };
 
 struct reshard_plan {

@@ -14,7 +14,8 @@ std::int64_t shape::numel() const {
 std::vector<std::int64_t> shape::contiguous_strides() const {
   std::vector<std::int64_t> strides(dims_.size(), 1);
   for (int i = rank() - 2; i >= 0; --i)
-    strides[static_cast<std::size_t>(i)] = strides[static_cast<std::size_t>(i) + 1] * dims_[static_cast<std::size_t>(i) + 1];
+    strides[static_cast<std::size_t>(i)] =
+        strides[static_cast<std::size_t>(i) + 1] * dims_[static_cast<std::size_t>(i) + 1];
   return strides;
 }
 
@@ -36,10 +37,9 @@ result<shape> broadcast_shapes(const shape& a, const shape& b, const char* op) {
     std::int64_t da = ia >= 0 ? a[ia] : 1;
     std::int64_t db = ib >= 0 ? b[ib] : 1;
     if (da != db && da != 1 && db != 1)
-      return make_error(errc::shape_mismatch,
-                        std::string(op) + ": cannot broadcast " + a.to_string() + " with " +
-                            b.to_string() + " (axis " + std::to_string(i - rank) + ": " +
-                            std::to_string(da) + " vs " + std::to_string(db) + ")");
+      return make_error(errc::shape_mismatch, std::string(op) + ": cannot broadcast " + a.to_string() + " with " +
+                                                  b.to_string() + " (axis " + std::to_string(i - rank) + ": " +
+                                                  std::to_string(da) + " vs " + std::to_string(db) + ")");
     dims[static_cast<std::size_t>(i)] = da == 1 ? db : da;
   }
   return shape(std::move(dims));

@@ -22,26 +22,22 @@ std::string describe(std::span<const value_type> in) {
 }
 
 error shape_error(op_kind k, std::span<const value_type> in, const std::string& why) {
-  return make_error(errc::shape_mismatch,
-                    std::string(to_string(k)) + ": " + why + " (operands: " + describe(in) + ")");
+  return make_error(errc::shape_mismatch, std::string(to_string(k)) + ": " + why + " (operands: " + describe(in) + ")");
 }
 
 // Checks operand count and that each operand has the expected dtype (f32 unless listed).
 result<bool> check_operands(op_kind k, std::span<const value_type> in, std::size_t count,
                             std::initializer_list<std::size_t> int_operands = {}) {
   if (in.size() != count)
-    return make_error(errc::invalid_argument, std::string(to_string(k)) + ": expected " +
-                                                  std::to_string(count) + " operands, got " +
-                                                  std::to_string(in.size()));
+    return make_error(errc::invalid_argument, std::string(to_string(k)) + ": expected " + std::to_string(count) +
+                                                  " operands, got " + std::to_string(in.size()));
   for (std::size_t i = 0; i < in.size(); ++i) {
     bool want_int = std::find(int_operands.begin(), int_operands.end(), i) != int_operands.end();
     dtype want = want_int ? dtype::i32 : dtype::f32;
     if (in[i].type != want)
-      return make_error(errc::dtype_mismatch, std::string(to_string(k)) + ": operand " +
-                                                  std::to_string(i) + " must be " +
-                                                  to_string(want) + ", got " +
-                                                  to_string(in[i].type) + " (operands: " +
-                                                  describe(in) + ")");
+      return make_error(errc::dtype_mismatch, std::string(to_string(k)) + ": operand " + std::to_string(i) +
+                                                  " must be " + to_string(want) + ", got " + to_string(in[i].type) +
+                                                  " (operands: " + describe(in) + ")");
   }
   return true;
 }
@@ -55,23 +51,19 @@ shape without_last(const shape& s) {
 result<types> infer_matmul(const matmul_attrs& a, std::span<const value_type> in) {
   const shape& x = in[0].shape;
   const shape& y = in[1].shape;
-  if (x.rank() < 2 || y.rank() < 2)
-    return shape_error(op_kind::matmul, in, "operands need rank >= 2");
+  if (x.rank() < 2 || y.rank() < 2) return shape_error(op_kind::matmul, in, "operands need rank >= 2");
   std::int64_t m = a.trans_a ? x.at(-1) : x.at(-2);
   std::int64_t k1 = a.trans_a ? x.at(-2) : x.at(-1);
   std::int64_t k2 = a.trans_b ? y.at(-1) : y.at(-2);
   std::int64_t n = a.trans_b ? y.at(-2) : y.at(-1);
   if (k1 != k2)
-    return make_error(errc::shape_mismatch,
-                      "matmul: inner extents differ: a " + x.to_string() + " (K=" +
-                          std::to_string(k1) + ") @ b " + y.to_string() + " (K=" +
-                          std::to_string(k2) + ")");
+    return make_error(errc::shape_mismatch, "matmul: inner extents differ: a " + x.to_string() +
+                                                " (K=" + std::to_string(k1) + ") @ b " + y.to_string() +
+                                                " (K=" + std::to_string(k2) + ")");
   std::vector<std::int64_t> batch(x.dims().begin(), x.dims().end() - 2);
   if (y.rank() > 2) {
     std::vector<std::int64_t> ybatch(y.dims().begin(), y.dims().end() - 2);
-    if (ybatch != batch)
-      return shape_error(op_kind::matmul, in,
-                         "batch extents must be equal, or b must have rank 2");
+    if (ybatch != batch) return shape_error(op_kind::matmul, in, "batch extents must be equal, or b must have rank 2");
   }
   batch.push_back(m);
   batch.push_back(n);
@@ -95,8 +87,10 @@ result<types> infer_reduce(op_kind k, reduce_attrs& a, std::span<const value_typ
   std::vector<std::int64_t> dims;
   for (int i = 0; i < x.rank(); ++i) {
     bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-    if (!reduced) dims.push_back(x[i]);
-    else if (a.keepdim) dims.push_back(1);
+    if (!reduced)
+      dims.push_back(x[i]);
+    else if (a.keepdim)
+      dims.push_back(1);
   }
   return types{{shape(std::move(dims)), dtype::f32}};
 }
@@ -124,8 +118,8 @@ result<types> infer_reshape(shape_attrs& a, std::span<const value_type> in) {
   shape to(std::move(dims));
   if (to.numel() != n)
     return shape_error(op_kind::reshape, in,
-                       "element count differs: " + std::to_string(n) + " vs target " +
-                           to.to_string() + " (" + std::to_string(to.numel()) + ")");
+                       "element count differs: " + std::to_string(n) + " vs target " + to.to_string() + " (" +
+                           std::to_string(to.numel()) + ")");
   a.to = to;
   return types{{to, in[0].type}};
 }
@@ -133,8 +127,7 @@ result<types> infer_reshape(shape_attrs& a, std::span<const value_type> in) {
 result<types> infer_permute(permute_attrs& a, std::span<const value_type> in) {
   const shape& x = in[0].shape;
   if (static_cast<int>(a.perm.size()) != x.rank())
-    return shape_error(op_kind::permute, in,
-                       "permutation has " + std::to_string(a.perm.size()) + " axes");
+    return shape_error(op_kind::permute, in, "permutation has " + std::to_string(a.perm.size()) + " axes");
   std::vector<int> seen(a.perm.size(), 0);
   std::vector<std::int64_t> dims;
   for (int& p : a.perm) {
@@ -154,15 +147,14 @@ result<types> infer_slice(op_kind k, slice_attrs& a, std::span<const value_type>
   a.axis = *ax;
   std::int64_t extent = k == op_kind::slice ? x[a.axis] : a.full;
   if (a.start < 0 || a.end > extent || a.start >= a.end)
-    return shape_error(k, in, "range [" + std::to_string(a.start) + "," + std::to_string(a.end) +
-                                  ") invalid for extent " + std::to_string(extent) + " of axis " +
-                                  std::to_string(a.axis));
+    return shape_error(k, in,
+                       "range [" + std::to_string(a.start) + "," + std::to_string(a.end) + ") invalid for extent " +
+                           std::to_string(extent) + " of axis " + std::to_string(a.axis));
   shape out = x;
   if (k == op_kind::slice) {
     out[a.axis] = a.end - a.start;
   } else {
-    if (x[a.axis] != a.end - a.start)
-      return shape_error(k, in, "gradient extent does not match the slice");
+    if (x[a.axis] != a.end - a.start) return shape_error(k, in, "gradient extent does not match the slice");
     out[a.axis] = a.full;
   }
   return types{{out, in[0].type}};
@@ -181,8 +173,7 @@ result<types> infer_concat(concat_attrs& a, std::span<const value_type> in) {
     if (v.shape.rank() != first.rank()) return shape_error(op_kind::concat, in, "ranks differ");
     for (int d = 0; d < first.rank(); ++d)
       if (d != a.axis && v.shape[d] != first[d])
-        return shape_error(op_kind::concat, in,
-                           "extents differ on axis " + std::to_string(d));
+        return shape_error(op_kind::concat, in, "extents differ on axis " + std::to_string(d));
     out[a.axis] += v.shape[a.axis];
   }
   return types{{out, in[0].type}};
@@ -195,8 +186,7 @@ bool broadcasts_to(const shape& small, const shape& big) {
 
 }  // namespace
 
-result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
-                                             std::span<const value_type> in) {
+result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std::span<const value_type> in) {
   using k = op_kind;
   auto same_as_first = [&](std::size_t count) -> result<types> {
     if (auto c = check_operands(kind, in, count); !c) return c.error();
@@ -209,7 +199,10 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
       if (auto c = check_operands(kind, in, 2); !c) return c.error();
       return infer_matmul(std::get<matmul_attrs>(attrs), in);
     }
-    case k::add: case k::sub: case k::mul: case k::div: {
+    case k::add:
+    case k::sub:
+    case k::mul:
+    case k::div: {
       if (auto c = check_operands(kind, in, 2); !c) return c.error();
       auto s = broadcast_shapes(in[0].shape, in[1].shape, to_string(kind));
       if (!s) return shape_error(kind, in, "shapes do not broadcast");
@@ -217,14 +210,17 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
     }
     case k::bias_add: {
       if (auto c = check_operands(kind, in, 2); !c) return c.error();
-      if (in[0].shape.rank() < 1 || in[1].shape.rank() != 1 ||
-          in[1].shape[0] != in[0].shape.at(-1))
+      if (in[0].shape.rank() < 1 || in[1].shape.rank() != 1 || in[1].shape[0] != in[0].shape.at(-1))
         return shape_error(kind, in, "bias must be [N] where x is [*,N]");
       return types{in[0]};
     }
-    case k::scale: case k::relu: case k::gelu: case k::tanh:
+    case k::scale:
+    case k::relu:
+    case k::gelu:
+    case k::tanh:
       return same_as_first(1);
-    case k::softmax: case k::log_softmax:
+    case k::softmax:
+    case k::log_softmax:
       if (!in.empty() && in[0].shape.rank() < 1) return shape_error(kind, in, "needs rank >= 1");
       return same_as_first(1);
     case k::softmax_cross_entropy: {
@@ -257,19 +253,20 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
     case k::permute:
       if (in.size() != 1) return make_error(errc::invalid_argument, "permute: expected 1 operand");
       return infer_permute(std::get<permute_attrs>(attrs), in);
-    case k::slice: case k::slice_grad:
+    case k::slice:
+    case k::slice_grad:
       if (in.size() != 1) return make_error(errc::invalid_argument, "slice: expected 1 operand");
       return infer_slice(kind, std::get<slice_attrs>(attrs), in);
     case k::concat:
       return infer_concat(std::get<concat_attrs>(attrs), in);
-    case k::sum: case k::mean:
+    case k::sum:
+    case k::mean:
       if (auto c = check_operands(kind, in, 1); !c) return c.error();
       return infer_reduce(kind, std::get<reduce_attrs>(attrs), in);
     case k::causal_mask: {
       if (auto c = check_operands(kind, in, 1); !c) return c.error();
       const shape& x = in[0].shape;
-      if (x.rank() < 2 || x.at(-1) != x.at(-2))
-        return shape_error(kind, in, "needs [*,T,T]");
+      if (x.rank() < 2 || x.at(-1) != x.at(-2)) return shape_error(kind, in, "needs [*,T,T]");
       return types{in[0]};
     }
     case k::sum_to: {
@@ -286,13 +283,15 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
         return shape_error(kind, in, "operand does not broadcast to " + to.to_string());
       return types{{to, dtype::f32}};
     }
-    case k::relu_grad: case k::gelu_grad: case k::tanh_grad: case k::softmax_grad:
+    case k::relu_grad:
+    case k::gelu_grad:
+    case k::tanh_grad:
+    case k::softmax_grad:
     case k::log_softmax_grad:
       return same_as_first(2);
     case k::softmax_cross_entropy_grad: {
       if (auto c = check_operands(kind, in, 3, {2}); !c) return c.error();
-      if (in[0].shape.rank() != 0 || in[1].shape.rank() < 1 ||
-          without_last(in[1].shape) != in[2].shape)
+      if (in[0].shape.rank() != 0 || in[1].shape.rank() < 1 || without_last(in[1].shape) != in[2].shape)
         return shape_error(kind, in, "expects (dloss [], logits [*,C], labels [*])");
       return types{in[1]};
     }
@@ -304,8 +303,7 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
     }
     case k::layernorm_grad: {
       if (auto c = check_operands(kind, in, 3); !c) return c.error();
-      if (in[0].shape != in[1].shape || in[1].shape.rank() < 1 ||
-          in[2].shape != shape{in[1].shape.at(-1)})
+      if (in[0].shape != in[1].shape || in[1].shape.rank() < 1 || in[2].shape != shape{in[1].shape.at(-1)})
         return shape_error(kind, in, "expects (dy [*,C], x [*,C], gamma [C])");
       return types{in[1], in[2], in[2]};
     }
@@ -320,12 +318,13 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
     case k::allreduce:
       if (auto c = check_operands(kind, in, 1); !c) return c.error();
       return types{in[0]};
-    case k::all_gather: case k::reduce_scatter: {
+    case k::all_gather:
+    case k::reduce_scatter: {
       if (auto c = check_operands(kind, in, 1); !c) return c.error();
       const auto& a = std::get<collective_attrs>(attrs);
       const shape& x = in[0].shape;
-      if (a.dim < 0 || a.dim >= x.rank() || a.parts < 1 || a.index < 0 || a.index >= a.parts ||
-          a.granule < 1 || a.extent % a.granule != 0)
+      if (a.dim < 0 || a.dim >= x.rank() || a.parts < 1 || a.index < 0 || a.index >= a.parts || a.granule < 1 ||
+          a.extent % a.granule != 0)
         return shape_error(kind, in, "bad collective attributes");
       range mine = shard_range(a.extent, a.parts, a.index, a.granule);
       shape out = x;
@@ -338,7 +337,8 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
       }
       return types{{out, in[0].type}};
     }
-    case k::count_: break;
+    case k::count_:
+      break;
   }
   return make_error(errc::invalid_argument, "unknown op");
 }

@@ -25,7 +25,6 @@ struct value_type {
 
 /// Result types of `kind` applied to `inputs`. Canonicalizes `attrs` in place (negative
 /// axes become positive, a -1 extent in reshape is resolved, reduce axes are sorted).
-result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs,
-                                             std::span<const value_type> inputs);
+result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std::span<const value_type> inputs);
 
 }  // namespace cohort

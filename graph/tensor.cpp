@@ -89,8 +89,8 @@ tensor tensor::full(cohort::shape s, float value) {
 
 tensor tensor::from(cohort::shape s, std::span<const float> values) {
   if (static_cast<std::int64_t>(values.size()) != s.numel())
-    throw std::invalid_argument("tensor::from: " + std::to_string(values.size()) +
-                                " values for shape " + s.to_string());
+    throw std::invalid_argument("tensor::from: " + std::to_string(values.size()) + " values for shape " +
+                                s.to_string());
   tensor out = empty(std::move(s), dtype::f32);
   std::memcpy(out.data<float>(), values.data(), values.size() * sizeof(float));
   return out;
@@ -98,8 +98,8 @@ tensor tensor::from(cohort::shape s, std::span<const float> values) {
 
 tensor tensor::from_ints(cohort::shape s, std::span<const std::int32_t> values) {
   if (static_cast<std::int64_t>(values.size()) != s.numel())
-    throw std::invalid_argument("tensor::from_ints: " + std::to_string(values.size()) +
-                                " values for shape " + s.to_string());
+    throw std::invalid_argument("tensor::from_ints: " + std::to_string(values.size()) + " values for shape " +
+                                s.to_string());
   tensor out = empty(std::move(s), dtype::i32);
   std::memcpy(out.data<std::int32_t>(), values.data(), values.size() * sizeof(std::int32_t));
   return out;
@@ -110,8 +110,7 @@ bool tensor::is_contiguous() const { return strides_ == shape_.contiguous_stride
 namespace {
 
 // Offset (in elements) of row-major flat index `flat` under `strides`.
-std::int64_t strided_offset(const shape& s, const std::vector<std::int64_t>& strides,
-                            std::int64_t flat) {
+std::int64_t strided_offset(const shape& s, const std::vector<std::int64_t>& strides, std::int64_t flat) {
   std::int64_t off = 0;
   for (int d = s.rank() - 1; d >= 0; --d) {
     off += (flat % s[d]) * strides[static_cast<std::size_t>(d)];
@@ -172,8 +171,7 @@ tensor tensor::contiguous(bool force) const {
 
 void tensor::copy_from(const tensor& src) {
   if (src.shape_ != shape_ || src.dtype_ != dtype_)
-    throw std::invalid_argument("tensor::copy_from: " + src.shape_.to_string() + " into " +
-                                shape_.to_string());
+    throw std::invalid_argument("tensor::copy_from: " + src.shape_.to_string() + " into " + shape_.to_string());
   std::size_t elem = size_of(dtype_);
   if (is_contiguous() && src.is_contiguous()) {
     std::memmove(storage_->data() + offset_ * static_cast<std::int64_t>(elem),
@@ -186,8 +184,8 @@ void tensor::copy_from(const tensor& src) {
   for (std::int64_t i = 0, n = numel(); i < n; ++i) {
     auto so = src.offset_ + strided_offset(shape_, src.strides_, i);
     auto d = offset_ + strided_offset(shape_, strides_, i);
-    std::memcpy(dst_bytes + d * static_cast<std::int64_t>(elem),
-                src_bytes + so * static_cast<std::int64_t>(elem), elem);
+    std::memcpy(dst_bytes + d * static_cast<std::int64_t>(elem), src_bytes + so * static_cast<std::int64_t>(elem),
+                elem);
   }
 }
 

@@ -63,10 +63,12 @@ class tensor {
 
   /// The first element, as T (the offset is in elements of the tensor's dtype, so
   /// data<std::byte>() of a view points at its first byte).
-  template <class T> T* data() {
+  template <class T>
+  T* data() {
     return reinterpret_cast<T*>(storage_->data() + offset_ * static_cast<std::int64_t>(size_of(dtype_)));
   }
-  template <class T> const T* data() const {
+  template <class T>
+  const T* data() const {
     return reinterpret_cast<const T*>(storage_->data() + offset_ * static_cast<std::int64_t>(size_of(dtype_)));
   }
   /// Element `flat` in row-major order of the logical shape (honours strides; slow, for tests).

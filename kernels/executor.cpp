@@ -12,9 +12,7 @@ namespace {
 
 constexpr std::size_t never_freed = std::numeric_limits<std::size_t>::max();
 
-std::size_t bytes_of(const value_type& t) {
-  return static_cast<std::size_t>(t.shape.numel()) * size_of(t.type);
-}
+std::size_t bytes_of(const value_type& t) { return static_cast<std::size_t>(t.shape.numel()) * size_of(t.type); }
 
 // Slots are reusable buffers; sizes grow while planning, storage is allocated after.
 class slot_planner {
@@ -23,7 +21,10 @@ class slot_planner {
     int best = -1;
     for (int s : free_) {  // smallest free slot that fits, else the largest (it grows)
       bool fits = sizes_[static_cast<std::size_t>(s)] >= bytes;
-      if (best < 0) { best = s; continue; }
+      if (best < 0) {
+        best = s;
+        continue;
+      }
       std::size_t bs = sizes_[static_cast<std::size_t>(best)], ss = sizes_[static_cast<std::size_t>(s)];
       bool best_fits = bs >= bytes;
       if ((fits && (!best_fits || ss < bs)) || (!fits && !best_fits && ss > bs)) best = s;
@@ -46,11 +47,10 @@ class slot_planner {
 
 }  // namespace
 
-result<executor> executor::create(const graph& g, const parameter_store& params,
-                                  const std::vector<value_id>& keep, executor_options opts) {
+result<executor> executor::create(const graph& g, const parameter_store& params, const std::vector<value_id>& keep,
+                                  executor_options opts) {
   if (auto st = g.check(); !st) return st.error();
-  if (opts.kernels == nullptr)
-    return make_error(errc::invalid_argument, "executor: no dispatch table");
+  if (opts.kernels == nullptr) return make_error(errc::invalid_argument, "executor: no dispatch table");
   const auto& nodes = g.nodes();
   for (const auto& n : nodes)
     if ((*opts.kernels)[n.kind] == nullptr)
@@ -67,13 +67,18 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
   std::vector<value_id> root(nv);
   for (std::size_t v = 0; v < nv; ++v) root[v] = static_cast<value_id>(v);
   for (const auto& n : nodes)
-    if (n.kind == op_kind::reshape) root[static_cast<std::size_t>(n.outputs[0])] = root[static_cast<std::size_t>(n.inputs[0])];
+    if (n.kind == op_kind::reshape)
+      root[static_cast<std::size_t>(n.outputs[0])] = root[static_cast<std::size_t>(n.inputs[0])];
 
   // 2. Last use of each root; persistent roots are never freed.
   std::vector<std::size_t> last_use(nv, 0);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (auto v : nodes[i].inputs) last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] = std::max(last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])], i);
-    for (auto v : nodes[i].outputs) last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] = std::max(last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])], i);
+    for (auto v : nodes[i].inputs)
+      last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] =
+          std::max(last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])], i);
+    for (auto v : nodes[i].outputs)
+      last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] =
+          std::max(last_use[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])], i);
   }
   for (auto v : keep) {
     if (v < 0 || static_cast<std::size_t>(v) >= nv)
@@ -106,7 +111,8 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
   ex.bound_.assign(nv, false);
   for (auto& [v, t] : opts.bound) {
     if (v < 0 || static_cast<std::size_t>(v) >= nv || g.value(v).kind != value_kind::activation)
-      return make_error(errc::invalid_argument, "executor: bound value %" + std::to_string(v) + " is not computed by the graph");
+      return make_error(errc::invalid_argument,
+                        "executor: bound value %" + std::to_string(v) + " is not computed by the graph");
     if (root[static_cast<std::size_t>(v)] != v) continue;  // an alias: computed in its root's buffer
     if (t.shape() != g.value(v).type.shape || !t.is_contiguous())
       return make_error(errc::shape_mismatch, "executor: bound tensor " + t.shape().to_string() + " for value %" +
@@ -147,7 +153,8 @@ result<executor> executor::create(const graph& g, const parameter_store& params,
       auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(v)]);
       if (ex.bound_[static_cast<std::size_t>(v)]) continue;
       if (slot_of[r] >= 0 && r == static_cast<std::size_t>(v))
-        ex.values_[static_cast<std::size_t>(v)] = tensor(slots[static_cast<std::size_t>(slot_of[r])], info.type.shape, info.type.type);
+        ex.values_[static_cast<std::size_t>(v)] =
+            tensor(slots[static_cast<std::size_t>(slot_of[r])], info.type.shape, info.type.type);
       else  // alias of an earlier value (activation, input, parameter or bound value)
         ex.values_[static_cast<std::size_t>(v)] = ex.values_[r].reshape(info.type.shape);
     }

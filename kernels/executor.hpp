@@ -41,8 +41,8 @@ class executor {
   /// Plans buffers for all nodes of `g`. Parameters are bound by name to the tensors of
   /// `params` (shared storage: updates to them are seen by the next run). Values in `keep`
   /// stay readable after run(); inputs and parameters always do.
-  static result<executor> create(const graph& g, const parameter_store& params,
-                                 const std::vector<value_id>& keep, executor_options opts);
+  static result<executor> create(const graph& g, const parameter_store& params, const std::vector<value_id>& keep,
+                                 executor_options opts);
 
   /// The buffer of input `id`, to be filled before run().
   tensor& input(value_id id);
@@ -62,8 +62,8 @@ class executor {
 
   const graph* graph_ = nullptr;
   executor_options opts_;
-  std::vector<tensor> values_;               // by value id; planned views into slots
-  std::vector<bool> readable_;               // inputs, parameters, kept values
+  std::vector<tensor> values_;  // by value id; planned views into slots
+  std::vector<bool> readable_;  // inputs, parameters, kept values
   std::vector<bool> bound_;
   std::vector<std::vector<tensor>> node_in_;  // per node, its operand tensors
   std::vector<std::vector<tensor>> node_out_;

@@ -66,13 +66,14 @@ optimizer_state make_state(const tensor& param, const optimizer_config& cfg) {
   return st;
 }
 
-void apply_update(tensor& param, const tensor& grad, optimizer_state& state,
-                  const optimizer_config& cfg) {
+void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg) {
   float* p = param.data<float>();
   const float* g = grad.data<float>();
   std::int64_t n = param.numel();
-  if (const auto* s = std::get_if<sgd_config>(&cfg)) sgd(p, g, n, state, *s);
-  else adamw(p, g, n, state, std::get<adamw_config>(cfg));
+  if (const auto* s = std::get_if<sgd_config>(&cfg))
+    sgd(p, g, n, state, *s);
+  else
+    adamw(p, g, n, state, std::get<adamw_config>(cfg));
   ++state.step;
 }
 

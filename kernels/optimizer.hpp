@@ -24,7 +24,6 @@ struct optimizer_state {
 optimizer_state make_state(const tensor& param, const optimizer_config& cfg);
 
 /// One update of `param` (contiguous f32) from `grad` (same shape). Allocates nothing.
-void apply_update(tensor& param, const tensor& grad, optimizer_state& state,
-                  const optimizer_config& cfg);
+void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg);
 
 }  // namespace cohort::kernels

@@ -8,12 +8,9 @@
 namespace cohort::kernels {
 
 serial_trainer::serial_trainer(graph& g, trainer_options opts)
-    : g_(&g),
-      opts_(std::move(opts)),
-      table_(opts_.reference_kernels ? reference_kernels() : cpu_kernels()) {}
+    : g_(&g), opts_(std::move(opts)), table_(opts_.reference_kernels ? reference_kernels() : cpu_kernels()) {}
 
-result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var loss,
-                                                               trainer_options opts) {
+result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var loss, trainer_options opts) {
   if (opts.threads < 1)
     return make_error(errc::invalid_argument, "trainer: threads must be >= 1, got " + std::to_string(opts.threads));
   std::unique_ptr<serial_trainer> tr(new serial_trainer(g, opts));
@@ -48,11 +45,9 @@ result<float> serial_trainer::step() {
   if (auto st = exec_->run(); !st) return st.error();
   float loss = exec_->value(grads_.loss).data<float>()[0];
   for (std::size_t i = 0; i < param_tensors_.size(); ++i)
-    apply_update(*param_tensors_[i], exec_->value(grads_.param_grads[i].second), opt_state_[i],
-                 opts_.optimizer);
+    apply_update(*param_tensors_[i], exec_->value(grads_.param_grads[i].second), opt_state_[i], opts_.optimizer);
   ++steps_;
   return loss;
 }
-
 
 }  // namespace cohort::kernels

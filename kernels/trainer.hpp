@@ -27,8 +27,8 @@ namespace cohort::kernels {
 
 struct trainer_options {
   optimizer_config optimizer = sgd_config{};
-  std::uint64_t seed = 0;   // parameter initialization
-  int threads = 1;          // OpenBLAS + kernel pool
+  std::uint64_t seed = 0;          // parameter initialization
+  int threads = 1;                 // OpenBLAS + kernel pool
   bool reference_kernels = false;  // the plain-loop oracle instead of the fast kernels
 };
 
@@ -60,7 +60,7 @@ class serial_trainer {
   gradients grads_;
   parameter_store params_;
   std::unique_ptr<executor> exec_;
-  std::vector<tensor*> param_tensors_;     // aligned with grads_.param_grads
+  std::vector<tensor*> param_tensors_;  // aligned with grads_.param_grads
   std::vector<optimizer_state> opt_state_;
   std::int64_t steps_ = 0;
 };

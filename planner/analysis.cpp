@@ -31,7 +31,8 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   a->grads = *g1;
   const graph& x = *a->g;
   if (x.nodes().size() != other.nodes().size() || x.num_values() != other.num_values())
-    return make_error(errc::invalid_argument, "planner: the model's graph changes with the batch size beyond its shapes");
+    return make_error(errc::invalid_argument,
+                      "planner: the model's graph changes with the batch size beyond its shapes");
   const double span = static_cast<double>(r2 - r1);
   for (std::size_t i = 0; i < x.nodes().size(); ++i) {
     op_profile p1 = profile_of(x, x.nodes()[i], 1), p2 = profile_of(other, other.nodes()[i], 1);

@@ -33,12 +33,12 @@ struct affine_cost {
 };
 
 struct model_analysis {
-  std::unique_ptr<graph> g;         // built at 3 rows (costs come from node_cost, not its shapes)
+  std::unique_ptr<graph> g;  // built at 3 rows (costs come from node_cost, not its shapes)
   gradients grads;
-  std::vector<affine_cost> node_cost;        // every node of g
-  std::vector<double> value_bytes_fixed;     // every value: bytes = fixed + per_row * rows
+  std::vector<affine_cost> node_cost;     // every node of g
+  std::vector<double> value_bytes_fixed;  // every value: bytes = fixed + per_row * rows
   std::vector<double> value_bytes_per_row;
-  std::vector<int> owner;                    // every node: the forward node it belongs to
+  std::vector<int> owner;                      // every node: the forward node it belongs to
   std::vector<double> param_bytes_of_forward;  // forward node -> bytes of parameters it reads first
   double param_bytes = 0;
   int optimizer_slots = 0;

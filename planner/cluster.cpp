@@ -31,9 +31,12 @@ std::string scaled(double v, const char* unit) {
 
 std::string seconds(double s) {
   char b[64];
-  if (s > 0 && s < 1e-3) std::snprintf(b, sizeof b, "%.4g us", s * 1e6);
-  else if (s > 0 && s < 1) std::snprintf(b, sizeof b, "%.4g ms", s * 1e3);
-  else std::snprintf(b, sizeof b, "%.4g s", s);
+  if (s > 0 && s < 1e-3)
+    std::snprintf(b, sizeof b, "%.4g us", s * 1e6);
+  else if (s > 0 && s < 1)
+    std::snprintf(b, sizeof b, "%.4g ms", s * 1e3);
+  else
+    std::snprintf(b, sizeof b, "%.4g s", s);
   return b;
 }
 
@@ -112,9 +115,11 @@ result<cluster> make_cluster(std::vector<machine> machines, std::vector<device> 
   auto bad = [](const std::string& m) { return make_error(errc::invalid_argument, "cluster: " + m); };
   auto bad_cost = [](link_cost c) { return !(c.bandwidth_bytes_per_s > 0) || !(c.latency_s >= 0); };
   if (intra.size() != machines.size())
-    return bad(std::to_string(machines.size()) + " machines but " + std::to_string(intra.size()) + " intra-machine links");
+    return bad(std::to_string(machines.size()) + " machines but " + std::to_string(intra.size()) +
+               " intra-machine links");
   for (std::size_t i = 0; i < intra.size(); ++i)
-    if (bad_cost(intra[i])) return bad("machines[" + std::to_string(i) + "]: intra link needs bandwidth > 0, latency >= 0");
+    if (bad_cost(intra[i]))
+      return bad("machines[" + std::to_string(i) + "]: intra link needs bandwidth > 0, latency >= 0");
   if (bad_cost(inter)) return bad("inter link needs bandwidth > 0, latency >= 0");
   cluster c;
   for (machine& m : machines) m.devices.clear();
@@ -142,8 +147,9 @@ result<cluster> make_cluster(std::vector<machine> machines, std::vector<device> 
     if (bad_cost({l.bandwidth_bytes_per_s, l.latency_s}) || l.hops < 0)
       return bad(at + ": needs bandwidth > 0, latency >= 0, hops >= 0");
     auto [it, fresh] = c.link_index_.emplace(pair_key(l.source, l.target), i);
-    if (!fresh) return bad(at + ": the link " + std::to_string(l.source) + " -> " + std::to_string(l.target) +
-                           " is already links[" + std::to_string(it->second) + "]");
+    if (!fresh)
+      return bad(at + ": the link " + std::to_string(l.source) + " -> " + std::to_string(l.target) +
+                 " is already links[" + std::to_string(it->second) + "]");
   }
   c.machines_ = std::move(machines);
   c.devices_ = std::move(devices);

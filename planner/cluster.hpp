@@ -107,7 +107,7 @@ class cluster {
   std::vector<link> links_;
   std::vector<link_cost> intra_;  // per machine
   link_cost inter_ = default_inter_link;
-  std::unordered_map<int, std::size_t> device_index_;       // global id -> devices_ index
+  std::unordered_map<int, std::size_t> device_index_;          // global id -> devices_ index
   std::unordered_map<std::uint64_t, std::size_t> link_index_;  // (source, target) -> links_ index
 };
 

@@ -65,7 +65,8 @@ class reader {
     if (!it->is_array()) fail(child(path, key), "expected an array, got " + show(*it));
     return it->is_array() ? &*it : nullptr;
   }
-  std::string text(const json& obj, const std::string& path, const char* key, std::optional<std::string> fallback = {}) {
+  std::string text(const json& obj, const std::string& path, const char* key,
+                   std::optional<std::string> fallback = {}) {
     auto it = obj.find(key);
     if (it == obj.end()) {
       if (!fallback) fail(child(path, key), "missing, expected a string");
@@ -74,7 +75,8 @@ class reader {
     if (!it->is_string()) fail(child(path, key), "expected a string, got " + show(*it));
     return it->is_string() ? it->get<std::string>() : "";
   }
-  std::string one_of(const json& obj, const std::string& path, const char* key, std::initializer_list<const char*> options) {
+  std::string one_of(const json& obj, const std::string& path, const char* key,
+                     std::initializer_list<const char*> options) {
     std::string s = text(obj, path, key);
     if (failed() || std::any_of(options.begin(), options.end(), [&](const char* o) { return s == o; })) return s;
     std::string list;
@@ -83,7 +85,8 @@ class reader {
     return s;
   }
   // A number (Paddle: also a numeric string, as Python's float() reads it), > 0 or >= 0.
-  double number(const json& obj, const std::string& path, const char* key, bool positive, std::optional<double> fallback = {}) {
+  double number(const json& obj, const std::string& path, const char* key, bool positive,
+                std::optional<double> fallback = {}) {
     const char* want = positive ? "a number > 0" : "a number >= 0";
     auto it = obj.find(key);
     if (it == obj.end()) {
@@ -91,28 +94,34 @@ class reader {
       return fallback.value_or(0);
     }
     std::optional<double> v = as_number(*it);
-    if (!v) fail(child(path, key), "expected a number, got " + show(*it));
-    else if (positive ? !(*v > 0) : !(*v >= 0)) fail(child(path, key), std::string("expected ") + want + ", got " + show(*it));
+    if (!v)
+      fail(child(path, key), "expected a number, got " + show(*it));
+    else if (positive ? !(*v > 0) : !(*v >= 0))
+      fail(child(path, key), std::string("expected ") + want + ", got " + show(*it));
     return v.value_or(0);
   }
-  int integer(const json& obj, const std::string& path, const char* key, int lo, int hi, std::optional<int> fallback = {}) {
+  int integer(const json& obj, const std::string& path, const char* key, int lo, int hi,
+              std::optional<int> fallback = {}) {
     auto it = obj.find(key);
     if (it == obj.end()) {
       if (!fallback) fail(child(path, key), "missing, expected an integer");
       return fallback.value_or(0);
     }
     std::optional<double> v = as_number(*it);
-    if (!v || *v != std::floor(*v)) fail(child(path, key), "expected an integer, got " + show(*it));
+    if (!v || *v != std::floor(*v))
+      fail(child(path, key), "expected an integer, got " + show(*it));
     else if (*v < lo || *v > hi)
-      fail(child(path, key), "expected an integer " + (hi == INT_MAX ? ">= " + std::to_string(lo)
-                                                                  : "from " + std::to_string(lo) + " to " + std::to_string(hi)) +
+      fail(child(path, key), "expected an integer " +
+                                 (hi == INT_MAX ? ">= " + std::to_string(lo)
+                                                : "from " + std::to_string(lo) + " to " + std::to_string(hi)) +
                                  ", got " + show(*it));
     return failed() ? 0 : static_cast<int>(*v);
   }
   // Cohort's schema is strict: a key it does not know is a typo, not an extension.
   void only_keys(const json& obj, const std::string& path, std::initializer_list<const char*> keys) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (it.key() == "comment" || std::any_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; })) continue;
+      if (it.key() == "comment" || std::any_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
+        continue;
       std::string list;
       for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
       fail(child(path, it.key()), "unknown key (expected " + list + " or comment)");
@@ -161,7 +170,8 @@ void add_link(reader& r, const std::string& at, const char* source_key, const ch
   if (l.source == l.target) return r.fail(at, "a link from device " + std::to_string(l.source) + " to itself");
   auto [it, fresh] = seen.emplace(pair_key(l.source, l.target), at);
   if (!fresh)
-    return r.fail(at, "the link " + std::to_string(l.source) + " -> " + std::to_string(l.target) + " is already given at " + it->second);
+    return r.fail(at, "the link " + std::to_string(l.source) + " -> " + std::to_string(l.target) +
+                          " is already given at " + it->second);
   if (!s->second.compute || !t->second.compute) return;
   if (l.hops < 0) l.hops = s->second.machine == t->second.machine ? 0 : 1;
   p.links.push_back(std::move(l));
@@ -222,13 +232,17 @@ result<cluster> load_paddle(reader& r, const json& root) {
       const json& l = (*links)[li];
       std::string at = item(child(path, "links"), li);
       if (!r.object(l, at)) break;
-      link lk{r.integer(l, at, "source_global_id", 0, INT_MAX), r.integer(l, at, "target_global_id", 0, INT_MAX),
-              r.text(l, at, "type"), 1e9 * r.number(l, at, "bandwidth", true), 1e-3 * r.number(l, at, "latency", false, 0.0),
+      link lk{r.integer(l, at, "source_global_id", 0, INT_MAX),
+              r.integer(l, at, "target_global_id", 0, INT_MAX),
+              r.text(l, at, "type"),
+              1e9 * r.number(l, at, "bandwidth", true),
+              1e-3 * r.number(l, at, "latency", false, 0.0),
               r.integer(l, at, "hop", 0, INT_MAX, -1)};
       if (!r.failed()) add_link(r, at, "source_global_id", "target_global_id", ids, seen, std::move(lk), p);
     }
   };
-  for (std::size_t mi = 0; machines && mi < machines->size() && !r.failed(); ++mi) read_links((*machines)[mi], item("machines", mi));
+  for (std::size_t mi = 0; machines && mi < machines->size() && !r.failed(); ++mi)
+    read_links((*machines)[mi], item("machines", mi));
   read_links(root, "");
   return finish(r, p);
 }
@@ -264,7 +278,8 @@ result<cluster> load_cohort(reader& r, const json& root) {
     int copies = r.integer(m, at, "count", 1, max_devices, 1);
     std::string hostname = r.text(m, at, "hostname"), addr = r.text(m, at, "addr", "");
     int port = r.integer(m, at, "port", 0, 65535, 0);
-    link_cost intra = m.contains("intra_link") ? read_cost(r, m.at("intra_link"), child(at, "intra_link")) : default_intra_link;
+    link_cost intra =
+        m.contains("intra_link") ? read_cost(r, m.at("intra_link"), child(at, "intra_link")) : default_intra_link;
     std::vector<std::pair<device, int>> kinds;  // a device and how many of it, per machine
     long per_machine = 0;
     const json* devs = r.array(m, at, "devices", true);
@@ -277,7 +292,8 @@ result<cluster> load_cohort(reader& r, const json& root) {
       dv.kind = r.one_of(d, dat, "kind", {"cpu", "gpu"}) == "gpu" ? device_kind::gpu : device_kind::cpu;
       dv.model = r.text(d, dat, "model");
       int count = r.integer(d, dat, "count", 1, max_devices, 1);
-      if (!d.contains("tflops")) r.fail(tat, "missing, expected an object");
+      if (!d.contains("tflops"))
+        r.fail(tat, "missing, expected an object");
       else if (const json& tf = d.at("tflops"); r.object(tf, tat)) {
         r.only_keys(tf, tat, {"f32", "f16", "f64"});
         dv.flops_f32_per_s = 1e12 * r.number(tf, tat, "f32", true);
@@ -293,7 +309,10 @@ result<cluster> load_cohort(reader& r, const json& root) {
       r.fail(at, "the cluster would have more than " + std::to_string(max_devices) + " devices");
     for (int k = 0; k < copies && !r.failed(); ++k) {
       int index = static_cast<int>(p.machines.size()), local = 0;
-      p.machines.push_back({with_index(hostname, static_cast<std::size_t>(index)), with_index(addr, static_cast<std::size_t>(index)), port, {}});
+      p.machines.push_back({with_index(hostname, static_cast<std::size_t>(index)),
+                            with_index(addr, static_cast<std::size_t>(index)),
+                            port,
+                            {}});
       p.intra.push_back(intra);
       for (const auto& [proto, count] : kinds)
         for (int c = 0; c < count; ++c) {
@@ -313,8 +332,11 @@ result<cluster> load_cohort(reader& r, const json& root) {
     std::string at = item("links", li);
     if (!r.object(l, at)) break;
     r.only_keys(l, at, {"source", "target", "type", "bandwidth_gb_per_s", "latency_us", "hops"});
-    link lk{r.integer(l, at, "source", 0, INT_MAX), r.integer(l, at, "target", 0, INT_MAX), r.text(l, at, "type", ""),
-            1e9 * r.number(l, at, "bandwidth_gb_per_s", true), 1e-6 * r.number(l, at, "latency_us", false),
+    link lk{r.integer(l, at, "source", 0, INT_MAX),
+            r.integer(l, at, "target", 0, INT_MAX),
+            r.text(l, at, "type", ""),
+            1e9 * r.number(l, at, "bandwidth_gb_per_s", true),
+            1e-6 * r.number(l, at, "latency_us", false),
             r.integer(l, at, "hops", 0, INT_MAX, -1)};
     if (!r.failed()) add_link(r, at, "source", "target", ids, seen, std::move(lk), p);
   }

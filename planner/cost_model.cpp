@@ -75,7 +75,7 @@ bool allreduce_uses_recursive_doubling(double bytes, int ranks) {
 
 double allreduce_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {
   return allreduce_uses_recursive_doubling(bytes, ranks) ? allreduce_recursive_doubling_seconds(bytes, ranks, l, e)
-                                                          : allreduce_ring_seconds(bytes, ranks, l, e);
+                                                         : allreduce_ring_seconds(bytes, ranks, l, e);
 }
 
 double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e) {

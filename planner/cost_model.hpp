@@ -26,9 +26,9 @@ namespace cohort::planner {
 
 /// What an operation costs, for one batch row of its graph.
 struct op_profile {
-  double flops = 0;       // floating-point operations
-  double bytes = 0;       // bytes read and written
-  bool gemm = false;      // a matrix multiply (its own efficiency)
+  double flops = 0;   // floating-point operations
+  double bytes = 0;   // bytes read and written
+  bool gemm = false;  // a matrix multiply (its own efficiency)
   op_profile scaled(double rows) const { return {flops * rows, bytes * rows, gemm}; }
 };
 
@@ -53,7 +53,9 @@ struct efficiency {
     return e;
   }
   /// Overhead of a step outside its tasks for `ranks` ranks.
-  double step_overhead_seconds(int ranks) const { return per_step_seconds + per_rank_seconds * (ranks > 1 ? ranks - 1 : 0); }
+  double step_overhead_seconds(int ranks) const {
+    return per_step_seconds + per_rank_seconds * (ranks > 1 ? ranks - 1 : 0);
+  }
 };
 
 struct device_speed {
@@ -108,6 +110,5 @@ double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, cons
 
 /// The idle fraction of a synchronous pipeline: (p - 1) / (m + p - 1).
 double bubble_fraction(int stages, int micro_batches);
-
 
 }  // namespace cohort::planner

@@ -30,7 +30,6 @@ result<T> field(const json& j, const char* key, const std::string& where) {
   }
 }
 
-
 }  // namespace
 
 gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny) {
@@ -43,7 +42,6 @@ gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny
   if (!(per_flop > 0) || !(per_byte > 0)) return r;  // noise: the square GEMM's whole rate, no traffic term
   return {1.0 / per_flop, 1.0 / per_byte};
 }
-
 
 std::string default_profile_path() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cohort/profile.json";
@@ -58,12 +56,13 @@ result<machine_profile> load_profile(const std::string& path) {
   if (!in) return p;
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
-  if (!j.contains("cohort_profile")) return make_error(errc::invalid_argument, path + ": not a cohort profile (no \"cohort_profile\")");
-#define COHORT_READ(target, obj, key, where)                   \
-  {                                                           \
+  if (!j.contains("cohort_profile"))
+    return make_error(errc::invalid_argument, path + ": not a cohort profile (no \"cohort_profile\")");
+#define COHORT_READ(target, obj, key, where)                         \
+  {                                                                  \
     auto v = field<std::decay_t<decltype(target)>>(obj, key, where); \
-    if (!v) return v.error();                                 \
-    target = *v;                                              \
+    if (!v) return v.error();                                        \
+    target = *v;                                                     \
   }
   const std::string w = path + ": profile";
   COHORT_READ(p.cores, j, "cores", w);
@@ -79,7 +78,8 @@ result<machine_profile> load_profile(const std::string& path) {
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
-  if (!j.contains("efficiency") || !j["efficiency"].is_object()) return make_error(errc::invalid_argument, w + ".efficiency: missing");
+  if (!j.contains("efficiency") || !j["efficiency"].is_object())
+    return make_error(errc::invalid_argument, w + ".efficiency: missing");
   const json& e = j["efficiency"];
   COHORT_READ(p.eff.gemm, e, "gemm", w + ".efficiency");
   COHORT_READ(p.eff.memory, e, "memory", w + ".efficiency");
@@ -94,8 +94,8 @@ result<machine_profile> load_profile(const std::string& path) {
     p.eff.per_rank_seconds = p.eff.per_step_seconds;
   }
 #undef COHORT_READ
-  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 || p.link.bandwidth_bytes_per_s <= 0 ||
-      p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
+  if (p.cores < 1 || p.flops_f32_per_core <= 0 || p.memory_bandwidth_bytes_per_s <= 0 ||
+      p.link.bandwidth_bytes_per_s <= 0 || p.eff.gemm <= 0 || p.eff.memory <= 0 || p.eff.link <= 0)
     return make_error(errc::invalid_argument, w + ": cores, FLOP/s, bandwidths and efficiencies must be positive");
   if (!(p.optimizer_bytes_per_s >= 0))
     return make_error(errc::invalid_argument, w + ".optimizer_bytes_per_s: must be 0 (not measured) or positive");
@@ -116,8 +116,12 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"gemm_bytes_per_s", p.gemm_bytes_per_s},
             {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
-             {{"gemm", p.eff.gemm}, {"memory", p.eff.memory}, {"link", p.eff.link}, {"per_op_seconds", p.eff.per_op_seconds},
-              {"per_task_seconds", p.eff.per_task_seconds}, {"per_step_seconds", p.eff.per_step_seconds},
+             {{"gemm", p.eff.gemm},
+              {"memory", p.eff.memory},
+              {"link", p.eff.link},
+              {"per_op_seconds", p.eff.per_op_seconds},
+              {"per_task_seconds", p.eff.per_task_seconds},
+              {"per_step_seconds", p.eff.per_step_seconds},
               {"per_rank_seconds", p.eff.per_rank_seconds}}},
             {"refits", p.refits}};
   std::error_code ec;
@@ -141,8 +145,11 @@ topology local_topology(const machine_profile& p, int ranks, int threads) {
   const double kernel_threads = std::max(1, threads / ranks);  // as the runtime splits them
   t.devices = ranks;
   t.devices_per_machine = ranks;
-  t.speed = {p.flops_f32_per_core * kernel_threads, p.memory_bandwidth_bytes_per_s * kernel_threads,
-             p.cache_bytes, p.cache_bandwidth_bytes_per_s * kernel_threads, /*gemm_packs_operands=*/true,
+  t.speed = {p.flops_f32_per_core * kernel_threads,
+             p.memory_bandwidth_bytes_per_s * kernel_threads,
+             p.cache_bytes,
+             p.cache_bandwidth_bytes_per_s * kernel_threads,
+             /*gemm_packs_operands=*/true,
              p.optimizer_bytes_per_s,  // the optimizer runs on the rank's own thread
              p.gemm_bytes_per_s * kernel_threads};
   t.shared_cores = std::min(threads, std::max(1, p.cores));
@@ -155,14 +162,16 @@ topology local_topology(const machine_profile& p, int ranks, int threads) {
 std::string describe(const machine_profile& p) {
   char b[448];
   std::snprintf(b, sizeof b,
-                "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
-                "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra rank (%s%s)",
+                "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB "
+                "cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra "
+                "rank (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
-                p.link.bandwidth_bytes_per_s / 1e9,
-                p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link, p.eff.per_op_seconds * 1e6,
-                p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6, p.eff.per_rank_seconds * 1e6,
-                p.source.c_str(), p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
+                p.link.bandwidth_bytes_per_s / 1e9, p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link,
+                p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
+                p.eff.per_rank_seconds * 1e6, p.source.c_str(),
+                p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;
 }
 

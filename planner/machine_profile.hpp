@@ -22,17 +22,17 @@ namespace cohort::planner {
 
 struct machine_profile {
   int cores = 1;
-  double flops_f32_per_core = 50e9;             // one core's GEMM arithmetic rate (see gemm_bytes_per_s)
-  double gemm_bytes_per_s = 0;                  // its operand traffic rate; 0: not measured, and
-                                                // flops_f32_per_core is 512^3's whole rate
-  double memory_bandwidth_bytes_per_s = 10e9;   // one core streaming a 64 MiB copy
-  double cache_bytes = 8 << 20;                 // the last-level cache
-  double cache_bandwidth_bytes_per_s = 30e9;    // one core copying within half of it
-  double optimizer_bytes_per_s = 0;             // one core's AdamW update over 64 MiB (0: not measured)
-  link_cost link{5e9, 10e-6};         // in-process fabric: allreduce between threads
+  double flops_f32_per_core = 50e9;            // one core's GEMM arithmetic rate (see gemm_bytes_per_s)
+  double gemm_bytes_per_s = 0;                 // its operand traffic rate; 0: not measured, and
+                                               // flops_f32_per_core is 512^3's whole rate
+  double memory_bandwidth_bytes_per_s = 10e9;  // one core streaming a 64 MiB copy
+  double cache_bytes = 8 << 20;                // the last-level cache
+  double cache_bandwidth_bytes_per_s = 30e9;   // one core copying within half of it
+  double optimizer_bytes_per_s = 0;            // one core's AdamW update over 64 MiB (0: not measured)
+  link_cost link{5e9, 10e-6};                  // in-process fabric: allreduce between threads
   efficiency eff;
-  int refits = 0;                               // online refits folded in since calibration
-  std::string source = "defaults";              // "defaults", "calibrated", or the file it came from
+  int refits = 0;                   // online refits folded in since calibration
+  std::string source = "defaults";  // "defaults", "calibrated", or the file it came from
 };
 
 /// $XDG_CACHE_HOME/cohort/profile.json, else $HOME/.cache/cohort/profile.json, else ./cohort-profile.json.

@@ -9,8 +9,8 @@ status validate(const parallel_plan& p, std::int64_t batch) {
   std::int64_t parts = static_cast<std::int64_t>(p.dp) * p.micro_batches;
   if (batch % parts != 0)
     return make_error(errc::invalid_argument, "plan: batch " + std::to_string(batch) + " does not split into dp " +
-                                                  std::to_string(p.dp) + " x micro-batches " + std::to_string(p.micro_batches) +
-                                                  " equal parts");
+                                                  std::to_string(p.dp) + " x micro-batches " +
+                                                  std::to_string(p.micro_batches) + " equal parts");
   if (p.shard_params && p.dp == 1)
     return make_error(errc::invalid_argument, "plan: shard-params needs dp > 1 (it splits optimizer state over dp)");
   return {};

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <set>
 
-
 namespace cohort::planner {
 namespace {
 
@@ -38,9 +37,12 @@ std::string constraints_text(const plan_request& o) {
 
 const char* to_string(plan_mode m) {
   switch (m) {
-    case plan_mode::automatic: return "auto";
-    case plan_mode::manual: return "manual";
-    case plan_mode::serial: return "serial";
+    case plan_mode::automatic:
+      return "auto";
+    case plan_mode::manual:
+      return "manual";
+    case plan_mode::serial:
+      return "serial";
   }
   return "?";
 }
@@ -114,7 +116,9 @@ json plan_choice::to_json() const {
     // per stage, the task times as the runtime measures them (what --plan.refit compares)
     json stages = json::array();
     for (const auto& st : predicted->stages)
-      stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}, {"update_s", st.update_s},
+      stages.push_back({{"forward_s", st.forward_s},
+                        {"backward_s", st.backward_s},
+                        {"update_s", st.update_s},
                         {"reduce_s", st.update_comm_s}});
     j["predicted"]["stages"] = stages;
   }
@@ -135,9 +139,10 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   if (!j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
   plan_choice c;
   c.how = path;
-  static const std::set<std::string> known{"mode", "dp", "tp", "pp", "micro_batches", "schedule", "shard_params",
-                                           "ranks", "cuts", "devices", "predicted", "recompute",
-                                           "embedding_on_host", "parameters", "planning_s", "replan_s"};  // the last three: information
+  static const std::set<std::string> known{
+      "mode",       "dp",      "tp",      "pp",        "micro_batches", "schedule",          "shard_params",
+      "ranks",      "cuts",    "devices", "predicted", "recompute",     "embedding_on_host", "parameters",
+      "planning_s", "replan_s"};  // the last three: information
   for (auto& [k, v] : j.items())
     if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
   auto degree = [&](const char* key, int& target) -> status {
@@ -147,34 +152,41 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
     target = j[key].get<int>();
     return {};
   };
-  for (auto [key, target] : {std::pair<const char*, int*>{"dp", &c.plan.dp}, {"tp", &c.plan.tp}, {"pp", &c.plan.pp},
+  for (auto [key, target] : {std::pair<const char*, int*>{"dp", &c.plan.dp},
+                             {"tp", &c.plan.tp},
+                             {"pp", &c.plan.pp},
                              {"micro_batches", &c.plan.micro_batches}})
     if (auto st = degree(key, *target); !st) return st.error();
   if (j.contains("recompute") && j["recompute"] != false)
     return make_error(errc::invalid_argument, path + ": recompute: the runtime does not recompute activations yet");
   if (j.contains("embedding_on_host") && j["embedding_on_host"] != false)
-    return make_error(errc::invalid_argument, path + ": embedding_on_host: the runtime does not place layers on host CPUs yet");
+    return make_error(errc::invalid_argument,
+                      path + ": embedding_on_host: the runtime does not place layers on host CPUs yet");
   if (j.contains("schedule")) {
-    if (!j["schedule"].is_string()) return make_error(errc::invalid_argument, path + ": schedule: expected \"gpipe\" or \"1f1b\"");
+    if (!j["schedule"].is_string())
+      return make_error(errc::invalid_argument, path + ": schedule: expected \"gpipe\" or \"1f1b\"");
     auto s = parse_schedule(j["schedule"].get<std::string>());
     if (!s) return make_error(errc::invalid_argument, path + ": schedule: " + s.error().message);
     c.plan.schedule = *s;
   }
   if (j.contains("shard_params")) {
-    if (!j["shard_params"].is_boolean()) return make_error(errc::invalid_argument, path + ": shard_params: expected true or false");
+    if (!j["shard_params"].is_boolean())
+      return make_error(errc::invalid_argument, path + ": shard_params: expected true or false");
     c.plan.shard_params = j["shard_params"].get<bool>();
   }
   if (j.contains("cuts")) {
-    if (!j["cuts"].is_array()) return make_error(errc::invalid_argument, path + ": cuts: expected an array of node indices");
+    if (!j["cuts"].is_array())
+      return make_error(errc::invalid_argument, path + ": cuts: expected an array of node indices");
     for (std::size_t i = 0; i < j["cuts"].size(); ++i) {
       const json& v = j["cuts"][i];
       if (!v.is_number_integer() || v.get<long long>() < 1)
-        return make_error(errc::invalid_argument, path + ": cuts[" + std::to_string(i) + "]: expected a positive integer");
+        return make_error(errc::invalid_argument,
+                          path + ": cuts[" + std::to_string(i) + "]: expected a positive integer");
       c.cuts.push_back(v.get<std::size_t>());
     }
     if (!c.cuts.empty() && c.cuts.size() + 1 != static_cast<std::size_t>(c.plan.pp))
-      return make_error(errc::invalid_argument, path + ": cuts: " + std::to_string(c.cuts.size()) + " cuts for pp=" +
-                                                    std::to_string(c.plan.pp) + " (needs pp - 1)");
+      return make_error(errc::invalid_argument, path + ": cuts: " + std::to_string(c.cuts.size()) +
+                                                    " cuts for pp=" + std::to_string(c.plan.pp) + " (needs pp - 1)");
   }
   return c;
 }
@@ -191,9 +203,11 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     c.how = "manual";
     auto sched = parse_schedule(o.schedule.empty() ? "1f1b" : o.schedule);
     if (!sched) return sched.error();
-    c.plan = {.dp = static_cast<int>(std::max<std::int64_t>(1, o.dp)), .tp = static_cast<int>(std::max<std::int64_t>(1, o.tp)),
+    c.plan = {.dp = static_cast<int>(std::max<std::int64_t>(1, o.dp)),
+              .tp = static_cast<int>(std::max<std::int64_t>(1, o.tp)),
               .pp = static_cast<int>(std::max<std::int64_t>(1, o.pp)),
-              .micro_batches = static_cast<int>(std::max<std::int64_t>(1, o.micro_batches)), .schedule = *sched,
+              .micro_batches = static_cast<int>(std::max<std::int64_t>(1, o.micro_batches)),
+              .schedule = *sched,
               .shard_params = o.shard_params};
     for (auto cut : o.cuts) c.cuts.push_back(static_cast<std::size_t>(cut));
   } else {
@@ -219,17 +233,19 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     c.table = explain(allowed, o.only ? 40 : 10);
     if (fastest > 0) {
       char note[200];
-      std::snprintf(note, sizeof note,
-                    "  #1 is chosen over #%zu, predicted %.2f %% faster: within %.0f %% the planner takes the plan with "
-                    "fewer synchronisations\n",
-                    fastest + 1, 100 * (allowed[0].step_s / allowed[fastest].step_s - 1), 100 * near_tie_fraction);
+      std::snprintf(
+          note, sizeof note,
+          "  #1 is chosen over #%zu, predicted %.2f %% faster: within %.0f %% the planner takes the plan with "
+          "fewer synchronisations\n",
+          fastest + 1, 100 * (allowed[0].step_s / allowed[fastest].step_s - 1), 100 * near_tie_fraction);
       c.table += note;
     }
     if (allowed.empty())
-      return make_error(errc::invalid_argument, "no plan for " + std::to_string(search.topo.devices) + " devices and batch " +
-                                                    std::to_string(search.batch) +
-                                                    (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
-                                                    "; every degree must divide the devices and dp x micro-batches the batch");
+      return make_error(errc::invalid_argument,
+                        "no plan for " + std::to_string(search.topo.devices) + " devices and batch " +
+                            std::to_string(search.batch) +
+                            (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
+                            "; every degree must divide the devices and dp x micro-batches the batch");
     if (!allowed.front().fits) {
       std::string advice = what_would_fit(*s.analysis, search);
       return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);
@@ -247,7 +263,8 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
       c.predicted = *p;
       c.cuts = p->cuts;  // the planner's cuts are the ones the run executes
     } else if (c.plan.pp > 1 && c.cuts.empty()) {
-      return make_error(p.error().code, "plan pp=" + std::to_string(c.plan.pp) + ": " + p.error().message);  // no cuts, no run
+      return make_error(p.error().code,
+                        "plan pp=" + std::to_string(c.plan.pp) + ": " + p.error().message);  // no cuts, no run
     }  // else a plan the model cannot take fails when compiled, with the runtime's own message
   }
   if (s.cluster) {

@@ -41,16 +41,16 @@ struct plan_request {
   plan_mode mode = plan_mode::automatic;
   // Degrees: 0 lets the planner choose (under auto they are constraints; manual: 0 means 1).
   std::int64_t dp = 0, tp = 0, pp = 0, micro_batches = 0;
-  std::string schedule;                 // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
+  std::string schedule;  // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
   bool shard_params = false;
-  std::vector<std::int64_t> cuts;       // explicit pipeline cuts (forward node indices)
-  bool only = false;                    // print the ranked plans and the chosen one, train nothing
-  std::string file;                     // a saved plan (JSON, as --plan.only prints it)
-  std::int64_t ranks = 0;               // devices to plan for on this machine (0: its cores)
+  std::vector<std::int64_t> cuts;  // explicit pipeline cuts (forward node indices)
+  bool only = false;               // print the ranked plans and the chosen one, train nothing
+  std::string file;                // a saved plan (JSON, as --plan.only prints it)
+  std::int64_t ranks = 0;          // devices to plan for on this machine (0: its cores)
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;
-  bool half_precision = false;          // plan for mixed precision (cluster files)
-  bool recompute = false;               // may plan activation recomputation (cluster files)
+  bool half_precision = false;  // plan for mixed precision (cluster files)
+  bool recompute = false;       // may plan activation recomputation (cluster files)
 };
 
 /// Everything the planner needs, gathered once per run.
@@ -60,7 +60,7 @@ struct planning_setup {
   std::optional<planner::cluster> cluster;  // from --cluster.file; absent: this machine
   machine_profile profile;
   std::string profile_path;
-  int threads = 1;                          // compute threads of the run
+  int threads = 1;  // compute threads of the run
 };
 
 /// Analyzes the model and describes the devices: a cluster file, or `ranks` ranks of this
@@ -74,8 +74,8 @@ struct plan_choice {
   std::vector<std::size_t> cuts;  // the stage cuts the run executes (empty only when pp = 1)
   std::string how;                // "auto", "manual", "file PATH"
   std::optional<planned> predicted;
-  std::string table;              // the ranked candidates (auto only)
-  std::vector<int> devices;       // rank -> device global id (cluster files), tp innermost
+  std::string table;                // the ranked candidates (auto only)
+  std::vector<int> devices;         // rank -> device global id (cluster files), tp innermost
   std::vector<planned> candidates;  // every plan auto considered, best first (auto only)
   nlohmann::json to_json() const;
   /// A candidate in the same form (usable as a --plan.file).

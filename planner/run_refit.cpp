@@ -27,8 +27,7 @@ void task_totals::add_step(const std::vector<task_seconds>& ranks, double step_s
 }
 
 std::vector<task_observation> stage_observations(const parallel_plan& plan,
-                                                          const std::vector<stage_prediction>& predicted,
-                                                          const task_totals& t) {
+                                                 const std::vector<stage_prediction>& predicted, const task_totals& t) {
   std::vector<task_observation> obs;
   if (t.steps <= 0) return obs;
   const auto stages = predicted.size();
@@ -36,8 +35,8 @@ std::vector<task_observation> stage_observations(const parallel_plan& plan,
   for (std::size_t r = 0; r < t.per_rank.size(); ++r)
     timed = std::min(timed, r < t.update_per_step.size() ? t.update_per_step[r].size() : 0);
   std::vector<task_seconds> per_stage(stages);
-  std::vector<std::vector<double>> least_update(stages, std::vector<double>(std::max<std::size_t>(timed, 1),
-                                                                            std::numeric_limits<double>::infinity()));
+  std::vector<std::vector<double>> least_update(
+      stages, std::vector<double>(std::max<std::size_t>(timed, 1), std::numeric_limits<double>::infinity()));
   std::vector<int> count(stages, 0);
   const double n = static_cast<double>(t.steps);
   for (std::size_t r = 0; r < t.per_rank.size(); ++r) {
@@ -47,7 +46,8 @@ std::vector<task_observation> stage_observations(const parallel_plan& plan,
     per_stage[stage].backward_s += t.per_rank[r].backward_s / n;
     if (timed == 0)  // no step-by-step record: the replica that waited least over the run
       least_update[stage][0] = std::min(least_update[stage][0], t.per_rank[r].update_s / n);
-    for (std::size_t i = 0; i < timed; ++i) least_update[stage][i] = std::min(least_update[stage][i], t.update_per_step[r][i]);
+    for (std::size_t i = 0; i < timed; ++i)
+      least_update[stage][i] = std::min(least_update[stage][i], t.update_per_step[r][i]);
     ++count[stage];
   }
   for (std::size_t s = 0; s < stages; ++s) {
@@ -61,8 +61,7 @@ std::vector<task_observation> stage_observations(const parallel_plan& plan,
 }
 
 // What the refit tasks do not explain is the runtime's overhead (see below).
-json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool save, const task_totals& t,
-                       bool first) {
+json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool save, const task_totals& t, bool first) {
   json out = json::object();
   if (!choice.predicted || t.steps == 0) return out;
   std::vector<double> steps = t.step_seconds;
@@ -107,7 +106,8 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
                 {"per_step_seconds", e.per_step_seconds},
                 {"per_rank_seconds", e.per_rank_seconds}};
   };
-  out["refit"] = {{"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
+  out["refit"] = {
+      {"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
   if (save && !setup.cluster) {
     // the profile keeps a running mean over its refits (one run can catch a slow minute);
     // blended with the constants this run was planned with, so a run's later refit replaces its first
@@ -127,9 +127,15 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
 
 online_refit::online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup,
                            std::int64_t steps, std::int64_t early_steps)
-    : choice_(std::move(choice)), setup_(std::move(setup)), save_(save), warmup_(warmup), steps_(steps), early_steps_(early_steps) {}
+    : choice_(std::move(choice)),
+      setup_(std::move(setup)),
+      save_(save),
+      warmup_(warmup),
+      steps_(steps),
+      early_steps_(early_steps) {}
 
-std::optional<json> online_refit::observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks, double step_s) {
+std::optional<json> online_refit::observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks,
+                                          double step_s) {
   if (layout != 0 || (step < warmup_ && steps_ > warmup_)) return std::nullopt;
   totals_.add_step(ranks, step_s);
   if (totals_.steps != early_steps_ || totals_.steps == steps_ - warmup_ || !setup_) return std::nullopt;

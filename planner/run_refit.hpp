@@ -51,8 +51,8 @@ struct task_totals {
 /// update (the gradient reduction) in each step from the replica that waited least in it, the
 /// last to arrive, whose time is the reduction itself rather than the wait for slower
 /// replicas, averaged over the recorded steps. Stages without a rank are left out.
-std::vector<task_observation> stage_observations(const parallel_plan& plan, const std::vector<stage_prediction>& predicted,
-                                                 const task_totals& t);
+std::vector<task_observation> stage_observations(const parallel_plan& plan,
+                                                 const std::vector<stage_prediction>& predicted, const task_totals& t);
 
 /// Predicted against measured step time (the median timed step) and the refit of the cost
 /// model from the task times, as the summary's "prediction"; saved with the profile when
@@ -67,11 +67,12 @@ nlohmann::json compare_and_refit(const plan_choice& choice, planning_setup& setu
 /// early one in the profile's running mean.
 class online_refit {
  public:
-  online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup, std::int64_t steps,
-               std::int64_t early_steps = 10);
+  online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup,
+               std::int64_t steps, std::int64_t early_steps = 10);
   /// A committed step (0-based) of plan layout `layout` (0: the first plan; later ones are not
   /// what was predicted and are left out). Returns the early refit when this step made it.
-  std::optional<nlohmann::json> observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks, double step_s);
+  std::optional<nlohmann::json> observe(std::int64_t step, int layout, const std::vector<task_seconds>& ranks,
+                                        double step_s);
   /// Predicted against measured and the refit from every timed step (the summary's "prediction").
   nlohmann::json finish();
   const task_totals& totals() const { return totals_; }

@@ -7,9 +7,12 @@ namespace cohort::planner {
 
 std::string to_string(const task& t) {
   switch (t.kind) {
-    case task_kind::forward: return "F" + std::to_string(t.micro_batch);
-    case task_kind::backward: return "B" + std::to_string(t.micro_batch);
-    case task_kind::update: return "U";
+    case task_kind::forward:
+      return "F" + std::to_string(t.micro_batch);
+    case task_kind::backward:
+      return "B" + std::to_string(t.micro_batch);
+    case task_kind::update:
+      return "U";
   }
   return "?";
 }
@@ -37,11 +40,12 @@ std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,
     for (std::size_t s = 0; s < p; ++s) {
       if (next_b[s] == m) continue;
       std::size_t in_flight = next_f[s] - next_b[s];
-      bool f_input = next_f[s] < m && (s == 0 || (done_f[s - 1][next_f[s]] != never && done_f[s - 1][next_f[s]] < round));
+      bool f_input =
+          next_f[s] < m && (s == 0 || (done_f[s - 1][next_f[s]] != never && done_f[s - 1][next_f[s]] < round));
       bool f_room = in_flight < static_cast<std::size_t>(std::max(1, buffer_size(static_cast<int>(s))));
-      bool b_input = next_b[s] < next_f[s] &&
-                     (s + 1 == p ? done_f[s][next_b[s]] < round
-                                 : done_b[s + 1][next_b[s]] != never && done_b[s + 1][next_b[s]] < round);
+      bool b_input =
+          next_b[s] < next_f[s] && (s + 1 == p ? done_f[s][next_b[s]] < round
+                                               : done_b[s + 1][next_b[s]] != never && done_b[s + 1][next_b[s]] < round);
       if (f_input && f_room) {
         done_f[s][next_f[s]] = round;
         order[s].push_back({task_kind::forward, static_cast<int>(next_f[s]++)});

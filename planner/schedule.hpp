@@ -31,8 +31,8 @@ struct task {
   friend bool operator==(const task&, const task&) = default;
 };
 
-std::string to_string(const task& t);                      // "F3", "B0", "U"
-std::string to_string(const std::vector<task>& order);     // "F0 F1 B0 ... U"
+std::string to_string(const task& t);                   // "F3", "B0", "U"
+std::string to_string(const std::vector<task>& order);  // "F0 F1 B0 ... U"
 
 /// The task order of every stage for one step.
 std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,

@@ -17,16 +17,19 @@ namespace {
 struct per_rows {
   double fixed = 0, per_row = 0;
   double at(double rows) const { return fixed + per_row * rows; }
-  per_rows& operator+=(const per_rows& o) { fixed += o.fixed, per_row += o.per_row; return *this; }
+  per_rows& operator+=(const per_rows& o) {
+    fixed += o.fixed, per_row += o.per_row;
+    return *this;
+  }
 };
 
 // What the model looks like under one tensor-parallel degree, computed once per degree.
 struct tp_view {
   const axis_completion* completion = nullptr;
-  std::vector<bool> split;               // every node: its computation is divided over tp
-  std::vector<per_rows> comm_bytes;      // every node: allreduce-equivalent bytes over the tp group
+  std::vector<bool> split;                 // every node: its computation is divided over tp
+  std::vector<per_rows> comm_bytes;        // every node: allreduce-equivalent bytes over the tp group
   std::vector<per_rows> activation_bytes;  // forward node: outputs one rank keeps per micro-batch
-  std::vector<double> param_bytes;       // forward node: parameters one rank holds, read first here
+  std::vector<double> param_bytes;         // forward node: parameters one rank holds, read first here
 };
 
 result<tp_view> view_for(const model_analysis& a, int tp) {
@@ -123,7 +126,8 @@ result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, 
       if (s == stages && j != k - 1) continue;
       for (std::size_t i = s - 1; i < j; ++i) {
         if (best[(s - 1) * k + i] == inf) continue;
-        double v = std::max(best[(s - 1) * k + i], prefix[pos[j]] - prefix[pos[i]] + cross[i] + (j + 1 < k ? cross[j] : 0));
+        double v =
+            std::max(best[(s - 1) * k + i], prefix[pos[j]] - prefix[pos[i]] + cross[i] + (j + 1 < k ? cross[j] : 0));
         if (v < best[s * k + j]) best[s * k + j] = v, from[s * k + j] = i;
       }
     }
@@ -198,8 +202,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     cuts = c->second;
   }
   if (cuts.size() + 1 != static_cast<std::size_t>(p.pp))
-    return make_error(errc::invalid_argument, "plan has pp=" + std::to_string(p.pp) + " but " +
-                                                  std::to_string(cuts.size()) + " stage cuts");
+    return make_error(errc::invalid_argument,
+                      "plan has pp=" + std::to_string(p.pp) + " but " + std::to_string(cuts.size()) + " stage cuts");
   out.cuts = cuts;
 
   // Per stage: timings for the simulator, parameters, activations.
@@ -222,7 +226,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     tp_comm += comm_s[i] * p.micro_batches;
     if (i < head) {  // the host holds these parameters and activations
       for (auto v : g.nodes()[i].inputs)
-        if (g.value(v).kind == value_kind::parameter) host_params += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+        if (g.value(v).kind == value_kind::parameter)
+          host_params += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
       continue;
     }
     double bytes = view.activation_bytes[i].at(rows) * bytes_scale;
@@ -287,10 +292,12 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing.insert(timing.begin(), host_stage);
   }
   const int sim_stages = p.pp + static_cast<int>(first);
-  auto sim = simulate_step(sim_stages, p.micro_batches, timing,
-                           [&](int st) { return p.schedule == schedule_kind::gpipe ? p.micro_batches
-                                                                                   : std::min(p.micro_batches, sim_stages - st); },
-                           core_sharing{o.topo.shared_cores, p.dp * p.tp});
+  auto sim = simulate_step(
+      sim_stages, p.micro_batches, timing,
+      [&](int st) {
+        return p.schedule == schedule_kind::gpipe ? p.micro_batches : std::min(p.micro_batches, sim_stages - st);
+      },
+      core_sharing{o.topo.shared_cores, p.dp * p.tp});
   // what each accelerator stage's tasks take from start to end, as the runtime measures them
   for (std::size_t k = 0; k < stages; ++k) {
     out.stages[k].forward_s = sim.task_wall_s[k + first][0];
@@ -317,7 +324,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
 }  // namespace
 
 result<topology> topology_of(const cluster& c, bool half_precision) {
-  bool any_gpu = std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
+  bool any_gpu =
+      std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
   topology t;
   t.devices = 0;
   t.devices_per_machine = 0;
@@ -420,7 +428,10 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
         if (pp == 1 && m > 1) break;  // without a pipeline, micro-batches only add overhead
         for (int sched = 0; sched < (pp > 1 && m > 1 && o.consider_gpipe ? 2 : 1); ++sched)
           for (int shard = 0; shard < (dp > 1 ? 2 : 1); ++shard) {
-            parallel_plan p{.dp = dp, .tp = tp, .pp = pp, .micro_batches = m,
+            parallel_plan p{.dp = dp,
+                            .tp = tp,
+                            .pp = pp,
+                            .micro_batches = m,
                             .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
                             .shard_params = shard == 1};
             for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
@@ -454,7 +465,8 @@ std::size_t prefer_simpler_near_ties(std::vector<planned>& ranked, double within
   auto chosen = fastest;
   for (auto it = ranked.begin(); it != ranked.end(); ++it)
     if (it->fits && it->step_s <= limit && synchronisations(*it) < synchronisations(*chosen)) chosen = it;
-  const auto f = static_cast<std::size_t>(fastest - ranked.begin()), c = static_cast<std::size_t>(chosen - ranked.begin());
+  const auto f = static_cast<std::size_t>(fastest - ranked.begin()),
+             c = static_cast<std::size_t>(chosen - ranked.begin());
   std::rotate(ranked.begin(), chosen, chosen + 1);  // [0, c) move one down
   return f == c ? 0 : f < c ? f + 1 : f;
 }
@@ -469,8 +481,11 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
                   static_cast<long long>(o.batch), o.topo.devices, o.topo.devices);
     return line;
   }
-  const planned& least = ranked->back().fits ? ranked->front() : *std::min_element(ranked->begin(), ranked->end(),
-      [](const planned& x, const planned& y) { return x.peak_memory_bytes < y.peak_memory_bytes; });
+  const planned& least =
+      ranked->back().fits ? ranked->front()
+                          : *std::min_element(ranked->begin(), ranked->end(), [](const planned& x, const planned& y) {
+                              return x.peak_memory_bytes < y.peak_memory_bytes;
+                            });
   std::snprintf(line, sizeof line,
                 "the leanest plan on %d devices (%s) needs %.3g GB per device; %.3g GB may be used "
                 "(sharded optimizer state and up to %d micro-batches were considered)\n",
@@ -524,8 +539,8 @@ std::string explain(const std::vector<planned>& ranked, std::size_t rows) {
     const planned& r = ranked[i];
     std::snprintf(line, sizeof line, "%3zu  %-38s %10.3f %12.4g %6.1f%% %5.1f%%%s%s\n", i + 1, describe(r).c_str(),
                   r.step_s * 1e3, r.peak_memory_bytes / 1e9, 100 * r.bubble,
-                  r.step_s > 0 ? 100 * std::min(1.0, r.comm_s / r.step_s) : 0.0, r.fits ? "" : "  rejected: ",
-                  r.fits ? "" : r.rejected.c_str());
+                  r.step_s > 0 ? 100 * std::min(1.0, r.comm_s / r.step_s) : 0.0,
+                  r.fits ? "" : "  rejected: ", r.fits ? "" : r.rejected.c_str());
     out += line;
   }
   return out;

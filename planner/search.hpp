@@ -78,7 +78,7 @@ struct planned {
   double bubble = 0;               // idle fraction of the pipeline
   double comm_s = 0;               // communication on the step's critical path (estimate)
   bool fits = true;
-  std::string rejected;            // why it does not run, when !fits
+  std::string rejected;  // why it does not run, when !fits
 };
 
 struct search_options {
@@ -88,7 +88,7 @@ struct search_options {
   int max_micro_batches = 64;
   bool consider_gpipe = true;
   bool tp_across_machines = false;
-  double memory_margin = 0.9;      // use at most this fraction of device memory
+  double memory_margin = 0.9;  // use at most this fraction of device memory
   /// Activations and messages in 2-byte types (mixed precision); parameters, gradients and
   /// optimizer state still count 4 bytes each (master weights).
   bool half_precision = false;

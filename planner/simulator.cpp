@@ -34,8 +34,9 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
   };
   auto length = [&](std::size_t s) {
     const task& t = order[s][next[s]];
-    return t.kind == task_kind::forward ? timing[s].forward_s
-         : t.kind == task_kind::backward ? timing[s].backward_s : timing[s].update_s;
+    return t.kind == task_kind::forward    ? timing[s].forward_s
+           : t.kind == task_kind::backward ? timing[s].backward_s
+                                           : timing[s].update_s;
   };
 
   for (;;) {

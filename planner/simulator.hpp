@@ -35,13 +35,13 @@ struct stage_timing {
 /// Cores shared by the ranks: `cores` = 0 means every rank has its own (no sharing).
 struct core_sharing {
   double cores = 0;
-  int ranks_per_stage = 1;     // dp x tp: ranks that run each stage's tasks at the same time
+  int ranks_per_stage = 1;  // dp x tp: ranks that run each stage's tasks at the same time
 };
 
 struct simulation {
-  double step_s = 0;                  // from the first task's start to the last task's end
-  std::vector<double> busy_s;         // per stage: time spent computing
-  double bubble = 0;                  // 1 - (busiest compute before the update) / (pipeline span)
+  double step_s = 0;           // from the first task's start to the last task's end
+  std::vector<double> busy_s;  // per stage: time spent computing
+  double bubble = 0;           // 1 - (busiest compute before the update) / (pipeline span)
   /// Per stage, wall seconds from start to end of its forward, backward and update tasks
   /// (more than their durations when shared cores slow them): what the runtime measures.
   std::vector<std::array<double, 3>> task_wall_s;

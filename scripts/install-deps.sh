@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config git           # toolchain
+  clang-format                                   # the layout check (scripts/check-format.sh)
   libcaf-dev libssl-dev                          # actors (CAF 0.17); CAF's openssl headers need libssl
   libucx-dev ucx-utils iproute2                  # transport (iproute2: the two-namespace test)
   libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev

@@ -37,7 +37,9 @@ int main(int argc, char** argv) {
   const int rc = context.run();
   if (context.shouldExit()) return rc;  // --help, --list-test-cases, ...
   if (rc == 0 && cases_run == 0) {
-    std::fprintf(stderr, "no test case matched the filters: nothing was tested (a test name with ';' is split by ctest's discovery)\n");
+    std::fprintf(
+        stderr,
+        "no test case matched the filters: nothing was tested (a test name with ';' is split by ctest's discovery)\n");
     return 1;
   }
   return rc;

@@ -16,7 +16,8 @@ allreduce_algorithm allreduce_algorithm_for(std::int64_t bytes, int ranks) {
   return allreduce_algorithm::ring;
 }
 
-status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o) {
+status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, tensor& buf,
+                                    const collective_options& o) {
   auto p = detail::locate(ch, group, "allreduce");
   if (!p) return p.error();
   if (!buf.is_contiguous() || buf.type() != dtype::f32)

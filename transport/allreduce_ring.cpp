@@ -21,8 +21,8 @@ namespace {
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // In-place ring reduce-scatter over the flat buffer `work`; piece i ends reduced on rank i.
-status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work,
-                               const collective_options& o, const char* what) {
+status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tensor& work, const collective_options& o,
+                               const char* what) {
   const std::int64_t n = work.numel();
   const detail::reduce_landing scratch(ch, p.prev);
   for (int s = 0; s < p.size - 1; ++s) {
@@ -37,14 +37,16 @@ status reduce_scatter_in_place(channel& ch, const detail::ring_position& p, tens
 }
 
 // In-place ring all-gather: piece i of `work` is valid on rank i; afterwards all are.
-status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& work,
-                           const collective_options& o, const char* what) {
+status all_gather_in_place(channel& ch, const detail::ring_position& p, tensor& work, const collective_options& o,
+                           const char* what) {
   const std::int64_t n = work.numel();
   const std::size_t elem = size_of(work.type());
   for (int s = 0; s < p.size - 1; ++s) {
     range out = shard_range(n, p.size, mod(p.index - s, p.size));
     range in = shard_range(n, p.size, mod(p.index - s - 1, p.size));
-    auto in_place = [&](range r) { return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin); };
+    auto in_place = [&](range r) {
+      return tensor(work.storage_ptr(), shape{r.size()}, work.type(), work.offset() + r.begin);
+    };
     auto st = exchange_step(ch, p.next, p.prev, work, out, in, o, what, s, in_place, [&](range r, const tensor& got) {
       if (r.size() > 0 && got.data<std::byte>() != work.data<std::byte>() + r.begin * static_cast<std::int64_t>(elem))
         std::memcpy(work.data<std::byte>() + r.begin * static_cast<std::int64_t>(elem), got.data<std::byte>(),

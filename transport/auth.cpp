@@ -6,13 +6,13 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace cohort::transport {
 namespace {
@@ -53,13 +53,13 @@ status expect_hello(tcp_socket& s, milliseconds timeout) {
 }  // namespace
 
 result<std::string> read_secret_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return make_error(errc::not_found, "job secret file " + path + " does not exist");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return make_error(errc::invalid_argument, "job secret file " + path + " has mode " + mode +
-                                                  ": others may read it; chmod 600 " + path);
+    return make_error(errc::invalid_argument,
+                      "job secret file " + path + " has mode " + mode + ": others may read it; chmod 600 " + path);
   }
   if (st.st_uid != ::getuid())
     return make_error(errc::invalid_argument, "job secret file " + path + " belongs to another user");
@@ -111,9 +111,11 @@ status authenticate_client(tcp_socket& s, const std::string& secret, millisecond
   if (auto st = s.send_all(out.data(), out.size(), timeout); !st) return failed(s, st.error().message);
   mac theirs{};
   if (auto st = s.recv_exact(theirs.data(), theirs.size(), timeout); !st)
-    return failed(s, st.error().code == errc::closed ? "the coordinator refused us (wrong job secret?)" : st.error().message);
+    return failed(
+        s, st.error().code == errc::closed ? "the coordinator refused us (wrong job secret?)" : st.error().message);
   const mac want = sign(secret, "server", *nc, ns);
-  if (CRYPTO_memcmp(want.data(), theirs.data(), mac_bytes) != 0) return failed(s, "the other side does not know the job secret");
+  if (CRYPTO_memcmp(want.data(), theirs.data(), mac_bytes) != 0)
+    return failed(s, "the other side does not know the job secret");
   return {};
 }
 

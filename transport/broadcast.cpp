@@ -11,14 +11,16 @@ status broadcast(channel& ch, const std::vector<int>& group, int root, tensor& b
   if (ch.rank() == root) {
     for (int peer : group) {
       if (peer == root) continue;
-      if (auto st = ch.send(peer, o.tag, buf.clone(), o.timeout); !st) return detail::in_step(st.error(), "broadcast", 0, root, peer);
+      if (auto st = ch.send(peer, o.tag, buf.clone(), o.timeout); !st)
+        return detail::in_step(st.error(), "broadcast", 0, root, peer);
     }
     return {};
   }
   auto got = ch.recv(root, o.tag, o.timeout);
   if (!got) return detail::in_step(got.error(), "broadcast", 0, ch.rank(), root);
   if (got->shape() != buf.shape() || got->type() != buf.type())
-    return make_error(errc::invalid_argument, "broadcast: root sent " + got->shape().to_string() + ", buffer is " + buf.shape().to_string());
+    return make_error(errc::invalid_argument,
+                      "broadcast: root sent " + got->shape().to_string() + ", buffer is " + buf.shape().to_string());
   buf.copy_from(*got);
   return {};
 }
@@ -31,13 +33,15 @@ status barrier(channel& ch, const std::vector<int>& group, const collective_opti
   // forwarded it); round 2 tells everyone so.
   for (int round = 0; round < 2; ++round) {
     if (p->index == 0) {
-      if (auto st = ch.send(p->next, o.tag, tensor::zeros({1}), o.timeout); !st) return detail::in_step(st.error(), "barrier", round, ch.rank(), p->next);
+      if (auto st = ch.send(p->next, o.tag, tensor::zeros({1}), o.timeout); !st)
+        return detail::in_step(st.error(), "barrier", round, ch.rank(), p->next);
       auto got = ch.recv(p->prev, o.tag, o.timeout);
       if (!got) return detail::in_step(got.error(), "barrier", round, ch.rank(), p->prev);
     } else {
       auto got = ch.recv(p->prev, o.tag, o.timeout);
       if (!got) return detail::in_step(got.error(), "barrier", round, ch.rank(), p->prev);
-      if (auto st = ch.send(p->next, o.tag, std::move(*got), o.timeout); !st) return detail::in_step(st.error(), "barrier", round, ch.rank(), p->next);
+      if (auto st = ch.send(p->next, o.tag, std::move(*got), o.timeout); !st)
+        return detail::in_step(st.error(), "barrier", round, ch.rank(), p->next);
     }
   }
   return {};

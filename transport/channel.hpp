@@ -74,8 +74,9 @@ class channel {
   /// unless `peer` is a rank of the group.
   status check_peer(int peer, bool sending) const {
     if (peer >= 0 && peer < size()) return {};
-    return make_error(errc::invalid_argument, std::string(sending ? "send: rank " : "recv: rank ") + std::to_string(rank()) +
-                                                  (sending ? " to" : " from") + " nonexistent peer " + std::to_string(peer));
+    return make_error(errc::invalid_argument, std::string(sending ? "send: rank " : "recv: rank ") +
+                                                  std::to_string(rank()) + (sending ? " to" : " from") +
+                                                  " nonexistent peer " + std::to_string(peer));
   }
 };
 

@@ -56,7 +56,8 @@ allreduce_algorithm allreduce_algorithm_for(std::int64_t bytes, int ranks);
 status allreduce(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
 
 /// The two algorithms, for tests and benchmarks; recursive doubling needs a power-of-two group.
-status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
+status allreduce_recursive_doubling(channel& ch, const std::vector<int>& group, tensor& buf,
+                                    const collective_options& o);
 status allreduce_ring(channel& ch, const std::vector<int>& group, tensor& buf, const collective_options& o);
 
 /// out = this rank's piece of the reduction of every rank's `in` (out has the piece's size).

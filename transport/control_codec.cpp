@@ -84,7 +84,8 @@ result<hello> hello_of(std::uint64_t tag, const tensor& body) {
 
 std::string roster_text(const std::vector<node_entry>& r) {
   std::ostringstream out;
-  for (const auto& n : r) out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
+  for (const auto& n : r)
+    out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
   return out.str();
 }
 
@@ -102,7 +103,9 @@ result<std::vector<node_entry>> parse_roster(const std::string& text, int world)
     r[static_cast<std::size_t>(n.process)] = n;
     ++count;
   }
-  if (count != world) return make_error(errc::io_error, "control: a roster of " + std::to_string(count) + " processes (expected " + std::to_string(world) + ")");
+  if (count != world)
+    return make_error(errc::io_error, "control: a roster of " + std::to_string(count) + " processes (expected " +
+                                          std::to_string(world) + ")");
   return r;
 }
 
@@ -110,12 +113,13 @@ result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint6
                              bool check_generation) {
   std::byte head[frame_header_bytes];
   if (auto st = s.recv_exact(head, sizeof head, timeout); !st) return st.error();
-  auto h = decode_frame_header(head, {.max_payload_bytes = std::uint64_t{1} << 32, .check_generation = check_generation,
+  auto h = decode_frame_header(head, {.max_payload_bytes = std::uint64_t{1} << 32,
+                                      .check_generation = check_generation,
                                       .expected_generation = generation});
   if (!h) return h.error();
   if (!is(h->meta.tag, kind::piece) && h->payload_bytes > max_payload)
-    return make_error(errc::io_error, "control: a message of " + std::to_string(h->payload_bytes) + " bytes (the limit is " +
-                                          std::to_string(max_payload) + ")");
+    return make_error(errc::io_error, "control: a message of " + std::to_string(h->payload_bytes) +
+                                          " bytes (the limit is " + std::to_string(max_payload) + ")");
   std::vector<std::byte> dims(static_cast<std::size_t>(h->rank) * 8);
   if (auto st = s.recv_exact(dims.data(), dims.size(), timeout); !st) return st.error();
   auto sh = decode_frame_shape(*h, dims);
@@ -129,8 +133,8 @@ result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint6
   return m;
 }
 
-status write_message(tcp_socket& s, std::uint64_t generation, std::uint64_t tag, std::uint32_t source, const tensor& body,
-                     milliseconds timeout) {
+status write_message(tcp_socket& s, std::uint64_t generation, std::uint64_t tag, std::uint32_t source,
+                     const tensor& body, milliseconds timeout) {
   const tensor c = body.is_contiguous() ? body : body.contiguous();
   auto prefix = encode_frame_prefix({.generation = generation, .tag = tag, .source = source}, c);
   const std::size_t payload = static_cast<std::size_t>(c.numel()) * size_of(c.type());

@@ -40,7 +40,16 @@
 namespace cohort::transport::control {
 
 enum class kind : std::uint8_t {
-  hello = 1, roster = 2, heartbeat = 3, text = 4, sum_part = 5, sum_total = 6, piece = 7, bye = 8, abort_job = 9, refuse = 10
+  hello = 1,
+  roster = 2,
+  heartbeat = 3,
+  text = 4,
+  sum_part = 5,
+  sum_total = 6,
+  piece = 7,
+  bye = 8,
+  abort_job = 9,
+  refuse = 10
 };
 
 /// The frame tag of a message: (key << 8) | kind.
@@ -68,7 +77,7 @@ struct hello {
   std::int64_t process = 0;  // the number asked for (-1: any)
   std::int64_t pid = 0;
   std::int64_t data_port = 0;
-  std::int64_t world = 0;    // the world size the node expects
+  std::int64_t world = 0;  // the world size the node expects
   std::int64_t cores = 1;
 };
 tensor pack_hello(const hello& h);
@@ -93,7 +102,7 @@ struct message {
 /// that stops mid-frame, errc::timeout.
 result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint64_t max_payload, milliseconds timeout,
                              bool check_generation = true);
-status write_message(tcp_socket& s, std::uint64_t generation, std::uint64_t tag, std::uint32_t source, const tensor& body,
-                     milliseconds timeout);
+status write_message(tcp_socket& s, std::uint64_t generation, std::uint64_t tag, std::uint32_t source,
+                     const tensor& body, milliseconds timeout);
 
 }  // namespace cohort::transport::control

@@ -39,7 +39,8 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
       if (!m) return m.error();
       auto t = control::text_of(m->body);
       if (!t) return t.error();
-      if (t->find('\n') != std::string::npos) return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent several lines");
+      if (t->find('\n') != std::string::npos)
+        return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent several lines");
       joined += *t + "\n";
     }
   }
@@ -47,9 +48,11 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
   if (!all) return all.error();
   std::vector<std::string> lines;
   std::size_t start = 0;
-  for (std::size_t nl; (nl = all->find('\n', start)) != std::string::npos; start = nl + 1) lines.push_back(all->substr(start, nl - start));
+  for (std::size_t nl; (nl = all->find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(all->substr(start, nl - start));
   if (static_cast<int>(lines.size()) != o_.world)
-    return make_error(errc::io_error, "control: " + std::to_string(lines.size()) + " lines for " + std::to_string(o_.world) + " processes");
+    return make_error(errc::io_error, "control: " + std::to_string(lines.size()) + " lines for " +
+                                          std::to_string(o_.world) + " processes");
   return lines;
 }
 
@@ -68,8 +71,9 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
     if (!m) return m.error();
     auto part = control::doubles_of(m->body);
     if (part.size() != values.size())
-      return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent " + std::to_string(part.size()) +
-                                            " values to a sum of " + std::to_string(values.size()));
+      return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent " +
+                                            std::to_string(part.size()) + " values to a sum of " +
+                                            std::to_string(values.size()));
     for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
   }
   for (int p = 1; p < o_.world; ++p)
@@ -84,7 +88,9 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
       auto& pe = peers_[0];
       const tensor c = t.is_contiguous() ? t : t.contiguous();
       std::lock_guard<std::mutex> lock(pe->write);
-      if (auto st = control::write_message(pe->socket, o_.generation, tag_of(kind::piece, key), static_cast<std::uint32_t>(index), c, o_.join_timeout); !st)
+      if (auto st = control::write_message(pe->socket, o_.generation, tag_of(kind::piece, key),
+                                           static_cast<std::uint32_t>(index), c, o_.join_timeout);
+          !st)
         return st.error();
     }
     return std::vector<tensor>{};
@@ -92,7 +98,8 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
   std::vector<tensor> all(owner.size());
   std::vector<bool> have(owner.size(), false);
   for (const auto& [index, t] : mine) {
-    if (index < 0 || static_cast<std::size_t>(index) >= owner.size()) return make_error(errc::invalid_argument, "gather: bad index");
+    if (index < 0 || static_cast<std::size_t>(index) >= owner.size())
+      return make_error(errc::invalid_argument, "gather: bad index");
     all[static_cast<std::size_t>(index)] = t;
     have[static_cast<std::size_t>(index)] = true;
   }
@@ -102,8 +109,8 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
     if (!m) return m.error();
     const std::size_t index = m->source;
     if (index >= owner.size() || owner[index] != owner[i] || have[index])
-      return make_error(errc::io_error, "control: process " + std::to_string(owner[i]) + " sent piece " + std::to_string(index) +
-                                            ", which is not its to send");
+      return make_error(errc::io_error, "control: process " + std::to_string(owner[i]) + " sent piece " +
+                                            std::to_string(index) + ", which is not its to send");
     all[index] = std::move(m->body);
     have[index] = true;
   }

@@ -31,7 +31,8 @@ std::string lost_node::describe() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "; last heard from it %.2f s before", silent_s);
   std::string who = process == 0 ? "lost the coordinator (process 0, " : "lost node " + std::to_string(process) + " (";
-  return who + "pid " + std::to_string(pid) + " at " + address + ") at step " + std::to_string(step) + ": " + reason + buf;
+  return who + "pid " + std::to_string(pid) + " at " + address + ") at step " + std::to_string(step) + ": " + reason +
+         buf;
 }
 
 void control_plane::start_monitor() {
@@ -60,8 +61,9 @@ void control_plane::monitor() {
       if (!m) {
         pe.open = false;
         if (stopping_ || pe.said_bye) continue;
-        declare_lost(p, m.error().code == errc::closed ? "connection closed without a goodbye (the process died or was killed)"
-                                                       : m.error().message);
+        declare_lost(p, m.error().code == errc::closed
+                            ? "connection closed without a goodbye (the process died or was killed)"
+                            : m.error().message);
         continue;
       }
       pe.last_heard = clock::now();

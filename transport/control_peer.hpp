@@ -19,7 +19,7 @@ struct control_plane::peer {
   std::string address;
   std::int64_t pid = 0;
   std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
-  bool open = true;               // monitor thread only
+  bool open = true;  // monitor thread only
   std::atomic<bool> said_bye{false};
 };
 

@@ -37,9 +37,10 @@ result<control_plane::message> control_plane::take(int p, std::uint64_t tag, mil
   };
   changed_.wait_for(lock, timeout, [&] { return ready() || lost_.has_value(); });
   if (!ready()) {
-    if (lost_) return make_error(errc::closed, "control: " + (lost_->process == -1 ? lost_->reason : lost_->describe()));
-    return make_error(errc::timeout, "control: process " + std::to_string(process_) + " waited " + std::to_string(timeout.count()) +
-                                         " ms for process " + std::to_string(p));
+    if (lost_)
+      return make_error(errc::closed, "control: " + (lost_->process == -1 ? lost_->reason : lost_->describe()));
+    return make_error(errc::timeout, "control: process " + std::to_string(process_) + " waited " +
+                                         std::to_string(timeout.count()) + " ms for process " + std::to_string(p));
   }
   auto it = inbox_.find(key);
   message m = std::move(it->second.front());

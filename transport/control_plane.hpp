@@ -59,16 +59,16 @@
 namespace cohort::transport {
 
 struct control_options {
-  int world = 1;                        // processes in the job
-  int process = 0;                      // 0: the coordinator; -1: a node numbered in join order
+  int world = 1;    // processes in the job
+  int process = 0;  // 0: the coordinator; -1: a node numbered in join order
   std::string master_host = "127.0.0.1";
   int master_port = 29500;
-  std::string secret;                   // the job secret ("" on loopback-only jobs)
+  std::string secret;  // the job secret ("" on loopback-only jobs)
   std::uint64_t generation = 1;
   milliseconds heartbeat{1000}, heartbeat_timeout{5000};
-  milliseconds join_timeout{60000};     // the coordinator waiting for every node; a node for the roster
-  milliseconds auth_timeout{5000};      // one peer's handshake
-  int cores = 1;                        // what this process offers: its compute cores
+  milliseconds join_timeout{60000};  // the coordinator waiting for every node; a node for the roster
+  milliseconds auth_timeout{5000};   // one peer's handshake
+  int cores = 1;                     // what this process offers: its compute cores
 };
 
 struct node_entry {
@@ -76,16 +76,16 @@ struct node_entry {
   std::string host;
   int data_port = 0;
   std::int64_t pid = 0;
-  int cores = 1;                        // offered in the hello
+  int cores = 1;  // offered in the hello
 };
 
 struct lost_node {
   int process = -1;
-  std::string address;                  // host:port of its control connection
+  std::string address;  // host:port of its control connection
   std::int64_t pid = 0;
-  std::int64_t step = -1;               // the step in flight when it was lost
+  std::int64_t step = -1;  // the step in flight when it was lost
   std::string reason;
-  double silent_s = 0;                  // since the last message heard from it
+  double silent_s = 0;  // since the last message heard from it
   /// "lost node 1 (pid 4242 at 127.0.0.1:39120) at step 7: connection closed without a goodbye
   /// (the process died or was killed); last heard 0.02 s before"
   std::string describe() const;
@@ -95,7 +95,8 @@ class control_plane {
  public:
   /// Process 0: waits on `listener` for world-1 nodes, then sends the roster. `data_port`:
   /// this process's data listener.
-  static result<std::unique_ptr<control_plane>> coordinate(const control_options& o, tcp_listener listener, int data_port);
+  static result<std::unique_ptr<control_plane>> coordinate(const control_options& o, tcp_listener listener,
+                                                           int data_port);
   /// Any other process: joins the coordinator at master_host:master_port.
   static result<std::unique_ptr<control_plane>> join(const control_options& o, int data_port);
   ~control_plane();

@@ -18,7 +18,8 @@ using control::kind;
 using control::tag_of;
 using clock = std::chrono::steady_clock;
 
-result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_options& o, tcp_listener listener, int data_port) {
+result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_options& o, tcp_listener listener,
+                                                                 int data_port) {
   if (o.world < 1) return make_error(errc::invalid_argument, "control: world size must be at least 1");
   std::unique_ptr<control_plane> cp(new control_plane(o, 0));
   cp->roster_.resize(static_cast<std::size_t>(o.world));
@@ -29,7 +30,8 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
     if (left.count() <= 0)
       return make_error(errc::timeout, "control: " + std::to_string(joined) + " of " + std::to_string(o.world) +
-                                           " processes joined within " + std::to_string(o.join_timeout.count()) + " ms");
+                                           " processes joined within " + std::to_string(o.join_timeout.count()) +
+                                           " ms");
     auto s = listener.accept(left);
     if (!s) continue;
     auto refuse_node = [&](const std::string& why) {
@@ -52,7 +54,8 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     }
     int want = static_cast<int>(h->process);
     if (h->world != o.world) {
-      refuse_node("the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(o.world));
+      refuse_node("the node expects " + std::to_string(h->world) + " processes; this job has " +
+                  std::to_string(o.world));
       continue;
     }
     if (want == -1)
@@ -69,7 +72,8 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     auto p = std::make_unique<peer>();
     p->address = s->peer_name();
     p->pid = h->pid;
-    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid,
+                                                   static_cast<int>(h->cores)};
     p->socket = std::move(*s);
     cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
     ++joined;
@@ -78,10 +82,11 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
   const std::string r = control::roster_text(cp->roster_);
   for (int p = 1; p < o.world; ++p) {
     auto& pe = *cp->peers_[static_cast<std::size_t>(p)];
-    if (auto st = control::write_message(pe.socket, o.generation, tag_of(kind::roster, static_cast<std::uint64_t>(p)), 0,
-                                         control::pack_text(r), o.auth_timeout);
+    if (auto st = control::write_message(pe.socket, o.generation, tag_of(kind::roster, static_cast<std::uint64_t>(p)),
+                                         0, control::pack_text(r), o.auth_timeout);
         !st)
-      return make_error(st.error().code, "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
+      return make_error(st.error().code,
+                        "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
     pe.last_heard = clock::now();
   }
   cp->start_monitor();
@@ -91,19 +96,25 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
 result<std::unique_ptr<control_plane>> control_plane::join(const control_options& o, int data_port) {
   if (o.world < 2) return make_error(errc::invalid_argument, "control: joining needs a world of at least 2 processes");
   if (o.process == 0 || o.process < -1 || o.process >= o.world)
-    return make_error(errc::invalid_argument, "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
+    return make_error(errc::invalid_argument,
+                      "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
   auto s = tcp_socket::connect(o.master_host, o.master_port, o.join_timeout);
-  if (!s) return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " + s.error().message);
+  if (!s)
+    return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " +
+                                          s.error().message);
   if (auto st = authenticate_client(*s, o.secret, o.auth_timeout); !st) return st.error();
   const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores};
-  if (auto st = control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout); !st)
+  if (auto st =
+          control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
+      !st)
     return st.error();
   // a refusal is read whatever its generation (we may be the stale one)
   auto m = control::read_message(*s, o.generation, control::small_payload, o.join_timeout, /*check_generation=*/false);
   if (!m) return make_error(m.error().code, "control: waiting for the roster: " + m.error().message);
   auto body = control::text_of(m->body);
   if (!body) return body.error();
-  if (control::is(m->tag, kind::refuse)) return make_error(errc::invalid_argument, "control: the coordinator refused this node: " + *body);
+  if (control::is(m->tag, kind::refuse))
+    return make_error(errc::invalid_argument, "control: the coordinator refused this node: " + *body);
   if (!control::is(m->tag, kind::roster)) return make_error(errc::io_error, "control: expected the roster");
   auto r = control::parse_roster(*body, o.world);
   if (!r) return r.error();

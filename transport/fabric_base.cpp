@@ -14,7 +14,8 @@ fabric_base::fabric_base(std::string name, std::vector<int> process_of_rank, int
 fabric_base::~fabric_base() = default;
 
 channel& fabric_base::endpoint(int rank) {
-  if (!is_local(rank)) throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is not in this process");
+  if (!is_local(rank))
+    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is not in this process");
   return *endpoints_[static_cast<std::size_t>(rank)];
 }
 
@@ -46,7 +47,8 @@ std::string fabric_base::route_problem(const frame_meta& m, int p) const {
 }
 
 status fabric_base::send_local(int from, int to, std::uint64_t tag, tensor t) {
-  if (!box(to).put(from, tag, std::move(t))) return make_error(errc::closed, "send: channel closed: " + closed_reason());
+  if (!box(to).put(from, tag, std::move(t)))
+    return make_error(errc::closed, "send: channel closed: " + closed_reason());
   return {};
 }
 
@@ -85,16 +87,20 @@ result<tensor> fabric_base::wait_offered(int me, int from, std::uint64_t tag, mi
   return got;
 }
 
-result<tensor> fabric_base::recv_landing_remote(int me, int from, std::uint64_t tag, const tensor& landing, milliseconds timeout) {
+result<tensor> fabric_base::recv_landing_remote(int me, int from, std::uint64_t tag, const tensor& landing,
+                                                milliseconds timeout) {
   if (auto early = offer(me, from, tag, landing)) return std::move(*early);
   return wait_offered(me, from, tag, timeout);
 }
 
 status fabric_base::check_landing(int me, int from, const tensor& landing) const {
-  if (!is_local(me)) return make_error(errc::invalid_argument, name_ + ": rank " + std::to_string(me) + " is not in this process");
+  if (!is_local(me))
+    return make_error(errc::invalid_argument, name_ + ": rank " + std::to_string(me) + " is not in this process");
   if (from < 0 || from >= size() || is_local(from))
-    return make_error(errc::invalid_argument, name_ + ": rank " + std::to_string(from) + " is not a rank of another process");
-  if (!landing.is_contiguous()) return make_error(errc::invalid_argument, name_ + ": a landing buffer must be contiguous");
+    return make_error(errc::invalid_argument,
+                      name_ + ": rank " + std::to_string(from) + " is not a rank of another process");
+  if (!landing.is_contiguous())
+    return make_error(errc::invalid_argument, name_ + ": a landing buffer must be contiguous");
   return {};
 }
 
@@ -123,7 +129,8 @@ result<tensor> fabric_base::local_endpoint::recv(int peer, std::uint64_t tag, mi
 }
 
 // Posts `landing` where the message will come from, so that its payload is received straight into it.
-result<tensor> fabric_base::local_endpoint::recv_landing(int peer, std::uint64_t tag, const tensor& landing, milliseconds timeout) {
+result<tensor> fabric_base::local_endpoint::recv_landing(int peer, std::uint64_t tag, const tensor& landing,
+                                                         milliseconds timeout) {
   if (auto st = check_peer(peer, /*sending=*/false); !st) return st.error();
   if (f_.is_local(peer) || !landing.is_contiguous()) return recv(peer, tag, timeout);
   return f_.recv_landing_remote(rank_, peer, tag, landing, timeout);

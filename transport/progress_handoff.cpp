@@ -4,8 +4,10 @@
 namespace cohort::transport {
 
 void progress_handoff::leave(bool satisfied) {
-  if (satisfied) last_left_.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  else handed_over_ = true;
+  if (satisfied)
+    last_left_.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  else
+    handed_over_ = true;
   if (--driving_ == 0 && handed_over_) wake();  // the last driver out wakes it for a rank that sleeps
 }
 

@@ -19,7 +19,8 @@ status execute_reshard(channel& ch, const reshard_plan& plan, const tensor* in, 
   for (const auto& m : plan.messages) {
     if (m.from != me) continue;
     if (in == nullptr)
-      return make_error(errc::invalid_argument, "reshard: rank " + std::to_string(me) + " must send but holds no piece");
+      return make_error(errc::invalid_argument,
+                        "reshard: rank " + std::to_string(me) + " must send but holds no piece");
     tensor piece = view_of(*in, m.from_box).contiguous(true);
     if (m.to == me) continue;  // placed below from `in` directly
     if (auto st = ch.send(m.to, o.tag, std::move(piece), o.timeout); !st) return st;
@@ -27,7 +28,8 @@ status execute_reshard(channel& ch, const reshard_plan& plan, const tensor* in, 
   for (const auto& m : plan.messages) {
     if (m.to != me) continue;
     if (out == nullptr)
-      return make_error(errc::invalid_argument, "reshard: rank " + std::to_string(me) + " must receive but has no output");
+      return make_error(errc::invalid_argument,
+                        "reshard: rank " + std::to_string(me) + " must receive but has no output");
     tensor piece;
     if (m.from == me) {
       piece = view_of(*in, m.from_box).contiguous(true);
@@ -38,7 +40,8 @@ status execute_reshard(channel& ch, const reshard_plan& plan, const tensor* in, 
     }
     if (piece.shape() != m.to_box.extent())
       return make_error(errc::invalid_argument, "reshard: a piece of " + piece.shape().to_string() + " from rank " +
-                                                    std::to_string(m.from) + " for a box of " + m.to_box.extent().to_string());
+                                                    std::to_string(m.from) + " for a box of " +
+                                                    m.to_box.extent().to_string());
     tensor dst = view_of(*out, m.to_box);
     if (!m.add) {
       dst.copy_from(piece);

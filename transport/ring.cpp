@@ -9,7 +9,8 @@ namespace cohort::transport::detail {
 result<ring_position> locate(const channel& ch, const std::vector<int>& group, const char* what) {
   auto it = std::find(group.begin(), group.end(), ch.rank());
   if (it == group.end())
-    return make_error(errc::invalid_argument, std::string(what) + ": rank " + std::to_string(ch.rank()) + " is not in its group");
+    return make_error(errc::invalid_argument,
+                      std::string(what) + ": rank " + std::to_string(ch.rank()) + " is not in its group");
   ring_position p;
   p.index = static_cast<int>(it - group.begin());
   p.size = static_cast<int>(group.size());
@@ -21,7 +22,8 @@ result<ring_position> locate(const channel& ch, const std::vector<int>& group, c
 tensor copy_range(const tensor& flat, range r) {
   tensor out = tensor::empty({r.size()}, flat.type());
   if (r.size() > 0)
-    std::memcpy(out.data<std::byte>(), flat.data<std::byte>() + r.begin * static_cast<std::int64_t>(size_of(flat.type())),
+    std::memcpy(out.data<std::byte>(),
+                flat.data<std::byte>() + r.begin * static_cast<std::int64_t>(size_of(flat.type())),
                 static_cast<std::size_t>(r.size()) * size_of(flat.type()));
   return out;
 }

@@ -43,7 +43,8 @@ class chunk_cursor {
  public:
   chunk_cursor(const channel& ch, int peer, range piece) : r_(piece), at_(piece.begin) {
     if (ch.send_copies(peer))
-      size_ = std::clamp<std::int64_t>(ch.first_chunk_bytes(peer) / static_cast<std::int64_t>(sizeof(float)), 1, exchange_chunk_elems);
+      size_ = std::clamp<std::int64_t>(ch.first_chunk_bytes(peer) / static_cast<std::int64_t>(sizeof(float)), 1,
+                                       exchange_chunk_elems);
   }
   bool done() const { return started_ && at_ >= r_.end; }
   range next() {
@@ -89,12 +90,14 @@ status exchange_step(channel& ch, int send_to, int recv_from, const tensor& work
       if (auto st = send_next(); !st) return st;
     const range r = in_parts.next();
     const tensor landing = land(r);
-    auto got = landing.storage_ptr() ? ch.recv_landing(recv_from, o.tag, landing, o.timeout) : ch.recv(recv_from, o.tag, o.timeout);
+    auto got = landing.storage_ptr() ? ch.recv_landing(recv_from, o.tag, landing, o.timeout)
+                                     : ch.recv(recv_from, o.tag, o.timeout);
     if (!got) return in_step(got.error(), what, step, ch.rank(), recv_from);
     if (got->numel() != r.size() || got->type() != work.type())
       return make_error(errc::invalid_argument, std::string(what) + ": piece of " + std::to_string(got->numel()) + " " +
-                                                    to_string(got->type()) + " elements from rank " + std::to_string(recv_from) +
-                                                    ", expected " + std::to_string(r.size()) + " " + to_string(work.type()));
+                                                    to_string(got->type()) + " elements from rank " +
+                                                    std::to_string(recv_from) + ", expected " +
+                                                    std::to_string(r.size()) + " " + to_string(work.type()));
     take(r, got->is_contiguous() ? *got : got->contiguous());
   }
   while (!out_parts.done())

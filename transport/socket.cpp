@@ -2,8 +2,6 @@
 #include "transport/socket.hpp"
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -12,9 +10,11 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 #include <system_error>
 #include <thread>
-#include <unistd.h>
 
 namespace cohort::transport {
 namespace {
@@ -40,7 +40,8 @@ int wait_for(int fd, short events, clock::time_point deadline) {
 }
 
 result<sockaddr_in> resolve(const std::string& host, int port) {
-  if (port < 0 || port > 65535) return make_error(errc::invalid_argument, "port " + std::to_string(port) + " out of range");
+  if (port < 0 || port > 65535)
+    return make_error(errc::invalid_argument, "port " + std::to_string(port) + " out of range");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -118,8 +119,8 @@ status tcp_socket::send_all(const void* data, std::size_t bytes, milliseconds ti
   return send_all(data, bytes, nullptr, 0, timeout);
 }
 
-status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, milliseconds timeout,
-                            const std::function<bool()>& on_readable) {
+status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes,
+                            milliseconds timeout, const std::function<bool()>& on_readable) {
   const auto deadline = clock::now() + timeout;
   iovec iov[2] = {{const_cast<void*>(a), a_bytes}, {const_cast<void*>(b), b_bytes}};
   int first = 0;
@@ -140,18 +141,24 @@ status tcp_socket::send_all(const void* a, std::size_t a_bytes, const void* b, s
           pollfd p{fd_, static_cast<short>(POLLOUT | (listen_in ? POLLIN : 0)), 0};
           int n = ::poll(&p, 1, listen_in ? remaining_ms(deadline) : std::min(1, remaining_ms(deadline)));
           if (n < 0 && errno != EINTR) return sys_error("send to " + peer_name());
-          if (n > 0 && (p.revents & POLLIN) != 0) listen_in = on_readable();
-          else listen_in = true;
+          if (n > 0 && (p.revents & POLLIN) != 0)
+            listen_in = on_readable();
+          else
+            listen_in = true;
           if (n == 0 && clock::now() >= deadline)
-            return make_error(errc::timeout, "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
+            return make_error(errc::timeout,
+                              "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
           continue;
         }
         int w = wait_for(fd_, POLLOUT, deadline);
-        if (w == 0) return make_error(errc::timeout, "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
+        if (w == 0)
+          return make_error(errc::timeout,
+                            "send to " + peer_name() + ": no room for " + std::to_string(timeout.count()) + " ms");
         if (w < 0) return sys_error("send to " + peer_name());
         continue;
       }
-      if (errno == EPIPE || errno == ECONNRESET) return make_error(errc::closed, "send to " + peer_name() + ": the peer closed the connection");
+      if (errno == EPIPE || errno == ECONNRESET)
+        return make_error(errc::closed, "send to " + peer_name() + ": the peer closed the connection");
       return sys_error("send to " + peer_name());
     }
     auto left = static_cast<std::size_t>(n);
@@ -182,7 +189,9 @@ status tcp_socket::recv_exact(void* data, std::size_t bytes, milliseconds timeou
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       int w = wait_for(fd_, POLLIN, deadline);
-      if (w == 0) return make_error(errc::timeout, "receive from " + peer_name() + ": nothing for " + std::to_string(timeout.count()) + " ms");
+      if (w == 0)
+        return make_error(errc::timeout,
+                          "receive from " + peer_name() + ": nothing for " + std::to_string(timeout.count()) + " ms");
       if (w < 0) return sys_error("receive from " + peer_name());
       continue;
     }
@@ -301,7 +310,9 @@ result<tcp_listener> tcp_listener::open(const std::string& host, int port) {
 result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
   if (fd_ < 0) return make_error(errc::closed, "accept: the listener is closed");
   int w = wait_for(fd_, POLLIN, clock::now() + timeout);
-  if (w == 0) return make_error(errc::timeout, "accept on port " + std::to_string(port_) + ": nobody came in " + std::to_string(timeout.count()) + " ms");
+  if (w == 0)
+    return make_error(errc::timeout, "accept on port " + std::to_string(port_) + ": nobody came in " +
+                                         std::to_string(timeout.count()) + " ms");
   if (w < 0) return sys_error("accept on port " + std::to_string(port_));
   int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return sys_error("accept on port " + std::to_string(port_));
@@ -310,8 +321,6 @@ result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
   return tcp_socket(fd);
 }
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0;
-}
+bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
 
 }  // namespace cohort::transport

@@ -98,16 +98,22 @@ tcp_fabric::tcp_fabric(const tcp_fabric_options& o) : fabric_base("tcp_fabric", 
   conns_.resize(o.peers.size());
 }
 
-fabric_base::landing_site& tcp_fabric::landing_site_of(int from) { return *conns_[static_cast<std::size_t>(process_of(from))]; }
+fabric_base::landing_site& tcp_fabric::landing_site_of(int from) {
+  return *conns_[static_cast<std::size_t>(process_of(from))];
+}
 
 result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, const tcp_fabric_options& o) {
   const int processes = static_cast<int>(o.peers.size());
   if (o.process < 0 || o.process >= processes)
-    return make_error(errc::invalid_argument, "tcp fabric: process " + std::to_string(o.process) + " of " + std::to_string(processes));
+    return make_error(errc::invalid_argument,
+                      "tcp fabric: process " + std::to_string(o.process) + " of " + std::to_string(processes));
   for (int p : o.process_of_rank)
-    if (p < 0 || p >= processes) return make_error(errc::invalid_argument, "tcp fabric: a rank on nonexistent process " + std::to_string(p));
+    if (p < 0 || p >= processes)
+      return make_error(errc::invalid_argument, "tcp fabric: a rank on nonexistent process " + std::to_string(p));
   std::shared_ptr<tcp_fabric> f(new tcp_fabric(o));
-  const decode_limits limits{.max_payload_bytes = 0, .check_generation = true, .expected_generation = o.generation,
+  const decode_limits limits{.max_payload_bytes = 0,
+                             .check_generation = true,
+                             .expected_generation = o.generation,
                              .ranks = static_cast<std::uint32_t>(processes)};
   // Accept the processes before this one while connecting to those after it.
   status accepted;
@@ -153,15 +159,17 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
       if (auto st = authenticate_client(*s, o.secret, o.timeout); !st) s = st.error();
     }
     if (s) {
-      const auto hello = encode_frame({.generation = o.generation, .tag = hello_tag, .source = static_cast<std::uint32_t>(o.process),
+      const auto hello = encode_frame({.generation = o.generation,
+                                       .tag = hello_tag,
+                                       .source = static_cast<std::uint32_t>(o.process),
                                        .destination = static_cast<std::uint32_t>(p)},
                                       tensor::empty(shape{0}));
       if (auto st = s->send_all(hello.data(), hello.size(), o.timeout); !st) s = st.error();
     }
     if (!s) {
       connected = make_error(s.error().code, "tcp fabric: process " + std::to_string(o.process) + " to process " +
-                                                 std::to_string(p) + " (" + peer.host + ":" + std::to_string(peer.port) +
-                                                 "): " + s.error().message);
+                                                 std::to_string(p) + " (" + peer.host + ":" +
+                                                 std::to_string(peer.port) + "): " + s.error().message);
       break;
     }
     auto c = std::make_unique<connection>(static_cast<int>(o.process_of_rank.size()));
@@ -202,9 +210,11 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, tensor t, mi
   const int p = o_.process_of_rank[static_cast<std::size_t>(to)];
   connection& c = *conns_[static_cast<std::size_t>(p)];
   const tensor body = t.is_contiguous() ? t : t.contiguous();
-  const auto prefix = encode_frame_prefix(
-      {.generation = o_.generation, .tag = tag, .source = static_cast<std::uint32_t>(from), .destination = static_cast<std::uint32_t>(to)},
-      body);
+  const auto prefix = encode_frame_prefix({.generation = o_.generation,
+                                           .tag = tag,
+                                           .source = static_cast<std::uint32_t>(from),
+                                           .destination = static_cast<std::uint32_t>(to)},
+                                          body);
   const std::size_t payload = static_cast<std::size_t>(body.numel()) * size_of(body.type());
   // While the peer has no room for us, read what it sends us (it may be waiting for room too).
   status read_failed;
@@ -217,11 +227,15 @@ status tcp_fabric::send_remote(int from, int to, std::uint64_t tag, tensor t, mi
   status st;
   {
     std::lock_guard<std::mutex> lock(c.write);
-    st = c.socket.send_all(prefix.data(), prefix.size(), payload ? body.data<std::byte>() : nullptr, payload, timeout, drain);
+    st = c.socket.send_all(prefix.data(), prefix.size(), payload ? body.data<std::byte>() : nullptr, payload, timeout,
+                           drain);
   }
-  if (!read_failed) close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + read_failed.error().message);
+  if (!read_failed)
+    close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() +
+          "): " + read_failed.error().message);
   if (!st) {
-    const std::string why = "sending to rank " + std::to_string(to) + " (process " + std::to_string(p) + "): " + st.error().message;
+    const std::string why =
+        "sending to rank " + std::to_string(to) + " (process " + std::to_string(p) + "): " + st.error().message;
     close(why);
     return make_error(st.error().code, why);
   }
@@ -252,9 +266,18 @@ status tcp_fabric::pump(connection& c, int p) {
     std::byte* target = nullptr;
     std::size_t want = 0;
     switch (f.at) {
-      case stage::header: target = f.head + f.have; want = frame_header_bytes - f.have; break;
-      case stage::shape: target = f.dims.data() + f.have; want = f.dims.size() - f.have; break;
-      case stage::payload: target = f.body.data<std::byte>() + f.have; want = f.prefix.payload_bytes - f.have; break;
+      case stage::header:
+        target = f.head + f.have;
+        want = frame_header_bytes - f.have;
+        break;
+      case stage::shape:
+        target = f.dims.data() + f.have;
+        want = f.dims.size() - f.have;
+        break;
+      case stage::payload:
+        target = f.body.data<std::byte>() + f.have;
+        want = f.prefix.payload_bytes - f.have;
+        break;
       case stage::discard:
         c.discard.resize(static_cast<std::size_t>(std::min<std::uint64_t>(f.discard_left, 1 << 20)));
         target = c.discard.data();
@@ -287,14 +310,16 @@ status tcp_fabric::pump(connection& c, int p) {
       const auto& meta = f.prefix.meta;
       if (meta.generation != o_.generation) {  // a frame of an older job: skip its body, log it
         std::fprintf(stderr, "cohort: dropped a frame of generation %llu from process %d (the job is at %llu)\n",
-                     static_cast<unsigned long long>(meta.generation), p, static_cast<unsigned long long>(o_.generation));
+                     static_cast<unsigned long long>(meta.generation), p,
+                     static_cast<unsigned long long>(o_.generation));
         f.discard_left = f.prefix.payload_bytes;
         f.at = stage::discard;
         if (f.discard_left == 0) f = frame_in_progress{};
         continue;
       }
       if (!routed(meta, p)) return make_error(errc::io_error, "frame: " + route_problem(meta, p));
-      if (auto dst = c.postings.claim(static_cast<int>(meta.destination), static_cast<int>(meta.source), meta.tag, f.prefix.type, *sh))
+      if (auto dst = c.postings.claim(static_cast<int>(meta.destination), static_cast<int>(meta.source), meta.tag,
+                                      f.prefix.type, *sh))
         f.body = std::move(*dst);  // a rank posted a buffer for exactly this message
       else
         f.body = tensor::empty(std::move(*sh), f.prefix.type);
@@ -304,7 +329,8 @@ status tcp_fabric::pump(connection& c, int p) {
     }
     // stage::payload complete: deliver
     c.postings.complete(static_cast<int>(f.prefix.meta.destination), f.body);
-    box(static_cast<int>(f.prefix.meta.destination)).put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
+    box(static_cast<int>(f.prefix.meta.destination))
+        .put(static_cast<int>(f.prefix.meta.source), f.prefix.meta.tag, std::move(f.body));
     f = frame_in_progress{};
   }
 }
@@ -329,7 +355,8 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
       std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
       if (lock.owns_lock()) {
         if (auto st = pump(c, p); !st) {
-          close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
+          close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() +
+                "): " + st.error().message);
           break;
         }
       }
@@ -349,7 +376,8 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
     if (!lock.owns_lock()) break;  // someone else reads it: sleep on the mailbox
     if (!c.socket.wait_readable(std::min<milliseconds>(milliseconds(10), timeout))) continue;
     if (auto st = pump(c, p); !st) {
-      close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
+      close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() +
+            "): " + st.error().message);
       break;
     }
   }
@@ -366,17 +394,19 @@ void tcp_fabric::read_loop(int p) {
     c.readers.end_blocking();
     std::unique_lock<std::mutex> lock(c.read, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // a rank is reading it
-    if (!readable) {  // a frame begun and then nothing for the timeout: the peer is stuck
+    if (!readable) {                  // a frame begun and then nothing for the timeout: the peer is stuck
       if (!c.in.idle() && std::chrono::steady_clock::now() - c.in.last_progress > o_.timeout) {
-        if (!stopping_) close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): a frame stalled for " +
-                              std::to_string(o_.timeout.count()) + " ms");
+        if (!stopping_)
+          close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() +
+                "): a frame stalled for " + std::to_string(o_.timeout.count()) + " ms");
         return;
       }
       continue;
     }
     if (auto st = pump(c, p); !st) {
       if (!stopping_)
-        close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() + "): " + st.error().message);
+        close("data connection with process " + std::to_string(p) + " (" + c.socket.peer_name() +
+              "): " + st.error().message);
       return;
     }
   }

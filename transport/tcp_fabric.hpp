@@ -38,12 +38,12 @@ struct process_address {
 };
 
 struct tcp_fabric_options {
-  std::vector<int> process_of_rank;     // rank -> the process hosting it
-  int process = 0;                      // this process
-  std::vector<process_address> peers;   // every process's data listener, by process
+  std::vector<int> process_of_rank;    // rank -> the process hosting it
+  int process = 0;                     // this process
+  std::vector<process_address> peers;  // every process's data listener, by process
   std::uint64_t generation = 1;
-  std::string secret;                   // the job secret ("" on loopback-only jobs)
-  milliseconds timeout{30000};          // connecting, the handshake, and one frame's body
+  std::string secret;           // the job secret ("" on loopback-only jobs)
+  milliseconds timeout{30000};  // connecting, the handshake, and one frame's body
 };
 
 class tcp_fabric : public fabric_base {
@@ -67,7 +67,7 @@ class tcp_fabric : public fabric_base {
   static result<std::size_t> read_piece(connection& c, std::byte* target, std::size_t want);
 
   tcp_fabric_options o_;
-  std::vector<std::unique_ptr<connection>> conns_;   // by process (null for this one)
+  std::vector<std::unique_ptr<connection>> conns_;  // by process (null for this one)
   std::vector<std::thread> readers_;
   std::atomic<bool> stopping_{false};
 };

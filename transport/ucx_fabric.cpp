@@ -38,10 +38,10 @@ error ucx_error(const std::string& what, ucs_status_t st) {
 struct send_op {
   int process = 0;
   std::vector<std::byte> head;
-  tensor body;                 // held until UCX is done with it
+  tensor body;  // held until UCX is done with it
   std::size_t payload = 0;
-  int pending = 0;             // UCX requests not yet complete (progress thread only)
-  bool done = false;           // guarded by the fabric's send mutex
+  int pending = 0;    // UCX requests not yet complete (progress thread only)
+  bool done = false;  // guarded by the fabric's send mutex
   ucs_status_t status = UCS_OK;
 };
 
@@ -75,8 +75,8 @@ struct ucx_fabric::impl : fabric_base::landing_site {
   // waits for a message or a send (it drives progress itself for a while instead of
   // waiting for the progress thread to wake up: microseconds instead of a thread hand-off).
   std::mutex progress_mutex;
-  progress_handoff drivers;      // ranks driving progress now, or the progress thread
-  posted_receives postings;      // guarded by progress_mutex
+  progress_handoff drivers;  // ranks driving progress now, or the progress thread
+  posted_receives postings;  // guarded by progress_mutex
   std::vector<std::uint64_t> next_seq;
   std::vector<std::deque<std::shared_ptr<recv_op>>> incoming;  // by source process, in order
   std::vector<std::shared_ptr<send_op>> in_flight;
@@ -90,16 +90,17 @@ struct ucx_fabric::impl : fabric_base::landing_site {
   // a message whose header came is arriving into a buffer of its own
   bool arriving(int me, int from, std::uint64_t tag) const override {
     const auto& q = incoming[static_cast<std::size_t>(o.process_of_rank[static_cast<std::size_t>(from)])];
-    return std::any_of(q.begin(), q.end(), [&](const auto& op) { return op->to == me && op->from == from && op->tag == tag; });
+    return std::any_of(q.begin(), q.end(),
+                       [&](const auto& op) { return op->to == me && op->from == from && op->tag == tag; });
   }
   bool detach(int /*me*/) override { return false; }  // UCX cannot stop a receive it has matched
 
-  status start();           // the context, the worker, its event fd and address
+  status start();  // the context, the worker, its event fd and address
   status send(int from, int to, std::uint64_t tag, tensor t, milliseconds timeout);
   result<tensor> recv(int me, int from, std::uint64_t tag, milliseconds timeout);
-  void wake_senders();      // the fabric closed
-  bool progress_once();     // with progress_mutex held; true when something happened
-  bool try_progress();      // progress_once() if nobody else is progressing
+  void wake_senders();   // the fabric closed
+  bool progress_once();  // with progress_mutex held; true when something happened
+  bool try_progress();   // progress_once() if nobody else is progressing
   void run();
   void post(const std::shared_ptr<send_op>& op);
   bool probe_headers();
@@ -131,7 +132,9 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
   auto op = std::make_shared<send_op>();
   op->process = o.process_of_rank[static_cast<std::size_t>(to)];
   op->body = t.is_contiguous() ? std::move(t) : t.contiguous();
-  op->head = encode_frame_prefix({.generation = o.generation, .tag = tag, .source = static_cast<std::uint32_t>(from),
+  op->head = encode_frame_prefix({.generation = o.generation,
+                                  .tag = tag,
+                                  .source = static_cast<std::uint32_t>(from),
                                   .destination = static_cast<std::uint32_t>(to)},
                                  op->body);
   op->payload = static_cast<std::size_t>(op->body.numel()) * size_of(op->body.type());
@@ -160,8 +163,8 @@ status ucx_fabric::impl::send(int from, int to, std::uint64_t tag, tensor t, mil
   if (op->done && op->status != UCS_OK) return ucx_error("send to rank " + std::to_string(to), op->status);
   if (op->done) return {};
   if (auto why = f.closed_reason(); !why.empty()) return make_error(errc::closed, "send: channel closed: " + why);
-  return make_error(errc::timeout, "send: rank " + std::to_string(from) + " to rank " + std::to_string(to) + " not delivered in " +
-                                       std::to_string(timeout.count()) + " ms");
+  return make_error(errc::timeout, "send: rank " + std::to_string(from) + " to rank " + std::to_string(to) +
+                                       " not delivered in " + std::to_string(timeout.count()) + " ms");
 }
 
 // A wait for a message from any rank: the rank drives progress for a while, then sleeps on its mailbox.
@@ -243,11 +246,13 @@ bool ucx_fabric::impl::probe_headers() {
     const std::size_t len = info.length;
     std::string bad;
     if (len > max_header_bytes || len < frame_header_bytes) bad = "a header of " + std::to_string(len) + " bytes";
-    if (p < 0 || p >= static_cast<int>(eps.size()) || p == o.process) bad = "a message from unknown process " + std::to_string(p);
+    if (p < 0 || p >= static_cast<int>(eps.size()) || p == o.process)
+      bad = "a message from unknown process " + std::to_string(p);
     std::vector<std::byte> sink;  // an oversized header is still taken off the queue
     if (!bad.empty()) sink.resize(len);
     ucp_request_param_t rp{};
-    ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker, bad.empty() ? static_cast<void*>(head) : sink.data(), len, msg, &rp);
+    ucs_status_ptr_t r =
+        ucp_tag_msg_recv_nbx(worker, bad.empty() ? static_cast<void*>(head) : sink.data(), len, msg, &rp);
     if (UCS_PTR_IS_ERR(r)) {
       f.close("ucx: receiving a header: " + std::string(ucs_status_string(UCS_PTR_STATUS(r))));
       return any;
@@ -261,11 +266,14 @@ bool ucx_fabric::impl::probe_headers() {
       return any;
     }
     auto h = decode_frame_header(std::span<const std::byte>(head, len), {.ranks = ranks});
-    result<shape> s = h ? decode_frame_shape(*h, std::span<const std::byte>(head + frame_header_bytes, len - frame_header_bytes))
-                        : result<shape>(h.error());
+    result<shape> s =
+        h ? decode_frame_shape(*h, std::span<const std::byte>(head + frame_header_bytes, len - frame_header_bytes))
+          : result<shape>(h.error());
     if (h && s) {
-      if (h->meta.generation != o.generation) bad = "a frame of generation " + std::to_string(h->meta.generation);
-      else if (!f.routed(h->meta, p)) bad = f.route_problem(h->meta, p);
+      if (h->meta.generation != o.generation)
+        bad = "a frame of generation " + std::to_string(h->meta.generation);
+      else if (!f.routed(h->meta, p))
+        bad = f.route_problem(h->meta, p);
     } else {
       bad = h ? s.error().message : h.error().message;
     }
@@ -291,8 +299,8 @@ bool ucx_fabric::impl::probe_headers() {
     pp.cb.recv = on_recv;
     pp.user_data = op.get();
     const std::uint64_t seq = info.sender_tag & ((std::uint64_t{1} << 40) - 1);
-    ucs_status_ptr_t pr = ucp_tag_recv_nbx(worker, op->t.data<std::byte>(), h->payload_bytes, ucx_tag(payload_kind, p, seq),
-                                           ~std::uint64_t{0}, &pp);
+    ucs_status_ptr_t pr = ucp_tag_recv_nbx(worker, op->t.data<std::byte>(), h->payload_bytes,
+                                           ucx_tag(payload_kind, p, seq), ~std::uint64_t{0}, &pp);
     if (UCS_PTR_IS_ERR(pr)) {
       f.close("ucx: receiving a payload: " + std::string(ucs_status_string(UCS_PTR_STATUS(pr))));
       return any;
@@ -382,7 +390,8 @@ result<std::shared_ptr<ucx_fabric>> ucx_fabric::create(const tcp_fabric_options&
 
 status ucx_fabric::impl::start() {
   ucp_config_t* cfg = nullptr;
-  if (auto st = ucp_config_read(nullptr, nullptr, &cfg); st != UCS_OK) return ucx_error("reading the configuration", st);
+  if (auto st = ucp_config_read(nullptr, nullptr, &cfg); st != UCS_OK)
+    return ucx_error("reading the configuration", st);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -434,8 +443,10 @@ ucx_fabric::~ucx_fabric() {
   p.stopping = true;
   p.drivers.wake();
   if (p.worker) ucp_worker_signal(p.worker);
-  if (p.progress.joinable()) p.progress.join();
-  else if (p.worker) p.shutdown();
+  if (p.progress.joinable())
+    p.progress.join();
+  else if (p.worker)
+    p.shutdown();
   p.in_flight.clear();
   p.incoming.clear();
   if (p.worker) ucp_worker_destroy(p.worker);
@@ -447,8 +458,12 @@ status ucx_fabric::send_remote(int from, int to, std::uint64_t tag, tensor t, mi
   return p_->send(from, to, tag, std::move(t), timeout);
 }
 // A rank waiting on a rank of its own process drives UCX progress too (for the other ranks).
-result<tensor> ucx_fabric::recv_local(int me, int from, std::uint64_t tag, milliseconds timeout) { return p_->recv(me, from, tag, timeout); }
-result<tensor> ucx_fabric::recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) { return p_->recv(me, from, tag, timeout); }
+result<tensor> ucx_fabric::recv_local(int me, int from, std::uint64_t tag, milliseconds timeout) {
+  return p_->recv(me, from, tag, timeout);
+}
+result<tensor> ucx_fabric::recv_remote(int me, int from, std::uint64_t tag, milliseconds timeout) {
+  return p_->recv(me, from, tag, timeout);
+}
 fabric_base::landing_site& ucx_fabric::landing_site_of(int /*from*/) { return *p_; }
 void ucx_fabric::on_close() { p_->wake_senders(); }
 

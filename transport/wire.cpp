@@ -60,12 +60,14 @@ std::vector<std::byte> encode_frame(const frame_meta& meta, const tensor& t) {
 
 result<frame_prefix> decode_frame_header(std::span<const std::byte> in, const decode_limits& limits) {
   if (in.size() < frame_header_bytes)
-    return bad("truncated header: " + std::to_string(in.size()) + " of " + std::to_string(frame_header_bytes) + " bytes");
+    return bad("truncated header: " + std::to_string(in.size()) + " of " + std::to_string(frame_header_bytes) +
+               " bytes");
   frame_prefix f;
   if (auto magic = get<std::uint32_t>(in, 0); magic != frame_magic)
     return bad("bad magic " + hex(magic) + " (expected " + hex(frame_magic) + ")");
   if (auto version = get<std::uint16_t>(in, 4); version != frame_version)
-    return bad("unsupported version " + std::to_string(version) + " (this build speaks " + std::to_string(frame_version) + ")");
+    return bad("unsupported version " + std::to_string(version) + " (this build speaks " +
+               std::to_string(frame_version) + ")");
   auto type = get<std::uint8_t>(in, 6);
   if (type > static_cast<std::uint8_t>(dtype::f16)) return bad("unknown dtype code " + std::to_string(type));
   f.type = static_cast<dtype>(type);
@@ -74,10 +76,12 @@ result<frame_prefix> decode_frame_header(std::span<const std::byte> in, const de
     return bad("rank " + std::to_string(f.rank) + " over the limit of " + std::to_string(frame_max_rank));
   f.meta.source = get<std::uint32_t>(in, 8);
   if (limits.ranks > 0 && f.meta.source >= limits.ranks)
-    return bad("source rank " + std::to_string(f.meta.source) + " out of range (" + std::to_string(limits.ranks) + " ranks)");
+    return bad("source rank " + std::to_string(f.meta.source) + " out of range (" + std::to_string(limits.ranks) +
+               " ranks)");
   f.meta.destination = get<std::uint32_t>(in, 12);
   if (limits.ranks > 0 && f.meta.destination >= limits.ranks)
-    return bad("destination rank " + std::to_string(f.meta.destination) + " out of range (" + std::to_string(limits.ranks) + " ranks)");
+    return bad("destination rank " + std::to_string(f.meta.destination) + " out of range (" +
+               std::to_string(limits.ranks) + " ranks)");
   f.meta.generation = get<std::uint64_t>(in, 16);
   f.meta.tag = get<std::uint64_t>(in, 24);
   f.payload_bytes = get<std::uint64_t>(in, 32);
@@ -122,8 +126,8 @@ result<frame> decode_frame(std::span<const std::byte> in, const decode_limits& l
   if (!s) return s.error();
   const std::uint64_t expected = shape_end + f.payload_bytes;
   if (in.size() < expected)
-    return bad("truncated payload: " + std::to_string(in.size() - shape_end) + " of " + std::to_string(f.payload_bytes) +
-               " bytes");
+    return bad("truncated payload: " + std::to_string(in.size() - shape_end) + " of " +
+               std::to_string(f.payload_bytes) + " bytes");
   if (in.size() > expected) return bad(std::to_string(in.size() - expected) + " bytes after the payload");
   frame out;
   out.meta = f.meta;

@@ -33,8 +33,8 @@ inline constexpr int frame_max_rank = 8;
 struct frame_meta {
   std::uint64_t generation = 0;  // the job's generation when sent: stale frames are refused
   std::uint64_t tag = 0;
-  std::uint32_t source = 0;      // the sending rank
-  std::uint32_t destination = 0; // the receiving rank
+  std::uint32_t source = 0;       // the sending rank
+  std::uint32_t destination = 0;  // the receiving rank
 };
 
 struct frame {

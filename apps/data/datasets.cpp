@@ -118,7 +118,9 @@ result<classification_data> load_digits(const std::string& dir) {
     std::string cell;
     std::vector<double> values;
     while (std::getline(cells, cell, ',')) values.push_back(std::strtod(cell.c_str(), nullptr));
-    if (values.size() != 65) return make_error(errc::io_error, path + ": row " + std::to_string(row) + " has " + std::to_string(values.size()) + " columns, expected 65");
+    if (values.size() != 65)
+      return make_error(errc::io_error, path + ": row " + std::to_string(row) + " has " +
+                                            std::to_string(values.size()) + " columns, expected 65");
     for (int j = 0; j < 64; ++j) xs.push_back(static_cast<float>(values[static_cast<std::size_t>(j)] / 16.0));
     ys.push_back(static_cast<std::int32_t>(values[64]));
   }
@@ -128,7 +130,8 @@ result<classification_data> load_digits(const std::string& dir) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   rng r(1234);
-  for (std::int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)], order[r.below(static_cast<std::uint64_t>(i + 1))]);
+  for (std::int64_t i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)], order[r.below(static_cast<std::uint64_t>(i + 1))]);
   std::int64_t n_test = n / 5;
   classification_data d;
   d.name = "digits";
@@ -136,7 +139,8 @@ result<classification_data> load_digits(const std::string& dir) {
   d.train = gather(all, {order.begin() + n_test, order.end()});
   d.features = 64;
   d.classes = 10;
-  d.note = "digits: " + std::to_string(d.train.size()) + " train / " + std::to_string(d.test.size()) + " held-out test (fixed split)";
+  d.note = "digits: " + std::to_string(d.train.size()) + " train / " + std::to_string(d.test.size()) +
+           " held-out test (fixed split)";
   return d;
 }
 
@@ -159,7 +163,9 @@ result<classification_data> load_idx_set(const std::string& name, const std::str
   } else {
     d.train = rows(*test, 0, 8000);
     d.test = rows(*test, 8000, test->size());
-    d.note = name + ": full training set not found (scripts/fetch-data.sh --all); training on t10k[0,8000), testing on t10k[8000,10000)";
+    d.note = name +
+             ": full training set not found (scripts/fetch-data.sh --all); training on t10k[0,8000), testing on "
+             "t10k[8000,10000)";
   }
   return d;
 }
@@ -176,9 +182,11 @@ classification_data make_synth(std::uint64_t seed, std::int64_t features, std::i
     std::vector<double> logits(static_cast<std::size_t>(classes), 0.0);
     for (std::int64_t k = 0; k < features; ++k) {
       double xv = x.data<float>()[i * features + k];
-      for (std::int64_t c = 0; c < classes; ++c) logits[static_cast<std::size_t>(c)] += xv * w[static_cast<std::size_t>(k * classes + c)];
+      for (std::int64_t c = 0; c < classes; ++c)
+        logits[static_cast<std::size_t>(c)] += xv * w[static_cast<std::size_t>(k * classes + c)];
     }
-    y.data<std::int32_t>()[i] = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    y.data<std::int32_t>()[i] =
+        static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
   classification_data d;
   d.name = "synth";
@@ -192,8 +200,8 @@ classification_data make_synth(std::uint64_t seed, std::int64_t features, std::i
 }  // namespace
 
 result<classification_data> load_classification(const std::string& name, const std::string& data_dir,
-                                                 std::uint64_t seed, std::int64_t synth_features,
-                                                 std::int64_t synth_classes) {
+                                                std::uint64_t seed, std::int64_t synth_features,
+                                                std::int64_t synth_classes) {
   if (name == "digits") return load_digits(data_dir);
   if (name == "fashion" || name == "mnist") return load_idx_set(name, data_dir);
   if (name == "synth") return make_synth(seed, synth_features, synth_classes);

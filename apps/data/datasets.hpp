@@ -38,8 +38,8 @@ struct classification_data {
 /// synth: the linear-teacher set of ../shared/bench/mlp_torch.py: x ~ N(0,1) [8192,784],
 ///   labels argmax(x @ W) for W ~ N(0,1) [784,10], all from `seed`; no test split.
 result<classification_data> load_classification(const std::string& name, const std::string& data_dir,
-                                                 std::uint64_t seed, std::int64_t synth_features = 784,
-                                                 std::int64_t synth_classes = 10);
+                                                std::uint64_t seed, std::int64_t synth_features = 784,
+                                                std::int64_t synth_classes = 10);
 
 /// The bytes of a file (a byte-level LM's tokens).
 result<std::vector<std::uint8_t>> load_bytes(const std::string& path);

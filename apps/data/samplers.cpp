@@ -38,7 +38,8 @@ std::map<std::string, tensor> epoch_sampler::batch_at(std::int64_t step) {
     if (next_step_ == step)
       for (std::int64_t i = 0; i < batch_; ++i) {
         std::int64_t row = perm_[static_cast<std::size_t>(pos_ + i)];
-        std::memcpy(x.data<float>() + i * f, set_.x.data<float>() + row * f, static_cast<std::size_t>(f) * sizeof(float));
+        std::memcpy(x.data<float>() + i * f, set_.x.data<float>() + row * f,
+                    static_cast<std::size_t>(f) * sizeof(float));
         y.data<std::int32_t>()[i] = set_.y.data<std::int32_t>()[row];
       }
     pos_ += batch_;

@@ -15,9 +15,12 @@ result<optimizer_kind> parse_optimizer(const std::string& text) {
 
 optimizer_config train_settings::optimizer_rule() const {
   if (optimizer == optimizer_kind::sgd)
-    return sgd_config{.lr = static_cast<float>(lr), .momentum = static_cast<float>(momentum),
+    return sgd_config{.lr = static_cast<float>(lr),
+                      .momentum = static_cast<float>(momentum),
                       .weight_decay = static_cast<float>(weight_decay)};
-  return adamw_config{.lr = static_cast<float>(lr), .beta1 = static_cast<float>(beta1), .beta2 = static_cast<float>(beta2),
+  return adamw_config{.lr = static_cast<float>(lr),
+                      .beta1 = static_cast<float>(beta1),
+                      .beta2 = static_cast<float>(beta2),
                       .weight_decay = static_cast<float>(weight_decay)};
 }
 

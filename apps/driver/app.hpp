@@ -50,7 +50,7 @@ struct train_settings {
   std::int64_t steps = 100, batch = 32, warmup = 10;
   optimizer_kind optimizer = optimizer_kind::sgd;  // --train.optimizer
   double lr = 0.05, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, weight_decay = 0.0;
-  std::int64_t threads = 0;               // 0: the cores this process may use
+  std::int64_t threads = 0;  // 0: the cores this process may use
   std::int64_t seed = 0;
 
   /// The optimizer as the runtime takes it.
@@ -59,12 +59,12 @@ struct train_settings {
 
 /// What an app hands the driver: its model, its data, and what it adds to the summary.
 struct job {
-  std::function<var(graph&, std::int64_t batch)> model;                    // builds the loss for `batch` rows
-  std::function<std::map<std::string, tensor>(std::int64_t step)> data;   // the global batch of a step
-  std::int64_t items_per_sample = 1;      // tokens per sequence for the rate (1: samples)
-  const char* rate_unit = "samples/s";    // or "tokens/s"
-  std::string note;                       // printed on stderr once the plan is known to run
-  json summary = json::object();          // the app's own summary fields
+  std::function<var(graph&, std::int64_t batch)> model;                  // builds the loss for `batch` rows
+  std::function<std::map<std::string, tensor>(std::int64_t step)> data;  // the global batch of a step
+  std::int64_t items_per_sample = 1;    // tokens per sequence for the rate (1: samples)
+  const char* rate_unit = "samples/s";  // or "tokens/s"
+  std::string note;                     // printed on stderr once the plan is known to run
+  json summary = json::object();        // the app's own summary fields
   /// On the reporting process, after training: more summary fields from the trained model
   /// (e.g. {"test_accuracy": 0.87}). An error fails the run (exit 1).
   std::function<result<json>(const parameter_store& trained)> evaluate;

@@ -3,15 +3,15 @@
 
 #include "apps/driver/control_keys.hpp"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,13 +34,15 @@ result<std::int64_t> env_int(const char* name) {
   const char* v = std::getenv(name);
   char* end = nullptr;
   const long long x = std::strtoll(v, &end, 10);
-  if (end == v || *end != 0) return make_error(errc::invalid_argument, std::string(name) + "=" + v + " is not an integer");
+  if (end == v || *end != 0)
+    return make_error(errc::invalid_argument, std::string(name) + "=" + v + " is not an integer");
   return static_cast<std::int64_t>(x);
 }
 
 std::string describe_exit(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by SIG") + (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+  if (WIFSIGNALED(status))
+    return std::string("was killed by SIG") + (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
   return "ended";
 }
 
@@ -58,10 +60,12 @@ void process_options::add_to(option_set& opts) {
       .add("dist.master-addr", master_addr, "the coordinator's address ($MASTER_ADDR when not given)")
       .add("dist.master-port", master_port, "the coordinator's port ($MASTER_PORT when not given)")
       .add("dist.bind", bind, "the address this process listens on; anything but loopback needs the job secret")
-      .add("dist.transport", transport_text, "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
-                                        "unauthenticated: an isolated network only)")
+      .add("dist.transport", transport_text,
+           "the data plane: tcp (authenticated) or ucx (shared memory on one host; "
+           "unauthenticated: an isolated network only)")
       .add("dist.heartbeat-ms", heartbeat_ms, "heartbeat interval between the coordinator and every node")
-      .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms, "a node silent this long is lost (a stopped or hung process)")
+      .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms,
+           "a node silent this long is lost (a stopped or hung process)")
       .add("dist.join-timeout-ms", join_timeout_ms, "how long the coordinator waits for every node to join")
       .add("fault.signal", signal, "test hook: KILL or STOP: process --fault.signal-rank raises it ...")
       .add("fault.signal-rank", signal_rank, "... this process ...")
@@ -96,21 +100,27 @@ status process_options::finish(const option_set& opts) {
     master_port = std::strtoll(join.c_str() + colon + 1, &end, 10);
     if (*end != 0) return make_error(errc::invalid_argument, "--join must be HOST:PORT, got '" + join + "'");
     if (rank == 0) return make_error(errc::invalid_argument, "--join is for nodes; rank 0 is the coordinator");
-    if (world < 2) return make_error(errc::invalid_argument, "--join needs the job's size: --dist.world=N (or WORLD_SIZE)");
+    if (world < 2)
+      return make_error(errc::invalid_argument, "--join needs the job's size: --dist.world=N (or WORLD_SIZE)");
   }
   if (nproc < 0 || nproc > 64) return make_error(errc::invalid_argument, "--launch.nproc must be between 0 and 64");
   if (world < 1) return make_error(errc::invalid_argument, "--dist.world (WORLD_SIZE) must be at least 1");
   if (world > 1 && join.empty() && (rank < 0 || rank >= world))
-    return make_error(errc::invalid_argument, "a job of " + std::to_string(world) + " processes needs RANK (or --dist.rank) in 0.." +
+    return make_error(errc::invalid_argument, "a job of " + std::to_string(world) +
+                                                  " processes needs RANK (or --dist.rank) in 0.." +
                                                   std::to_string(world - 1) + ", or --join");
   if (world == 1) rank = -1;
   if (master_port < 1 || master_port > 65535)
     return make_error(errc::invalid_argument, "--dist.master-port (MASTER_PORT) must be in 1..65535");
   if (heartbeat_ms < 1 || heartbeat_timeout_ms <= heartbeat_ms)
-    return make_error(errc::invalid_argument, "--dist.heartbeat-timeout-ms must exceed --dist.heartbeat-ms (both positive)");
-  if (transport_text == "tcp") transport = data_plane::tcp;
-  else if (transport_text == "ucx") transport = data_plane::ucx;
-  else return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
+    return make_error(errc::invalid_argument,
+                      "--dist.heartbeat-timeout-ms must exceed --dist.heartbeat-ms (both positive)");
+  if (transport_text == "tcp")
+    transport = data_plane::tcp;
+  else if (transport_text == "ucx")
+    transport = data_plane::ucx;
+  else
+    return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
   return {};
@@ -123,8 +133,9 @@ std::vector<int> process_group::owners(const planner::parallel_plan& plan) const
 result<std::shared_ptr<transport::fabric>> process_group::connect(const planner::parallel_plan& plan) {
   const int ranks = plan.ranks();
   if (ranks % world() != 0)
-    return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) + " ranks cannot be split evenly over " +
-                                                  std::to_string(world()) + " processes");
+    return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) +
+                                                  " ranks cannot be split evenly over " + std::to_string(world()) +
+                                                  " processes");
   transport::tcp_fabric_options fo;
   fo.process_of_rank = owners(plan);
   fo.process = process();
@@ -140,7 +151,9 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
     std::vector<std::string> addresses;
     for (int p = 0; p < world(); ++p) {
       auto a = transport::from_hex((*all)[static_cast<std::size_t>(p)]);
-      if (!a) return make_error(errc::io_error, "process " + std::to_string(p) + " has no UCX address (its UCX did not start)");
+      if (!a)
+        return make_error(errc::io_error,
+                          "process " + std::to_string(p) + " has no UCX address (its UCX did not start)");
       addresses.push_back(std::move(*a));
     }
     if (auto st = (*f)->connect(addresses); !st) return st.error();
@@ -158,8 +171,9 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   if (!secret) return secret.error();
   g->secret = *secret;
   if (!transport::is_loopback(o.bind) && g->secret.empty())
-    return make_error(errc::invalid_argument, "--dist.bind=" + o.bind + " listens beyond this machine: set a job secret first "
-                                              "(COHORT_JOB_SECRET_FILE=F with chmod 600 F, or COHORT_JOB_SECRET)");
+    return make_error(errc::invalid_argument, "--dist.bind=" + o.bind +
+                                                  " listens beyond this machine: set a job secret first "
+                                                  "(COHORT_JOB_SECRET_FILE=F with chmod 600 F, or COHORT_JOB_SECRET)");
   auto data = transport::tcp_listener::open(o.bind, 0);
   if (!data) return data.error();
   g->data = std::move(*data);
@@ -197,7 +211,8 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--launch.nproc", 14) != 0) args.push_back(argv[i]);
   const int threads = std::max(1, kernels::available_cores() / n);
-  if (opts.has("train.threads") && !opts.was_set("train.threads")) args.push_back("--train.threads=" + std::to_string(threads));
+  if (opts.has("train.threads") && !opts.was_set("train.threads"))
+    args.push_back("--train.threads=" + std::to_string(threads));
   std::signal(SIGINT, remember_signal);
   std::signal(SIGTERM, remember_signal);
   const pid_t launcher = ::getpid();
@@ -252,9 +267,11 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
       codes[static_cast<std::size_t>(r)] = exit_code_of(status);
       if (codes[static_cast<std::size_t>(r)] != 0) {
         if (first_failure < 0) first_failure = r;
-        std::fprintf(stderr, "launch: process %d (pid %d) %s\n", r, static_cast<int>(done), describe_exit(status).c_str());
+        std::fprintf(stderr, "launch: process %d (pid %d) %s\n", r, static_cast<int>(done),
+                     describe_exit(status).c_str());
         // the coordinator reports what it saw; give it time when a node went first
-        const auto grace = r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
+        const auto grace =
+            r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
         kill_at = std::min(kill_at, clock::now() + grace);
       }
       if (r == 0) kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(codes[0] == 0 ? 15000 : 2000));
@@ -268,7 +285,8 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
     if (clock::now() >= kill_at) {
       for (int r = 0; r < n; ++r)
         if (codes[static_cast<std::size_t>(r)] < 0) {
-          std::fprintf(stderr, "launch: stopping process %d (pid %d)\n", r, static_cast<int>(pids[static_cast<std::size_t>(r)]));
+          std::fprintf(stderr, "launch: stopping process %d (pid %d)\n", r,
+                       static_cast<int>(pids[static_cast<std::size_t>(r)]));
           ::kill(pids[static_cast<std::size_t>(r)], SIGKILL);
         }
       kill_at = clock::time_point::max();

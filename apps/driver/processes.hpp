@@ -42,13 +42,13 @@ enum class data_plane { tcp, ucx };
 const char* to_string(data_plane d);
 
 struct process_options {
-  std::int64_t nproc = 0;               // --launch.nproc: start this many local processes
-  std::string join;                     // --join=HOST:PORT
-  std::int64_t rank = -1, world = 1;    // this process and the job's size (RANK, WORLD_SIZE)
+  std::int64_t nproc = 0;             // --launch.nproc: start this many local processes
+  std::string join;                   // --join=HOST:PORT
+  std::int64_t rank = -1, world = 1;  // this process and the job's size (RANK, WORLD_SIZE)
   std::string master_addr = "127.0.0.1";
   std::int64_t master_port = 29500;
-  std::string bind = "127.0.0.1";       // where this process listens
-  std::string transport_text = "tcp";   // --dist.transport, parsed into transport by finish()
+  std::string bind = "127.0.0.1";      // where this process listens
+  std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
   // Test hook: process `signal_rank` raises `signal` (KILL or STOP) after step `signal_step`.

@@ -13,9 +13,12 @@ std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   auto s = static_cast<long>(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", s);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
 }
 
@@ -33,12 +36,13 @@ void progress_line::update(std::int64_t step, float loss, double rate, const cha
   double elapsed = seconds_since(start_);
   double eta = elapsed / static_cast<double>(step) * static_cast<double>(total_ - step);
   char line[256];
-  std::snprintf(line, sizeof line, "%s step %lld/%lld (%3d%%) loss %.4f  %.0f %s  eta %s",
-                label_.c_str(), static_cast<long long>(step), static_cast<long long>(total_),
-                static_cast<int>(100 * step / total_), static_cast<double>(loss), rate, rate_unit,
-                duration_text(eta).c_str());
-  if (tty_) std::fprintf(stderr, "\r%s\033[K", line);
-  else std::fprintf(stderr, "%s\n", line);
+  std::snprintf(line, sizeof line, "%s step %lld/%lld (%3d%%) loss %.4f  %.0f %s  eta %s", label_.c_str(),
+                static_cast<long long>(step), static_cast<long long>(total_), static_cast<int>(100 * step / total_),
+                static_cast<double>(loss), rate, rate_unit, duration_text(eta).c_str());
+  if (tty_)
+    std::fprintf(stderr, "\r%s\033[K", line);
+  else
+    std::fprintf(stderr, "%s\n", line);
   std::fflush(stderr);
 }
 
@@ -65,13 +69,14 @@ void metrics_file::write(const json& record) {
   std::fflush(file_);
 }
 
-void print_summary(const json& summary) {
-  std::cout << summary.dump() << std::endl;
-}
+void print_summary(const json& summary) { std::cout << summary.dump() << std::endl; }
 
 int exit_code_for(const error& e) {
   switch (e.code) {
-    case errc::invalid_argument: case errc::shape_mismatch: case errc::dtype_mismatch: case errc::not_found:
+    case errc::invalid_argument:
+    case errc::shape_mismatch:
+    case errc::dtype_mismatch:
+    case errc::not_found:
       return 2;
     default:
       return 1;

@@ -17,7 +17,8 @@
 namespace cohort::apps {
 
 void plan_options::add_to(option_set& opts) {
-  opts.add("plan.mode", mode_text, "auto (the planner chooses), manual (the --plan.* degrees) or serial (the reference trainer)")
+  opts.add("plan.mode", mode_text,
+           "auto (the planner chooses), manual (the --plan.* degrees) or serial (the reference trainer)")
       .add("plan.dp", dp, "data-parallel replicas (0: the planner's choice; manual: 1)")
       .add("plan.tp", tp, "tensor-parallel ranks per stage (0: the planner's choice; manual: 1)")
       .add("plan.pp", pp, "pipeline stages (0: the planner's choice; manual: 1)")
@@ -35,15 +36,17 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.recompute", recompute, "let the planner recompute activations (cluster files only: not run here yet)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
       .add("cluster.profile", cluster_profile, "this machine's measured profile (default ~/.cache/cohort/profile.json)")
-      .add("cluster.calibrate", cluster_calibrate, "measure this machine (GEMM, memory, link, the runtime's own overhead; a few seconds) and save the profile")
+      .add("cluster.calibrate", cluster_calibrate,
+           "measure this machine (GEMM, memory, link, the runtime's own overhead; a few seconds) and save the profile")
       .add("fault.max-restarts", max_restarts, "redo a failed step at most this many times")
       .add("fault.timeout-ms", timeout_ms, "the longest any wait inside a step may take")
       .add("fault.inject-rank", inject_rank, "test hook: this worker rank fails ... (-1: off)")
       .add("fault.inject-step", inject_step, "... at this step ...")
       .add("fault.inject-task", inject_task, "... before this task of its schedule")
       .add("plan.change-at", change_at, "change the plan of the running job after these many steps (e.g. 10,20)")
-      .add("plan.change-to", change_to, "the plan of each change: a saved plan file (as --plan.only prints it), "
-                                        "serial (one rank) or auto (the planner's choice), comma-separated");
+      .add("plan.change-to", change_to,
+           "the plan of each change: a saved plan file (as --plan.only prints it), "
+           "serial (one rank) or auto (the planner's choice), comma-separated");
   dist.add_to(opts);
 }
 
@@ -52,8 +55,8 @@ status plan_options::finish(const option_set& opts) {
   if (!m) return m.error();
   mode = *m;
   if (!opts.was_set("plan.mode"))
-    for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
-                            "plan.cuts"})
+    for (const char* key :
+         {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params", "plan.cuts"})
       if (opts.was_set(key)) mode = planner::plan_mode::manual;
   change_targets.clear();
   for (std::size_t at = 0; !change_to.empty() && at <= change_to.size();) {
@@ -62,8 +65,9 @@ status plan_options::finish(const option_set& opts) {
     at = comma + 1;
   }
   if (change_targets.size() != change_at.size())
-    return make_error(errc::invalid_argument, "--plan.change-at has " + std::to_string(change_at.size()) + " steps and --plan.change-to " +
-                                                  std::to_string(change_targets.size()) + " plans: give one plan per step");
+    return make_error(errc::invalid_argument,
+                      "--plan.change-at has " + std::to_string(change_at.size()) + " steps and --plan.change-to " +
+                          std::to_string(change_targets.size()) + " plans: give one plan per step");
   for (std::size_t i = 0; i < change_at.size(); ++i) {
     if (change_at[i] < 1 || (i > 0 && change_at[i] <= change_at[i - 1]))
       return make_error(errc::invalid_argument, "--plan.change-at: steps must be positive and ascending");
@@ -86,9 +90,12 @@ std::vector<actors::plan_change> plan_changes(const plan_options& p) {
     r.cuts.clear();
     r.file.clear();
     r.only = false;
-    if (c.label == "serial") r.mode = planner::plan_mode::manual;          // every degree 1
-    else if (c.label == "auto") r.mode = planner::plan_mode::automatic;    // the planner's choice
-    else r.mode = planner::plan_mode::manual, r.file = c.label;
+    if (c.label == "serial")
+      r.mode = planner::plan_mode::manual;  // every degree 1
+    else if (c.label == "auto")
+      r.mode = planner::plan_mode::automatic;  // the planner's choice
+    else
+      r.mode = planner::plan_mode::manual, r.file = c.label;
     out.push_back(std::move(c));
   }
   return out;
@@ -105,9 +112,11 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
     auto loaded = planner::load_profile(path);
     if (!loaded) return loaded.error();
     profile = *loaded;
-    if (profile.source == "defaults") profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
+    if (profile.source == "defaults")
+      profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
   }
-  return planner::prepare_planning(job.model, state_slots(job.optimizer), job.batch, threads, p, std::move(profile), path);
+  return planner::prepare_planning(job.model, state_slots(job.optimizer), job.batch, threads, p, std::move(profile),
+                                   path);
 }
 
 namespace {
@@ -116,7 +125,8 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   graph g;
   var loss = job.model(g, job.batch);
   if (auto st = g.check(); !st) return st.error();
-  auto tr = kernels::serial_trainer::create(g, loss, {.optimizer = job.optimizer, .seed = job.seed, .threads = job.threads});
+  auto tr =
+      kernels::serial_trainer::create(g, loss, {.optimizer = job.optimizer, .seed = job.seed, .threads = job.threads});
   if (!tr) return tr.error();
   if (!job.note.empty()) std::fprintf(stderr, "%s\n", job.note.c_str());
   for (std::int64_t step = 0; step < job.steps; ++step) {
@@ -138,20 +148,25 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (!plan.schedule.empty())
     if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
   if ((plan.recompute || plan.half_precision) && plan.cluster_file.empty())
-    return make_error(errc::invalid_argument, "--plan.recompute and --plan.half-precision plan for a --cluster.file; "
-                                              "the runtime here trains in f32 without recomputation");
+    return make_error(errc::invalid_argument,
+                      "--plan.recompute and --plan.half-precision plan for a --cluster.file; "
+                      "the runtime here trains in f32 without recomputation");
   if (plan.max_micro_batches < 1 || plan.ranks < 0)
-    return make_error(errc::invalid_argument, "--plan.max-micro-batches must be positive and --plan.ranks not negative");
+    return make_error(errc::invalid_argument,
+                      "--plan.max-micro-batches must be positive and --plan.ranks not negative");
   if (plan.dist.multi_process()) {
-    if (plan.mode == planner::plan_mode::serial) return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
+    if (plan.mode == planner::plan_mode::serial)
+      return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
     return train_processes(job, plan, caf_arguments);
   }
   loop_state loop(job);
   if (plan.mode == planner::plan_mode::serial) {
     if (!plan.change_at.empty())
-      return make_error(errc::invalid_argument, "--plan.change-at needs the actor runtime: --plan.mode=serial runs the reference trainer");
+      return make_error(errc::invalid_argument,
+                        "--plan.change-at needs the actor runtime: --plan.mode=serial runs the reference trainer");
     if (plan.only || !plan.file.empty() || !plan.cluster_file.empty())
-      return make_error(errc::invalid_argument, "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
+      return make_error(errc::invalid_argument,
+                        "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
     return train_serial(job, loop);
   }
@@ -165,11 +180,13 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (!plan.list.empty()) {
     std::FILE* f = std::fopen(plan.list.c_str(), "w");
     if (f == nullptr) return make_error(errc::io_error, "cannot write --plan.list file " + plan.list);
-    for (const auto& c : choice->candidates) std::fprintf(f, "%s\n", planner::plan_choice::to_json(c, "candidate").dump().c_str());
+    for (const auto& c : choice->candidates)
+      std::fprintf(f, "%s\n", planner::plan_choice::to_json(c, "candidate").dump().c_str());
     std::fclose(f);
   }
   if (plan.only) {
-    std::printf("planning for %s%d %s (%s)\n", !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
+    std::printf("planning for %s%d %s (%s)\n",
+                !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
                 setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
                 setup->cluster ? plan.cluster_file.c_str() : planner::describe(setup->profile).c_str());
     if (!choice->table.empty()) std::printf("%s", choice->table.c_str());
@@ -199,8 +216,8 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   training_job with_note = job;
   char line[320];
   if (choice->predicted)
-    std::snprintf(line, sizeof line, "plan: %s (%s, predicted %.4g ms per step)", planner::describe(choice->plan).c_str(),
-                  choice->how.c_str(), choice->predicted->step_s * 1e3);
+    std::snprintf(line, sizeof line, "plan: %s (%s, predicted %.4g ms per step)",
+                  planner::describe(choice->plan).c_str(), choice->how.c_str(), choice->predicted->step_s * 1e3);
   else
     std::snprintf(line, sizeof line, "plan: %s (%s)", planner::describe(choice->plan).c_str(), choice->how.c_str());
   with_note.note = job.note.empty() ? line : job.note + "\n" + line;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "actors/planner_actor.hpp"
 #include "apps/driver/options.hpp"
 #include "apps/driver/processes.hpp"
-#include "actors/planner_actor.hpp"
 #include "apps/driver/report.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
@@ -35,9 +35,9 @@ namespace cohort::apps {
 /// The --plan.*, --cluster.* and --fault.* options: what the planner is asked (the
 /// plan_request part) and how the run goes about it.
 struct plan_options : planner::plan_request {
-  std::string mode_text = "auto";       // --plan.mode, parsed into mode by finish()
-  std::string list;                     // write every candidate plan here, one JSON per line
-  bool refit = true;                    // refit the cost model from this run, save it with the profile
+  std::string mode_text = "auto";  // --plan.mode, parsed into mode by finish()
+  std::string list;                // write every candidate plan here, one JSON per line
+  bool refit = true;               // refit the cost model from this run, save it with the profile
   std::string cluster_profile;
   bool cluster_calibrate = false;
   std::int64_t inject_rank = -1, inject_step = -1, inject_task = 0, max_restarts = 3;
@@ -45,9 +45,9 @@ struct plan_options : planner::plan_request {
   // Plan transitions: after change_at[i] steps the job switches to change_to's i-th entry (a
   // saved plan file, "serial" for one rank, or "auto" for the planner's choice).
   std::vector<std::int64_t> change_at;
-  std::string change_to;                // comma-separated, one per change_at
+  std::string change_to;                    // comma-separated, one per change_at
   std::vector<std::string> change_targets;  // change_to split, by finish()
-  process_options dist;                 // --launch.*, --join, --dist.*: several processes
+  process_options dist;                     // --launch.*, --join, --dist.*: several processes
   void add_to(option_set& opts);
   /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
   /// manual), the process options from the environment. Errors: a malformed value, named.
@@ -55,29 +55,29 @@ struct plan_options : planner::plan_request {
 };
 
 struct training_job {
-  std::string app;                      // "mlp", "gpt": progress label and messages
+  std::string app;  // "mlp", "gpt": progress label and messages
   std::function<var(graph&, std::int64_t batch)> model;
   std::function<std::map<std::string, tensor>(std::int64_t step)> data;  // the global batch
   std::int64_t batch = 0, steps = 0, warmup = 0;
-  std::int64_t items_per_sample = 1;    // tokens per sequence for the rate (1: samples)
+  std::int64_t items_per_sample = 1;  // tokens per sequence for the rate (1: samples)
   const char* rate_unit = "samples/s";
   optimizer_config optimizer;
   std::uint64_t seed = 0;
   int threads = 1;
   std::string metrics_path;
-  std::string note;                     // printed on stderr once the plan is known to run
+  std::string note;  // printed on stderr once the plan is known to run
 };
 
 struct training_result {
   float first_loss = 0, final_loss = 0;
-  double items_per_s = 0;               // after the warm-up steps
+  double items_per_s = 0;  // after the warm-up steps
   int restarts = 0;
-  parameter_store parameters;           // the trained model, whole
-  json plan;                            // for the summary
-  json prediction;                      // predicted vs measured step time, the refit (runtime runs)
-  json transitions = json::array();     // each plan change: {"step", "from", "to", "seconds", "bytes_moved", ...}
-  bool plan_only = false;               // --plan.only: nothing was trained
-  bool report = true;                   // false on a job's other processes: process 0 reports
+  parameter_store parameters;        // the trained model, whole
+  json plan;                         // for the summary
+  json prediction;                   // predicted vs measured step time, the refit (runtime runs)
+  json transitions = json::array();  // each plan change: {"step", "from", "to", "seconds", "bytes_moved", ...}
+  bool plan_only = false;            // --plan.only: nothing was trained
+  bool report = true;                // false on a job's other processes: process 0 reports
 };
 
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with

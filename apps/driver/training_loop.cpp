@@ -11,9 +11,10 @@
 
 namespace cohort::apps {
 
-result<training_result> train_runtime(const training_job& job, const plan_options& p, const planner::plan_choice& choice,
-                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      planner::task_totals& totals, const std::function<void(const planner::task_totals&)>& on_totals,
+result<training_result> train_runtime(const training_job& job, const plan_options& p,
+                                      const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
+                                      loop_state& loop, planner::task_totals& totals,
+                                      const std::function<void(const planner::task_totals&)>& on_totals,
                                       const std::function<void(actors::run_options&)>& customize) {
   actors::run_options o;
   o.plan = choice.plan;
@@ -39,17 +40,24 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       totals.add_step(m.task_seconds, m.seconds);
       if (on_totals) on_totals(totals);
     }
-    loop.on_step(m.step, static_cast<float>(m.loss),
-                 {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
+    loop.on_step(
+        m.step, static_cast<float>(m.loss),
+        {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
   };
   o.on_transition = [&](const actors::transition_record& t) {
-    loop.out.transitions.push_back({{"step", t.step}, {"from", t.from}, {"to", t.to}, {"seconds", t.seconds},
-                                    {"replan_s", t.replan_seconds}, {"prepare_s", t.prepare_seconds},
-                                    {"bytes_moved", t.bytes_moved}, {"bytes_across_processes", t.bytes_across_processes},
+    loop.out.transitions.push_back({{"step", t.step},
+                                    {"from", t.from},
+                                    {"to", t.to},
+                                    {"seconds", t.seconds},
+                                    {"replan_s", t.replan_seconds},
+                                    {"prepare_s", t.prepare_seconds},
+                                    {"bytes_moved", t.bytes_moved},
+                                    {"bytes_across_processes", t.bytes_across_processes},
                                     {"plan", t.plan}});
     if (!loop.quiet)
       std::fprintf(stderr, "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved)\n",
-                   static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds, t.bytes_moved);
+                   static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds,
+                   t.bytes_moved);
   };
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
@@ -60,8 +68,8 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (!cfg) return cfg.error();
   caf::actor_system sys{**cfg};
   auto data = job.data;
-  auto r = actors::train(sys, job.model,
-                         [data](std::int64_t step) -> result<std::map<std::string, tensor>> { return data(step); }, o);
+  auto r = actors::train(
+      sys, job.model, [data](std::int64_t step) -> result<std::map<std::string, tensor>> { return data(step); }, o);
   if (!r) return r.error();
   loop.finish();
   loop.out.restarts = r->restarts;

@@ -62,9 +62,10 @@ struct loop_state {
 
 /// Trains `job` under `choice` on the actor runtime; `on_totals` sees the task times after
 /// every timed step; `customize` may change the runtime's options last (multi-process hooks).
-result<training_result> train_runtime(const training_job& job, const plan_options& p, const planner::plan_choice& choice,
-                                      const std::vector<std::string>& caf_arguments, loop_state& loop,
-                                      planner::task_totals& totals, const std::function<void(const planner::task_totals&)>& on_totals,
+result<training_result> train_runtime(const training_job& job, const plan_options& p,
+                                      const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
+                                      loop_state& loop, planner::task_totals& totals,
+                                      const std::function<void(const planner::task_totals&)>& on_totals,
                                       const std::function<void(actors::run_options&)>& customize = {});
 
 /// One process of a multi-process job (apps/training_processes.cpp).

@@ -18,7 +18,8 @@ using actors::fabric_ptr;
 // plane; a lost process ends the job with a report naming it.
 result<training_result> train_processes(const training_job& job, const plan_options& p,
                                         const std::vector<std::string>& caf_arguments) {
-  if (p.only) return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
+  if (p.only)
+    return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
   auto formed = form_process_group(p.dist);
   if (!formed) return formed.error();
   process_group& g = **formed;
@@ -27,8 +28,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (coordinator) {
     std::string who;
     for (const auto& n : g.control->roster())
-      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " + n.host + " (" +
-             std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
+      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " +
+             n.host + " (" + std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
     std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
   }
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
@@ -51,7 +52,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   } else {
     auto text = g.control->broadcast_text(key(control_key::first_plan), "");
     if (!text) return text.error();
-    if (text->rfind("error: ", 0) == 0) return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
+    if (text->rfind("error: ", 0) == 0)
+      return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
     json j = json::parse(*text, nullptr, false);
     if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
     j.erase("predicted");
@@ -69,8 +71,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (coordinator)
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   training_job with_note = job;
-  with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" + choice->how +
-                   ") over " + std::to_string(world) + " processes (" + to_string(p.dist.transport) + ")";
+  with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" +
+                   choice->how + ") over " + std::to_string(world) + " processes (" + to_string(p.dist.transport) + ")";
   const auto owner = g.owners(choice->plan);
   // the data plane in use (a plan transition replaces it), closed when a node is lost
   auto current = std::make_shared<std::pair<std::mutex, fabric_ptr>>();
@@ -96,7 +98,9 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
       return g.control->gather(key(control_key::parameters), mine, owner);
     };
-    h.share_plan = [&g](const std::string& text) { return g.control->broadcast_text(key(control_key::plan_change), text); };
+    h.share_plan = [&g](const std::string& text) {
+      return g.control->broadcast_text(key(control_key::plan_change), text);
+    };
     h.connect = [&g](const planner::parallel_plan& plan) { return g.connect(plan); };
     h.adopt_fabric = [current](const fabric_ptr& f) {
       std::lock_guard<std::mutex> lock(current->first);
@@ -161,7 +165,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // reported, not saved: the profile describes this machine's in-process runtime, and a job's
     // data plane (TCP, UCX, another host) is a different link
     r->prediction = planner::compare_and_refit(*choice, *setup, /*save=*/false, all, false);
-    r->prediction["note"] = "refit from every process's task times; not saved to the profile (its link is the in-process one)";
+    r->prediction["note"] =
+        "refit from every process's task times; not saved to the profile (its link is the in-process one)";
   }
   return r;
 }

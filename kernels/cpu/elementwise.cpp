@@ -16,8 +16,10 @@ constexpr std::int64_t elementwise_grain = 1 << 15;
 
 template <class F>
 void parallel(const kernel_call& c, std::int64_t n, F&& body) {
-  if (c.pool != nullptr) c.pool->parallel_for(n, elementwise_grain, body);
-  else body(0, n);
+  if (c.pool != nullptr)
+    c.pool->parallel_for(n, elementwise_grain, body);
+  else
+    body(0, n);
 }
 
 // Which fast path fits b against the output: same shape, scalar, or a row repeated.
@@ -69,7 +71,8 @@ status binary(const kernel_call& c, F f, status (*fallback)(const kernel_call&))
       });
       return {};
     }
-    case pattern::other: break;
+    case pattern::other:
+      break;
   }
   return fallback(c);
 }
@@ -100,13 +103,26 @@ constexpr float inv_sqrt_2pi = 0.39894228040143268f;
 
 }  // namespace
 
-status add(const kernel_call& c) { return binary(c, [](float a, float b) { return a + b; }, ref::add); }
-status sub(const kernel_call& c) { return binary(c, [](float a, float b) { return a - b; }, ref::sub); }
-status mul(const kernel_call& c) { return binary(c, [](float a, float b) { return a * b; }, ref::mul); }
-status div(const kernel_call& c) { return binary(c, [](float a, float b) { return a / b; }, ref::div); }
+status add(const kernel_call& c) {
+  return binary(
+      c, [](float a, float b) { return a + b; }, ref::add);
+}
+status sub(const kernel_call& c) {
+  return binary(
+      c, [](float a, float b) { return a - b; }, ref::sub);
+}
+status mul(const kernel_call& c) {
+  return binary(
+      c, [](float a, float b) { return a * b; }, ref::mul);
+}
+status div(const kernel_call& c) {
+  return binary(
+      c, [](float a, float b) { return a / b; }, ref::div);
+}
 
 status bias_add(const kernel_call& c) {
-  return binary(c, [](float a, float b) { return a + b; }, ref::bias_add);
+  return binary(
+      c, [](float a, float b) { return a + b; }, ref::bias_add);
 }
 
 status scale(const kernel_call& c) {

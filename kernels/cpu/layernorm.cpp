@@ -42,8 +42,10 @@ status layernorm(const kernel_call& c) {
       for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m.mean) * m.rstd * gamma[j] + beta[j];
     }
   };
-  if (c.pool != nullptr) c.pool->parallel_for(rows, 64, body);
-  else body(0, rows);
+  if (c.pool != nullptr)
+    c.pool->parallel_for(rows, 64, body);
+  else
+    body(0, rows);
   return {};
 }
 

@@ -27,9 +27,8 @@ status matmul(const kernel_call& c) {
   const int ldb = at.trans_b ? k : n;
   if (m == 0 || n == 0) return {};
   for (std::int64_t p = 0; p < batches; ++p) {
-    cblas_sgemm(CblasRowMajor, at.trans_a ? CblasTrans : CblasNoTrans,
-                at.trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                pa + p * static_cast<std::int64_t>(m) * k, lda,
+    cblas_sgemm(CblasRowMajor, at.trans_a ? CblasTrans : CblasNoTrans, at.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+                1.0f, pa + p * static_cast<std::int64_t>(m) * k, lda,
                 pb + (b_shared ? 0 : p * static_cast<std::int64_t>(k) * n), ldb, 0.0f,
                 py + p * static_cast<std::int64_t>(m) * n, n);
   }

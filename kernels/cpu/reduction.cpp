@@ -24,8 +24,7 @@ void accumulate_strided(const tensor& x, tensor& y, const std::vector<std::int64
   float* py = y.data<float>();
   std::memset(py, 0, static_cast<std::size_t>(y.numel()) * sizeof(float));
   const float* px = x.data<float>();
-  for (std::int64_t i = 0, n = x.numel(); i < n; ++i)
-    py[detail::broadcast_offset(x.shape(), strides, i)] += px[i];
+  for (std::int64_t i = 0, n = x.numel(); i < n; ++i) py[detail::broadcast_offset(x.shape(), strides, i)] += px[i];
 }
 
 // The trailing-axes pattern: `small` (leading 1s dropped) equals the last axes of `big`.

@@ -16,8 +16,10 @@ constexpr std::int64_t row_grain_elems = 1 << 14;
 template <class F>
 void for_rows(const kernel_call& c, std::int64_t rows, std::int64_t cols, F&& body) {
   std::int64_t grain = std::max<std::int64_t>(1, row_grain_elems / std::max<std::int64_t>(cols, 1));
-  if (c.pool != nullptr) c.pool->parallel_for(rows, grain, body);
-  else body(0, rows);
+  if (c.pool != nullptr)
+    c.pool->parallel_for(rows, grain, body);
+  else
+    body(0, rows);
 }
 
 float row_max(const float* x, std::int64_t n) {
@@ -49,9 +51,9 @@ float log_sum_exp(const float* x, std::int64_t n) {
 }
 
 status bad_label(std::int32_t label, std::int64_t classes, std::int64_t row) {
-  return make_error(errc::invalid_argument,
-                    "softmax_cross_entropy: label " + std::to_string(label) + " in row " +
-                        std::to_string(row) + " is outside [0," + std::to_string(classes) + ")");
+  return make_error(errc::invalid_argument, "softmax_cross_entropy: label " + std::to_string(label) + " in row " +
+                                                std::to_string(row) + " is outside [0," + std::to_string(classes) +
+                                                ")");
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ inline float clamp_to(float x, float lo, float hi) {
 inline float fast_exp(float x) {
   const float xc = clamp_to(x, -87.0f, 88.5f);
   const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-  float r = xc - n * 0.693359375f;     // ln2, high part
-  r = r - n * -2.12194440e-4f;         // ln2, low part
+  float r = xc - n * 0.693359375f;  // ln2, high part
+  r = r - n * -2.12194440e-4f;      // ln2, low part
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;

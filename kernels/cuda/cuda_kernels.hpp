@@ -83,7 +83,6 @@ status gelu_backward(const float* dy, const float* x, float* dx, std::int64_t n)
 /// C[m,n] = op(A) op(B), all row-major and contiguous, as kernels/cpu/matmul_blas.cpp:
 /// A is [m,k] ([k,m] when trans_a), B is [k,n] ([n,k] when trans_b). FP32 math (no TF32),
 /// one cuBLAS handle per calling thread, created on first use.
-status sgemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
-             float* c);
+status sgemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
 
 }  // namespace cohort::kernels::cuda

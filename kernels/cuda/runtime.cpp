@@ -49,8 +49,8 @@ void record(cudaError_t e) {
 status check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return {};
   record(e);
-  return make_error(code_for(e), std::string("cuda ") + what + ": " + cudaGetErrorString(e) +
-                                     " (" + cudaGetErrorName(e) + ")");
+  return make_error(code_for(e),
+                    std::string("cuda ") + what + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
 }
 
 }  // namespace detail
@@ -82,8 +82,7 @@ int nccl_version() {
 
 result<device_buffer> device_buffer::allocate(std::int64_t count) {
   if (count < 0)
-    return make_error(errc::invalid_argument,
-                      "cuda device_buffer: negative element count " + std::to_string(count));
+    return make_error(errc::invalid_argument, "cuda device_buffer: negative element count " + std::to_string(count));
   device_buffer b;
   if (count == 0) return b;
   void* p = nullptr;
@@ -114,8 +113,7 @@ device_buffer& device_buffer::operator=(device_buffer&& other) noexcept {
 status device_buffer::copy_from_host(std::span<const float> host) {
   if (static_cast<std::int64_t>(host.size()) != size_)
     return make_error(errc::shape_mismatch, "cuda copy_from_host: " + std::to_string(host.size()) +
-                                                " host floats into a buffer of " +
-                                                std::to_string(size_));
+                                                " host floats into a buffer of " + std::to_string(size_));
   if (size_ == 0) return {};
   return detail::check(cudaMemcpy(data_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice),
                        "cudaMemcpy host to device");
@@ -123,9 +121,8 @@ status device_buffer::copy_from_host(std::span<const float> host) {
 
 status device_buffer::copy_to_host(std::span<float> host) const {
   if (static_cast<std::int64_t>(host.size()) != size_)
-    return make_error(errc::shape_mismatch, "cuda copy_to_host: a buffer of " +
-                                                std::to_string(size_) + " floats into " +
-                                                std::to_string(host.size()) + " host floats");
+    return make_error(errc::shape_mismatch, "cuda copy_to_host: a buffer of " + std::to_string(size_) +
+                                                " floats into " + std::to_string(host.size()) + " host floats");
   if (size_ == 0) return {};
   return detail::check(cudaMemcpy(host.data(), data_, host.size_bytes(), cudaMemcpyDeviceToHost),
                        "cudaMemcpy device to host");

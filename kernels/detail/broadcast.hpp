@@ -20,8 +20,7 @@ inline std::vector<std::int64_t> broadcast_strides(const shape& operand, const s
 }
 
 /// Offset into an operand with `strides` (from broadcast_strides) of output element `flat`.
-inline std::int64_t broadcast_offset(const shape& out, const std::vector<std::int64_t>& strides,
-                                     std::int64_t flat) {
+inline std::int64_t broadcast_offset(const shape& out, const std::vector<std::int64_t>& strides, std::int64_t flat) {
   std::int64_t off = 0;
   for (int d = out.rank() - 1; d >= 0; --d) {
     off += (flat % out[d]) * strides[static_cast<std::size_t>(d)];

@@ -19,8 +19,7 @@ status binary(const kernel_call& c, F f) {
   const float* pb = b.data<float>();
   float* py = y.data<float>();
   for (std::int64_t i = 0, n = y.numel(); i < n; ++i)
-    py[i] = f(pa[detail::broadcast_offset(y.shape(), sa, i)],
-              pb[detail::broadcast_offset(y.shape(), sb, i)]);
+    py[i] = f(pa[detail::broadcast_offset(y.shape(), sa, i)], pb[detail::broadcast_offset(y.shape(), sb, i)]);
   return {};
 }
 
@@ -52,10 +51,18 @@ double gelu_derivative(double x) {
 
 }  // namespace
 
-status add(const kernel_call& c) { return binary(c, [](float a, float b) { return a + b; }); }
-status sub(const kernel_call& c) { return binary(c, [](float a, float b) { return a - b; }); }
-status mul(const kernel_call& c) { return binary(c, [](float a, float b) { return a * b; }); }
-status div(const kernel_call& c) { return binary(c, [](float a, float b) { return a / b; }); }
+status add(const kernel_call& c) {
+  return binary(c, [](float a, float b) { return a + b; });
+}
+status sub(const kernel_call& c) {
+  return binary(c, [](float a, float b) { return a - b; });
+}
+status mul(const kernel_call& c) {
+  return binary(c, [](float a, float b) { return a * b; });
+}
+status div(const kernel_call& c) {
+  return binary(c, [](float a, float b) { return a / b; });
+}
 
 status bias_add(const kernel_call& c) {
   const float* x = c.in[0].data<float>();
@@ -72,11 +79,15 @@ status scale(const kernel_call& c) {
   return unary(c, [f](float x) { return x * f; });
 }
 
-status relu(const kernel_call& c) { return unary(c, [](float x) { return x > 0.f ? x : 0.f; }); }
+status relu(const kernel_call& c) {
+  return unary(c, [](float x) { return x > 0.f ? x : 0.f; });
+}
 status gelu(const kernel_call& c) {
   return unary(c, [](float x) { return static_cast<float>(gelu_of(x)); });
 }
-status tanh(const kernel_call& c) { return unary(c, [](float x) { return std::tanh(x); }); }
+status tanh(const kernel_call& c) {
+  return unary(c, [](float x) { return std::tanh(x); });
+}
 
 status relu_grad(const kernel_call& c) {
   return unary_grad(c, [](float dy, float x) { return x > 0.f ? dy : 0.f; });

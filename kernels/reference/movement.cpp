@@ -11,9 +11,9 @@ namespace {
 
 status check_id(std::int32_t id, std::int64_t vocab, std::int64_t pos) {
   if (id < 0 || id >= vocab)
-    return make_error(errc::invalid_argument, "embedding: id " + std::to_string(id) +
-                                                  " at position " + std::to_string(pos) +
-                                                  " is outside [0," + std::to_string(vocab) + ")");
+    return make_error(errc::invalid_argument, "embedding: id " + std::to_string(id) + " at position " +
+                                                  std::to_string(pos) + " is outside [0," + std::to_string(vocab) +
+                                                  ")");
   return {};
 }
 

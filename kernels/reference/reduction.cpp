@@ -59,8 +59,7 @@ status broadcast_to(const kernel_call& c) {
   auto strides = detail::broadcast_strides(x.shape(), y.shape());
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  for (std::int64_t i = 0, n = y.numel(); i < n; ++i)
-    py[i] = px[detail::broadcast_offset(y.shape(), strides, i)];
+  for (std::int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = px[detail::broadcast_offset(y.shape(), strides, i)];
   return {};
 }
 

@@ -21,9 +21,9 @@ double log_sum_exp(const float* row, std::int64_t n) {
 
 status check_label(std::int32_t label, std::int64_t classes, std::int64_t row) {
   if (label < 0 || label >= classes)
-    return make_error(errc::invalid_argument,
-                      "softmax_cross_entropy: label " + std::to_string(label) + " in row " +
-                          std::to_string(row) + " is outside [0," + std::to_string(classes) + ")");
+    return make_error(errc::invalid_argument, "softmax_cross_entropy: label " + std::to_string(label) + " in row " +
+                                                  std::to_string(row) + " is outside [0," + std::to_string(classes) +
+                                                  ")");
   return {};
 }
 
@@ -35,8 +35,7 @@ status softmax(const kernel_call& c) {
   float* y = c.out[0].data<float>();
   for (std::int64_t r = 0; r < rows; ++r) {
     double lse = log_sum_exp(x + r * cols, cols);
-    for (std::int64_t j = 0; j < cols; ++j)
-      y[r * cols + j] = static_cast<float>(std::exp(x[r * cols + j] - lse));
+    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = static_cast<float>(std::exp(x[r * cols + j] - lse));
   }
   return {};
 }

@@ -14,11 +14,11 @@
 
 #include <cmath>
 
-#include "apps/models/mlp.hpp"
 #include "apps/models/gpt.hpp"
+#include "apps/models/mlp.hpp"
 #include "graph/random.hpp"
-#include "support/tensor_checks.hpp"
 #include "support/runtime_runner.hpp"
+#include "support/tensor_checks.hpp"
 #include "support/toy_data.hpp"
 
 using namespace cohort;
@@ -61,11 +61,14 @@ TEST_CASE("MLP: every plan's losses equal the serial run's") {
   auto serial = serial_losses(model, batch, steps, opt, 3, mlp_data(batch));
   for (const auto& np : plans()) {
     if (np.plan.dp * np.plan.micro_batches > batch) continue;
-    check_same_losses(serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 3, mlp_data(batch)), np.name);
+    check_same_losses(serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 3, mlp_data(batch)),
+                      np.name);
   }
   // pp4 with uneven stages: cut after fc1's matmul, after fc2's bias, after the last ReLU
-  check_same_losses(serial, runtime_losses(model, {{.pp = 4, .micro_batches = 4}, {1, 4, 6}, {}, {}}, batch, steps, opt, 3, mlp_data(batch)),
-             "pp4 uneven");
+  check_same_losses(
+      serial,
+      runtime_losses(model, {{.pp = 4, .micro_batches = 4}, {1, 4, 6}, {}, {}}, batch, steps, opt, 3, mlp_data(batch)),
+      "pp4 uneven");
 }
 
 TEST_CASE("GPT: every plan's losses equal the serial run's") {
@@ -76,7 +79,10 @@ TEST_CASE("GPT: every plan's losses equal the serial run's") {
   optimizer_config opt = adamw_config{.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f};
   auto serial = serial_losses(model, batch, steps, opt, 5, gpt_data(batch, seq));
   for (const auto& np : plans())
-    check_same_losses(serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)), np.name);
-  check_same_losses(serial, runtime_losses(model, {{.pp = 4, .micro_batches = 4}, {}, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
-             "pp4");
+    check_same_losses(
+        serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)), np.name);
+  check_same_losses(
+      serial,
+      runtime_losses(model, {{.pp = 4, .micro_batches = 4}, {}, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
+      "pp4");
 }

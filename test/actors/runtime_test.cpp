@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "actors/runtime.hpp"
-#include "apps/models/mlp.hpp"
 #include "apps/models/gpt.hpp"
+#include "apps/models/mlp.hpp"
 #include "graph/random.hpp"
-#include "support/tensor_checks.hpp"
 #include "support/runtime_runner.hpp"
+#include "support/tensor_checks.hpp"
 
 using namespace cohort;
 using namespace cohort::test;
@@ -64,7 +64,8 @@ parameter_store serial_parameters() {
   static graph g;
   static parameter_store out = [] {
     var loss = mlp(g, 16);
-    auto tr = kernels::serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f}, .seed = 9});
+    auto tr =
+        kernels::serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f}, .seed = 9});
     for (int s = 0; s < 12; ++s) {
       for (auto& [name, t] : mlp_batch(s, 16)) (*tr)->input(name).copy_from(t);
       (void)(*tr)->step();
@@ -76,7 +77,8 @@ parameter_store serial_parameters() {
 
 double worst_relative(const std::vector<float>& a, const std::vector<double>& b) {
   double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(b[i] - a[i]) / std::fabs(static_cast<double>(a[i])));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(b[i] - a[i]) / std::fabs(static_cast<double>(a[i])));
   return worst;
 }
 
@@ -92,7 +94,8 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
                          {"dp2", {.dp = 2}},
                          {"tp2 pp2 m2", {.tp = 2, .pp = 2, .micro_batches = 2}},
                          {"dp2 sharded", {.dp = 2, .shard_params = true}},
-                         {"dp2 tp2 pp2 m2 gpipe", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}}};
+                         {"dp2 tp2 pp2 m2 gpipe",
+                          {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}}};
   for (const auto& p : plans) {
     const std::string plan_name = p.name;
     CAPTURE(plan_name);
@@ -115,12 +118,14 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
     for (auto& [name, t] : expected) {
       CAPTURE(name);
       REQUIRE(r->parameters.count(name) == 1);
-      CHECK_MESSAGE(close(r->parameters.at(name), t, 1e-4f, 1e-6f), describe_mismatch(r->parameters.at(name), t, 1e-4f, 1e-6f));
+      CHECK_MESSAGE(close(r->parameters.at(name), t, 1e-4f, 1e-6f),
+                    describe_mismatch(r->parameters.at(name), t, 1e-4f, 1e-6f));
     }
   }
 }
 
-TEST_CASE("a worker that fails mid-step is respawned and refilled and the step redone with equal losses" * doctest::test_suite("failure")) {
+TEST_CASE("a worker that fails mid-step is respawned and refilled and the step redone with equal losses" *
+          doctest::test_suite("failure")) {
   auto reference = serial();
   for (auto plan : {planner::parallel_plan{.dp = 2, .pp = 2, .micro_batches = 2},
                     planner::parallel_plan{.dp = 2, .tp = 2, .shard_params = true}}) {

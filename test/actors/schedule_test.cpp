@@ -2,8 +2,8 @@
 // and the amplifier last — asserted as exact sequences.
 #include <doctest/doctest.h>
 
-#include "planner/schedule.hpp"
 #include "planner/plan.hpp"
+#include "planner/schedule.hpp"
 
 using namespace cohort;
 using namespace cohort::planner;
@@ -38,8 +38,14 @@ TEST_CASE("a stage never holds more micro-batches in flight than its buffer") {
       for (int s = 0; s < pp; ++s) {
         int in_flight = 0, most = 0, forwards = 0, backwards = 0;
         for (const auto& t : order[static_cast<std::size_t>(s)]) {
-          if (t.kind == task_kind::forward) { ++in_flight; ++forwards; }
-          if (t.kind == task_kind::backward) { --in_flight; ++backwards; }
+          if (t.kind == task_kind::forward) {
+            ++in_flight;
+            ++forwards;
+          }
+          if (t.kind == task_kind::backward) {
+            --in_flight;
+            ++backwards;
+          }
           most = std::max(most, in_flight);
         }
         CAPTURE(pp);

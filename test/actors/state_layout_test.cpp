@@ -50,7 +50,8 @@ std::vector<piece_state> coded_states(const std::vector<piece_layout>& layouts, 
       for (const auto& run : part.elements)
         for (std::int64_t i = run.begin; i < run.end; ++i, ++at) {
           s.values.data<float>()[at] = code(part.name, i, 0);
-          for (std::size_t k = 0; k < slots; ++k) s.slots[k].data<float>()[at] = code(part.name, i, static_cast<int>(k) + 1);
+          for (std::size_t k = 0; k < slots; ++k)
+            s.slots[k].data<float>()[at] = code(part.name, i, static_cast<int>(k) + 1);
         }
     }
   }
@@ -99,7 +100,7 @@ TEST_CASE("every parameter element and optimizer slot reaches the new layout, fo
   for (const auto* m : {&mlp, &gpt})
     for (const auto& c : cases()) {
       const std::string pair = c.name;
-    CAPTURE(pair);
+      CAPTURE(pair);
       auto from = piece_layouts(*compiled(*m, c.from));
       auto to = piece_layouts(*compiled(*m, c.to));
       REQUIRE(from.ok());

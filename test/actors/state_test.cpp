@@ -26,7 +26,7 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   CHECK(mb->inputs.at("x").to_vector() == std::vector<float>{308, 309, 310, 311, 312, 313, 314, 315});
   REQUIRE(s.replica_rows(3, 0).ok());
   CHECK(s.replica_rows(3, 0)->inputs.at("x").to_vector() == std::vector<float>{300, 301, 302, 303, 304, 305, 306, 307});
-  CHECK(calls == 1);           // the same step is not recomputed
+  CHECK(calls == 1);  // the same step is not recomputed
   REQUIRE(s.replica_rows(4, 0).ok());
   CHECK(calls == 2);
   REQUIRE(s.prepare(5).ok());  // what the actor does ahead of time
@@ -35,7 +35,7 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   REQUIRE(s.replica_rows(4, 1).ok());  // a redone step finds its batch
   CHECK(calls == 3);
   CHECK(s.replica_rows(4, 2).error().message == "data: no replica 2");
-  s.rows = 3;                  // a batch that does not fit the plan
+  s.rows = 3;  // a batch that does not fit the plan
   CHECK(s.replica_rows(6, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
 }
 
@@ -44,11 +44,11 @@ TEST_CASE("a parameter piece applies a gradient only once its step is committed,
   tensor worker_params = tensor::full({3}, 1.f);
   REQUIRE(s.attach(worker_params).ok());
   REQUIRE(s.submit(0, 0, tensor::full({3}, 2.f)).ok());
-  REQUIRE(s.apply_committed(-1).ok());   // step 0 not committed yet: nothing happens
+  REQUIRE(s.apply_committed(-1).ok());  // step 0 not committed yet: nothing happens
   CHECK(worker_params.at(0) == 1.f);
   REQUIRE(s.apply_committed(0).ok());
-  CHECK(worker_params.at(0) == 0.f);     // 1 - 0.5 * 2, in the worker's own storage
-  REQUIRE(s.apply_committed(0).ok());    // exactly once
+  CHECK(worker_params.at(0) == 0.f);   // 1 - 0.5 * 2, in the worker's own storage
+  REQUIRE(s.apply_committed(0).ok());  // exactly once
   CHECK(worker_params.at(0) == 0.f);
   // a failed step: its gradient waits, the generation ends uncommitted, nothing is applied
   REQUIRE(s.submit(0, 1, tensor::full({3}, 2.f)).ok());

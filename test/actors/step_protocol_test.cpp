@@ -76,8 +76,8 @@ TEST_CASE("a step commits when every local worker finished it, then the next sta
 TEST_CASE("answers of another generation or step, or twice from one rank, are ignored") {
   step_protocol p(config(3, 2));
   p.start(t0);
-  CHECK(p.on_outcome(1, 0, 0, ok(0), "", t0).empty());   // a later generation that does not exist
-  CHECK(p.on_outcome(0, 5, 0, ok(0), "", t0).empty());   // another step
+  CHECK(p.on_outcome(1, 0, 0, ok(0), "", t0).empty());  // a later generation that does not exist
+  CHECK(p.on_outcome(0, 5, 0, ok(0), "", t0).empty());  // another step
   CHECK(p.on_outcome(0, 0, 0, ok(0), "", t0).empty());
   CHECK(p.on_outcome(0, 0, 0, failed(0, "late"), "", t0).empty());  // the same rank again
   CHECK(p.on_outcome(0, 0, 1, ok(1), "", t0).size() == 2);          // commits: the late failure did not count
@@ -119,7 +119,7 @@ TEST_CASE("across processes the next step starts while the loss is combined, and
   auto a = p.on_outcome(0, 0, 1, ok(1), "", t0);
   REQUIRE(a.size() == 2);
   CHECK(std::get<combine_loss_action>(a[0]).local_loss == doctest::Approx(0.1));
-  CHECK(std::get<start_step_action>(a[1]).step == 1);  // not waiting for the sum
+  CHECK(std::get<start_step_action>(a[1]).step == 1);   // not waiting for the sum
   CHECK(p.on_outcome(0, 1, 2, ok(2), "", t0).empty());  // not a local rank
   p.on_outcome(0, 1, 0, ok(0, 0.2, true), "", t0);
   a = p.on_outcome(0, 1, 1, ok(1), "", t0);  // step 1 committed before step 0's sum came
@@ -202,7 +202,8 @@ TEST_CASE("a failed transition or collection ends the run with its error") {
   step_protocol p(config(2, 1, {}, false, {1}));
   p.start(t0);
   p.on_outcome(0, 0, 0, ok(0), "", t0);
-  auto end = only<finish_action>(p.on_error(make_error(errc::invalid_argument, "cuts[0]: expected a positive integer")));
+  auto end =
+      only<finish_action>(p.on_error(make_error(errc::invalid_argument, "cuts[0]: expected a positive integer")));
   CHECK(end.outcome.error().code == errc::invalid_argument);
   CHECK(p.on_error(make_error(errc::closed, "again")).empty());  // finished once
   CHECK(p.on_transition_done(1, {true}, t0).empty());

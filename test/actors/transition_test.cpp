@@ -66,7 +66,8 @@ TEST_CASE("MLP: dp2 sharded, then tp2 pp2 m4 from step 10: the losses equal the 
   CHECK(t.bytes_moved == doctest::Approx((params + replicated) * 4 * 2));
   CHECK(t.bytes_across_processes == 0);
   CHECK(t.plan["cuts"].size() == 1);  // the planner's cut, executed as planned
-  MESSAGE("transition " << t.seconds << " s, re-plan " << t.replan_seconds << " s, prepare " << t.prepare_seconds << " s");
+  MESSAGE("transition " << t.seconds << " s, re-plan " << t.replan_seconds << " s, prepare " << t.prepare_seconds
+                        << " s");
 }
 
 TEST_CASE("GPT: dp2, then pp2 1f1b m4, then dp2 tp2: the losses equal the serial run's") {
@@ -121,7 +122,8 @@ TEST_CASE("a plan change the model cannot take ends the run with the planner's e
   std::vector<std::int64_t> seen;
   o.on_step = [&](const actors::step_metrics& m) { seen.push_back(m.step); };
   caf::actor_system sys{test_config()};
-  auto r = actors::train(sys, mlp, [&](std::int64_t k) -> result<std::map<std::string, tensor>> { return data(k); }, o);
+  auto r = actors::train(
+      sys, mlp, [&](std::int64_t k) -> result<std::map<std::string, tensor>> { return data(k); }, o);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == errc::invalid_argument);
   CHECK(r.error().message.find("tp=64") != std::string::npos);

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "run_app.hpp"
 
@@ -35,8 +35,10 @@ TEST_CASE("mlp on digits reaches at least 95% accuracy on the held-out split") {
 }
 
 TEST_CASE("gpt on GPL-3 ends below loss 2.7 after 33 steps, as the PyTorch reference does") {
-  auto metrics = std::filesystem::temp_directory_path() / ("cohort-gpt-metrics-" + std::to_string(::getpid()) + ".jsonl");
-  auto r = run(GPT_BINARY, "--config-file=" + std::string(COHORT_SOURCE_DIR) + "/configs/gpt_gpl3.ini --train.threads=2 --metrics.file=" + metrics.string());
+  auto metrics =
+      std::filesystem::temp_directory_path() / ("cohort-gpt-metrics-" + std::to_string(::getpid()) + ".jsonl");
+  auto r = run(GPT_BINARY, "--config-file=" + std::string(COHORT_SOURCE_DIR) +
+                               "/configs/gpt_gpl3.ini --train.threads=2 --metrics.file=" + metrics.string());
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.summary["steps"] == 33);
   MESSAGE("gpt loss " << r.summary["first_loss"].get<double>() << " -> " << r.summary["final_loss"].get<double>());
@@ -61,25 +63,33 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
   };
   std::string missing_dir = "--data.dir=/nonexistent-cohort-data";
   const std::string duplicate = (std::filesystem::temp_directory_path() / "cohort-duplicate-id.json").string();
-  std::ofstream(duplicate) << R"({"machines": [{"hostname": "h", "addr": "10.0.0.1", "port": "60009", "devices": [)"
-                           << R"({"global_id": 0, "local_id": 0, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40},)"
-                           << R"({"global_id": 0, "local_id": 1, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40}],)"
-                           << R"("links": []}]})";
+  std::ofstream(duplicate)
+      << R"({"machines": [{"hostname": "h", "addr": "10.0.0.1", "port": "60009", "devices": [)"
+      << R"({"global_id": 0, "local_id": 0, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40},)"
+      << R"({"global_id": 0, "local_id": 1, "type": "GPU", "model": "A100", "sp_gflops": 19500, "dp_gflops": 9700, "memory": 40}],)"
+      << R"("links": []}]})";
   const bad_case cases[] = {
       {MLP_BINARY, "--train.stepz=5", "mlp: error: unknown option --train.stepz (see --help)"},
       {MLP_BINARY, "--train.steps=five", "mlp: error: command line: train.steps must be an integer, got 'five'"},
       {MLP_BINARY, "--data.name=cifar", "mlp: error: --data.name must be digits, fashion, mnist or synth, got 'cifar'"},
-      {MLP_BINARY, missing_dir, "mlp: error: missing data file /nonexistent-cohort-data/sklearn/digits.csv.gz (run scripts/fetch-data.sh; add --all for MNIST)"},
+      {MLP_BINARY, missing_dir,
+       "mlp: error: missing data file /nonexistent-cohort-data/sklearn/digits.csv.gz (run scripts/fetch-data.sh; add "
+       "--all for MNIST)"},
       {MLP_BINARY, "--config-file=/nonexistent.ini", "mlp: error: cannot open config file '/nonexistent.ini'"},
       {MLP_BINARY, "--train.steps=0", "mlp: error: --train.steps must be positive"},
-      {MLP_BINARY, "--model.dims=64,10,3", "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
+      {MLP_BINARY, "--model.dims=64,10,3",
+       "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
       {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},
-      {GPT_BINARY, "--model.heads=3", "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
+      {GPT_BINARY, "--model.heads=3",
+       "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
       {MLP_BINARY, "--plan.schedule=zigzag", "mlp: error: --plan.schedule must be gpipe or 1f1b, got 'zigzag'"},
       {MLP_BINARY, "--plan.mode=magic", "mlp: error: --plan.mode must be auto, manual or serial, got 'magic'"},
       {MLP_BINARY, "--plan.dp=3", "mlp: error: plan: batch 128 does not split into dp 3 x micro-batches 1 equal parts"},
-      {MLP_BINARY, "--plan.tp=200", "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard it over"},
-      {MLP_BINARY, "--plan.pp=100", "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},
+      {MLP_BINARY, "--plan.tp=200",
+       "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard "
+       "it over"},
+      {MLP_BINARY, "--plan.pp=100",
+       "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},
       {MLP_BINARY, "--plan.only=true --cluster.file=" + duplicate, "DUPLICATE"},
       {MLP_BINARY, "--train.optimizer=lamb", "mlp: error: --train.optimizer must be sgd or adamw, got 'lamb'"},
   };
@@ -100,7 +110,8 @@ TEST_CASE("a plan on the command line trains like the serial mode, and says so i
   auto serial = run(MLP_BINARY, common + "--plan.mode=serial");
   REQUIRE_MESSAGE(serial.exit_code == 0, serial.err);
   CHECK(serial.summary["plan"]["mode"] == "serial");
-  auto dist = run(MLP_BINARY, common + "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2 --plan.schedule=gpipe");
+  auto dist =
+      run(MLP_BINARY, common + "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2 --plan.schedule=gpipe");
   REQUIRE_MESSAGE(dist.exit_code == 0, dist.err);
   CHECK(dist.summary["plan"]["ranks"] == 8);
   CHECK(dist.summary["plan"]["schedule"] == "gpipe");
@@ -109,8 +120,11 @@ TEST_CASE("a plan on the command line trains like the serial mode, and says so i
   CHECK(std::fabs(serial.summary["test_accuracy"].get<double>() - dist.summary["test_accuracy"].get<double>()) < 0.01);
 }
 
-TEST_CASE("a worker failure injected from the command line is recovered without changing the losses" * doctest::test_suite("failure")) {
-  const std::string common = "--data.name=digits --train.steps=20 --train.batch=64 --train.threads=2 --plan.dp=2 --plan.pp=2 --plan.micro-batches=2 ";
+TEST_CASE("a worker failure injected from the command line is recovered without changing the losses" *
+          doctest::test_suite("failure")) {
+  const std::string common =
+      "--data.name=digits --train.steps=20 --train.batch=64 --train.threads=2 --plan.dp=2 --plan.pp=2 "
+      "--plan.micro-batches=2 ";
   auto clean = run(MLP_BINARY, common);
   auto faulty = run(MLP_BINARY, common + "--fault.inject-rank=2 --fault.inject-step=7 --fault.inject-task=2");
   REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);

@@ -50,8 +50,9 @@ struct case_ {
 
 TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run's") {
   const std::string mlp_model = "--data.name=digits --train.steps=30 --train.threads=1";
-  const std::string gpt_model = "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
-                                "--train.steps=30 --train.threads=1";
+  const std::string gpt_model =
+      "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
+      "--train.steps=30 --train.threads=1";
   const case_ cases[] = {
       {MLP_BINARY, "dp2", 2, "--plan.dp=2"},
       {MLP_BINARY, "tp2", 2, "--plan.tp=2"},
@@ -64,7 +65,8 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
       {MLP_BINARY, "dp4", 4, "--plan.dp=4"},
       {MLP_BINARY, "pp4", 4, "--plan.pp=4 --plan.micro-batches=4"},
       {MLP_BINARY, "tp3 (3 processes)", 3, "--plan.tp=3"},
-      {MLP_BINARY, "dp2xtp2xpp2 (8 ranks, 4 processes)", 4, "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
+      {MLP_BINARY, "dp2xtp2xpp2 (8 ranks, 4 processes)", 4,
+       "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
       {GPT_BINARY, "gpt dp2", 2, "--plan.dp=2"},
       {GPT_BINARY, "gpt tp2", 2, "--plan.tp=2"},
       {GPT_BINARY, "gpt pp2", 2, "--plan.pp=2 --plan.micro-batches=2"},
@@ -86,7 +88,8 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
       std::filesystem::remove(path);
     }
     const auto path = temp_file("job.jsonl");
-    auto r = run(c.binary, model + " " + c.plan + " --launch.nproc=" + std::to_string(c.processes) + " --metrics.file=" + path);
+    auto r = run(c.binary,
+                 model + " " + c.plan + " --launch.nproc=" + std::to_string(c.processes) + " --metrics.file=" + path);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.summary["plan"]["processes"] == c.processes);
@@ -100,7 +103,8 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
     std::filesystem::remove(path);
     REQUIRE(got.size() == want.size());
     double worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::abs(want[i]));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::abs(got[i] - want[i]) / std::abs(want[i]));
     CAPTURE(worst);
     CHECK(worst <= 1e-5);
     if (serial_summary.contains("test_accuracy"))  // the model gathered from every process
@@ -138,7 +142,8 @@ bool names_step_5_or_6(const failed_job& j, const std::string& reason) {
 
 }  // namespace
 
-TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report of the node and the step and the reason" * doctest::test_suite("failure")) {
+TEST_CASE("a node killed with SIGKILL mid-run ends the job with a report of the node and the step and the reason" *
+          doctest::test_suite("failure")) {
   auto j = run_with_fault("KILL", 1, 5);
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);
@@ -157,7 +162,8 @@ TEST_CASE("over UCX too a node killed with SIGKILL ends the job with the report"
   CHECK(j.leftovers == 0);
 }
 
-TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout and the job ends with nothing left behind" * doctest::test_suite("failure")) {
+TEST_CASE("a node stopped with SIGSTOP is lost at the heartbeat timeout and the job ends with nothing left behind" *
+          doctest::test_suite("failure")) {
   auto j = run_with_fault("STOP", 1, 5, "--dist.heartbeat-ms=200 --dist.heartbeat-timeout-ms=1500");
   INFO(j.r.err);
   CHECK(j.r.exit_code != 0);

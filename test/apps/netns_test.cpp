@@ -35,12 +35,17 @@ struct namespaces {
     a = "cohort-a" + id;
     b = "cohort-b" + id;
     const std::string va = "cva" + id, vb = "cvb" + id;
-    const std::string steps[] = {
-        "ip netns add " + a, "ip netns add " + b, "ip link add " + va + " type veth peer name " + vb,
-        "ip link set " + va + " netns " + a, "ip link set " + vb + " netns " + b,
-        "ip -n " + a + " addr add 10.231.0.1/24 dev " + va, "ip -n " + b + " addr add 10.231.0.2/24 dev " + vb,
-        "ip -n " + a + " link set " + va + " up", "ip -n " + b + " link set " + vb + " up",
-        "ip -n " + a + " link set lo up", "ip -n " + b + " link set lo up"};
+    const std::string steps[] = {"ip netns add " + a,
+                                 "ip netns add " + b,
+                                 "ip link add " + va + " type veth peer name " + vb,
+                                 "ip link set " + va + " netns " + a,
+                                 "ip link set " + vb + " netns " + b,
+                                 "ip -n " + a + " addr add 10.231.0.1/24 dev " + va,
+                                 "ip -n " + b + " addr add 10.231.0.2/24 dev " + vb,
+                                 "ip -n " + a + " link set " + va + " up",
+                                 "ip -n " + b + " link set " + vb + " up",
+                                 "ip -n " + a + " link set lo up",
+                                 "ip -n " + b + " link set lo up"};
     for (const auto& s : steps)
       if (sh(s) != 0) {
         why = "'" + s + "' failed";
@@ -67,27 +72,29 @@ TEST_CASE("a dp2 job across two network namespaces (two hosts in miniature) trai
       MESSAGE("skipped: cannot create network namespaces here (" << ns.why << "); COHORT_SKIP_NETNS=1");
       return;
     }
-    FAIL("cannot create network namespaces (needs root and iproute2): " << ns.why
-                                                                        << "; set COHORT_SKIP_NETNS=1 to skip this test");
+    FAIL("cannot create network namespaces (needs root and iproute2): "
+         << ns.why << "; set COHORT_SKIP_NETNS=1 to skip this test");
   }
   const auto dir = std::filesystem::temp_directory_path() / ("cohort-netns-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string secret = (dir / "secret").string();
-  {
-    std::ofstream(secret) << "a job secret for the test\n";
-  }
+  { std::ofstream(secret) << "a job secret for the test\n"; }
   ::chmod(secret.c_str(), 0600);
-  const std::string common = std::string(MLP_BINARY) + " --data.name=digits --train.steps=20 --train.threads=1 --plan.dp=2";
-  auto serial = cohort::test::run(MLP_BINARY, "--data.name=digits --train.steps=20 --train.threads=1 --plan.mode=serial "
-                                              "--metrics.file=" + (dir / "serial.jsonl").string());
+  const std::string common =
+      std::string(MLP_BINARY) + " --data.name=digits --train.steps=20 --train.threads=1 --plan.dp=2";
+  auto serial = cohort::test::run(MLP_BINARY,
+                                  "--data.name=digits --train.steps=20 --train.threads=1 --plan.mode=serial "
+                                  "--metrics.file=" +
+                                      (dir / "serial.jsonl").string());
   REQUIRE(serial.exit_code == 0);
   const std::string env = "env WORLD_SIZE=2 MASTER_ADDR=10.231.0.1 MASTER_PORT=29731 COHORT_JOB_SECRET_FILE=" + secret;
   std::thread node([&] {
-    sh("ip netns exec " + ns.b + " " + env + " RANK=1 " + common + " --dist.bind=10.231.0.2 --dist.join-timeout-ms=30000");
+    sh("ip netns exec " + ns.b + " " + env + " RANK=1 " + common +
+       " --dist.bind=10.231.0.2 --dist.join-timeout-ms=30000");
   });
-  auto coordinator = cohort::test::run("ip netns exec " + ns.a + " " + env + " RANK=0 " + common,
-                                       "--dist.bind=10.231.0.1 --dist.join-timeout-ms=30000 --metrics.file=" +
-                                           (dir / "job.jsonl").string());
+  auto coordinator = cohort::test::run(
+      "ip netns exec " + ns.a + " " + env + " RANK=0 " + common,
+      "--dist.bind=10.231.0.1 --dist.join-timeout-ms=30000 --metrics.file=" + (dir / "job.jsonl").string());
   node.join();
   INFO(coordinator.err);
   REQUIRE(coordinator.exit_code == 0);

@@ -21,8 +21,11 @@ struct fixture {
   std::vector<std::int64_t> dims;
   option_set opts{"t", "test"};
   fixture() {
-    opts.add("train.steps", steps, "steps").add("train.lr", lr, "lr").add("data.name", name, "name")
-        .add("plan.shard-params", flag, "flag").add("model.dims", dims, "dims");
+    opts.add("train.steps", steps, "steps")
+        .add("train.lr", lr, "lr")
+        .add("data.name", name, "name")
+        .add("plan.shard-params", flag, "flag")
+        .add("model.dims", dims, "dims");
   }
   result<parse_outcome> parse(std::vector<std::string> args) { return opts.parse(args); }
 };
@@ -67,7 +70,8 @@ TEST_CASE("command-line errors name the option and the expected type") {
 
 TEST_CASE("an INI file sets options, the command line overrides it, CAF sections pass through") {
   fixture f;
-  auto path = ini("[train]\nsteps=7\nlr=2\n[data]\nname=\"mnist\"\n[model]\ndims=[64, 10]\n[scheduler]\nmax-threads=2\n");
+  auto path =
+      ini("[train]\nsteps=7\nlr=2\n[data]\nname=\"mnist\"\n[model]\ndims=[64, 10]\n[scheduler]\nmax-threads=2\n");
   auto r = f.parse({"--config-file=" + path, "--train.steps=9"});
   REQUIRE_MESSAGE(r.ok(), r.error().message);
   CHECK(f.steps == 9);

@@ -46,7 +46,8 @@ TEST_CASE("auto keeps the degrees the user fixed and chooses the rest") {
 }
 
 TEST_CASE("a saved plan trains as saved, and a broken one is refused naming the field") {
-  auto only = run(GPT_BINARY, small_gpt + "--plan.mode=auto --plan.pp=2 --plan.micro-batches=2 --plan.only=true --plan.ranks=2");
+  auto only = run(GPT_BINARY,
+                  small_gpt + "--plan.mode=auto --plan.pp=2 --plan.micro-batches=2 --plan.only=true --plan.ranks=2");
   REQUIRE_MESSAGE(only.exit_code == 0, only.err);
   auto file = temp_file("plan.json", only.summary["plan"].dump());
   auto trained = run(GPT_BINARY, small_gpt + "--train.steps=3 --plan.file=" + file.string());
@@ -71,9 +72,11 @@ TEST_CASE("a saved plan trains as saved, and a broken one is refused naming the 
 }
 
 TEST_CASE("GPT-3 175B on a 64-GPU cluster file is planned in seconds, not trained") {
-  auto r = run(GPT_BINARY, std::string("--model.layers=96 --model.d=12288 --model.heads=96 --model.seq=2048 ") +
-                               "--model.vocab=50257 --train.batch=64 --plan.half-precision=true --plan.recompute=true --plan.only=true "
-                               "--cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_gpu_64.json");
+  auto r =
+      run(GPT_BINARY,
+          std::string("--model.layers=96 --model.d=12288 --model.heads=96 --model.seq=2048 ") +
+              "--model.vocab=50257 --train.batch=64 --plan.half-precision=true --plan.recompute=true --plan.only=true "
+              "--cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_gpu_64.json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto& plan = r.summary["plan"];
   CHECK(plan["ranks"] == 64);
@@ -92,7 +95,8 @@ TEST_CASE("when nothing fits, the error says what would") {
   auto tiny = temp_file("tiny.json", R"({"cohort_cluster": 1, "machines": [{"hostname": "h", "devices": [
       {"kind": "gpu", "model": "tiny", "count": 2, "tflops": {"f32": 10}, "memory_gb": 0.001,
        "memory_bandwidth_gb_per_s": 100}]}]})");
-  auto r = run(MLP_BINARY, "--data.name=synth --model.dims=784,2048,2048,10 --plan.only=true --cluster.file=" + tiny.string());
+  auto r = run(MLP_BINARY,
+               "--data.name=synth --model.dims=784,2048,2048,10 --plan.only=true --cluster.file=" + tiny.string());
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("no plan fits in memory") != std::string::npos);
   CHECK(r.err.find("would fit: ") != std::string::npos);
@@ -103,8 +107,9 @@ TEST_CASE("when nothing fits, the error says what would") {
 TEST_CASE("calibration writes a profile, and a run refits it and reports predicted against measured") {
   auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-profile.json");
   fs::remove(profile);
-  auto r = run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.calibrate=true --cluster.profile=" +
-                               profile.string());
+  auto r =
+      run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.calibrate=true --cluster.profile=" +
+                          profile.string());
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   REQUIRE(fs::exists(profile));
   const auto& p = r.summary["prediction"];
@@ -123,7 +128,8 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
     CHECK(saved["efficiency"][term] == p["refit"]["efficiency"][term]);
   }
   // a second run: the profile keeps the mean of the two runs' fits (geometric for efficiencies)
-  auto again = run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.profile=" + profile.string());
+  auto again =
+      run(MLP_BINARY, "--data.name=synth --train.steps=6 --train.warmup=2 --cluster.profile=" + profile.string());
   REQUIRE_MESSAGE(again.exit_code == 0, again.err);
   const auto& q = again.summary["prediction"]["refit"];
   CHECK(q["weight"] == 0.5);
@@ -134,7 +140,8 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
         doctest::Approx(std::sqrt(saved["efficiency"]["gemm"].get<double>() * q["efficiency"]["gemm"].get<double>())));
   CHECK(resaved["efficiency"]["per_step_seconds"].get<double>() ==
         doctest::Approx((saved["efficiency"]["per_step_seconds"].get<double>() +
-                         q["efficiency"]["per_step_seconds"].get<double>()) / 2));
+                         q["efficiency"]["per_step_seconds"].get<double>()) /
+                        2));
   CHECK(resaved["efficiency"] == q["saved_efficiency"]);
   // a profile written before the overhead terms: its per-rank step cost is x per step and x per extra rank
   std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,

@@ -29,8 +29,12 @@ void next_batch(tensor& x, tensor& y) {
     for (std::int64_t j = 0; j < 64; ++j) x.data<float>()[i * 64 + j] = data_rng.normal();
     for (int c = 0; c < 10; ++c) {
       float s = 0;
-      for (std::int64_t j = 0; j < 64; ++j) s += x.data<float>()[i * 64 + j] * static_cast<float>(((j * 7 + c * 13) % 5) - 2);
-      if (s > best) { best = s; y.data<std::int32_t>()[i] = c; }
+      for (std::int64_t j = 0; j < 64; ++j)
+        s += x.data<float>()[i * 64 + j] * static_cast<float>(((j * 7 + c * 13) % 5) - 2);
+      if (s > best) {
+        best = s;
+        y.data<std::int32_t>()[i] = c;
+      }
     }
   }
 }
@@ -38,6 +42,8 @@ void next_batch(tensor& x, tensor& y) {
 }  // namespace
 
 TEST_CASE("the README example builds, trains and lowers its loss") {
+  // the text of README.md, as written there:
+  // clang-format off
   // --- begin README snippet ---
   graph g;
   var x = g.input("x", {32, 64});                       // a batch of 32 feature vectors
@@ -53,6 +59,7 @@ TEST_CASE("the README example builds, trains and lowers its loss") {
     next_batch(tr.input("x"), tr.input("y"));          // your data, written into the input buffers
     result<float> l = tr.step();                        // forward, backward, AdamW update
   // --- end README snippet ---
+    // clang-format on
     REQUIRE(l.ok());
     if (step == 0) first_loss = *l;
     last_loss = *l;
@@ -77,7 +84,8 @@ TEST_CASE("the serial snippet above is the README's text") {
   int checked = 0;
   for (std::string line; std::getline(lines, line);) {
     CAPTURE(line);
-    CHECK(readme.find(line.substr(std::min<std::size_t>(2, line.size())) + "\n") != std::string::npos);  // minus the indent
+    CHECK(readme.find(line.substr(std::min<std::size_t>(2, line.size())) + "\n") !=
+          std::string::npos);  // minus the indent
     ++checked;
   }
   CHECK(checked > 10);
@@ -104,9 +112,9 @@ TEST_CASE("the README's distributed example trains over 2 processes with its ser
   REQUIRE(b.size() == a.size());
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(a[i]));
-  MESSAGE("plan " << dist.summary["plan"]["dp"] << "x" << dist.summary["plan"]["tp"] << "x" << dist.summary["plan"]["pp"]
-                  << " over 2 processes: max relative loss difference " << worst << ", loss " << a.front() << " -> "
-                  << a.back());
+  MESSAGE("plan " << dist.summary["plan"]["dp"] << "x" << dist.summary["plan"]["tp"] << "x"
+                  << dist.summary["plan"]["pp"] << " over 2 processes: max relative loss difference " << worst
+                  << ", loss " << a.front() << " -> " << a.back());
   CHECK(worst <= 1e-5);
   CHECK(a.back() < 0.2 * a.front());
   auto bad = cohort::test::run(README_DISTRIBUTED_BINARY, "--model.width=3");

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cstdio>

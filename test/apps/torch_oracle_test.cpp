@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/models/mlp.hpp"
 #include "apps/models/gpt.hpp"
+#include "apps/models/mlp.hpp"
 #include "kernels/trainer.hpp"
 #include "support/tensor_checks.hpp"
 #include "support/tensor_files.hpp"
@@ -33,11 +33,13 @@ fs::path fresh_dir(const std::string& name) {
 
 void run_torch(const std::string& kind, const fs::path& dir) {
   std::string script = std::string(COHORT_SOURCE_DIR) + "/test/oracle/torch_reference.py";
-  std::string cmd = "/usr/bin/python3 " + script + " " + kind + " " + dir.string() + " 2>" + (dir / "stderr.txt").string();
+  std::string cmd =
+      "/usr/bin/python3 " + script + " " + kind + " " + dir.string() + " 2>" + (dir / "stderr.txt").string();
   int rc = std::system(cmd.c_str());
   std::ifstream err(dir / "stderr.txt");
   std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
-  REQUIRE_MESSAGE(rc == 0, "the PyTorch oracle failed (python3-torch is installed by scripts/install-deps.sh): " << text);
+  REQUIRE_MESSAGE(rc == 0,
+                  "the PyTorch oracle failed (python3-torch is installed by scripts/install-deps.sh): " << text);
 }
 
 struct diff {
@@ -65,15 +67,15 @@ diff compare(const tensor& a, const tensor& b, const tensor* mask = nullptr, dou
   return d;
 }
 
-void check_against(const std::string& what, const tensor& ours, const tensor& theirs,
-                   const tensor* grad_mask = nullptr, double threshold = 0) {
+void check_against(const std::string& what, const tensor& ours, const tensor& theirs, const tensor* grad_mask = nullptr,
+                   double threshold = 0) {
   CAPTURE(what);
   REQUIRE(ours.shape() == theirs.shape());
   std::int64_t skipped = 0;
   diff d = compare(ours, theirs, grad_mask, threshold, &skipped);
-  CHECK_MESSAGE(d.max_abs <= 1e-4 * d.scale + 1e-7,
-                what << ": max |cohort - torch| = " << d.max_abs << " vs max |torch| = " << d.scale
-                     << " (" << skipped << " elements with noise-level gradients left out)");
+  CHECK_MESSAGE(d.max_abs <= 1e-4 * d.scale + 1e-7, what << ": max |cohort - torch| = " << d.max_abs
+                                                         << " vs max |torch| = " << d.scale << " (" << skipped
+                                                         << " elements with noise-level gradients left out)");
 }
 
 // Trains one step, writes everything torch needs, runs torch, compares.
@@ -127,7 +129,8 @@ TEST_CASE("one GPT block (embedding, attention, GELU MLP, AdamW) equals PyTorch"
   graph g;
   apps::gpt_config c{.layers = 1, .d = 64, .heads = 4, .seq = 32, .vocab = 256};
   auto m = apps::build_gpt(g, c, 4);
-  one_step_against_torch("gpt", g, m.loss, adamw_config{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f},
+  one_step_against_torch("gpt", g, m.loss,
+                         adamw_config{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f},
                          {{"tokens", random_ints({4, 32}, 3, 256)}, {"targets", random_ints({4, 32}, 4, 256)}},
                          "layers=1 d=64 heads=4 seq=32 lr=1e-2");
 }

@@ -50,8 +50,9 @@ TEST_CASE("mlp dp2 sharded then tp2 pp2 m4, in one process and across 2: the ser
   for (const std::string where : {"", " --launch.nproc=2", " --launch.nproc=2 --dist.transport=ucx"}) {
     CAPTURE(where);
     const std::string metrics = temp_file("mlp-changed.jsonl");
-    auto r = run(MLP_BINARY, model + " --plan.dp=2 --plan.shard-params=true --plan.change-at=10 --plan.change-to=" + to +
-                                 " --metrics.file=" + metrics + where);
+    auto r =
+        run(MLP_BINARY, model + " --plan.dp=2 --plan.shard-params=true --plan.change-at=10 --plan.change-to=" + to +
+                            " --metrics.file=" + metrics + where);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const double worst = worst_relative(losses(metrics), losses(serial_metrics));
     MESSAGE("dp2 sharded -> tp2 pp2 m4" << where << ": max relative loss difference " << worst);
@@ -64,23 +65,26 @@ TEST_CASE("mlp dp2 sharded then tp2 pp2 m4, in one process and across 2: the ser
     CHECK(t[0]["bytes_moved"].get<double>() > 0);
     CHECK(t[0]["seconds"].get<double>() > 0);
     // across processes stage 0's ranks live on process 0 and stage 1's on process 1
-    if (where.empty()) CHECK(t[0]["bytes_across_processes"] == 0);
-    else CHECK(t[0]["bytes_across_processes"].get<double>() > 0);
+    if (where.empty())
+      CHECK(t[0]["bytes_across_processes"] == 0);
+    else
+      CHECK(t[0]["bytes_across_processes"].get<double>() > 0);
     CHECK(r.summary["test_accuracy"] == serial.summary["test_accuracy"]);  // the model collected from the new plan
     CHECK(r.err.find("plan change after step 10: dp2 tp1 pp1 m1 sharded -> dp1 tp2 pp2 m4 1f1b") != std::string::npos);
   }
 }
 
 TEST_CASE("gpt dp2 then pp2 1f1b m4 then dp2 across 2 processes: the serial run's losses") {
-  const std::string model = "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
-                            "--train.steps=30 --train.threads=1";
+  const std::string model =
+      "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
+      "--train.steps=30 --train.threads=1";
   const std::string serial_metrics = temp_file("gpt-serial.jsonl");
   REQUIRE(run(GPT_BINARY, model + " --plan.mode=serial --metrics.file=" + serial_metrics).exit_code == 0);
   const std::string pp2 = plan_file("pp2.json", R"({"pp":2,"micro_batches":4,"schedule":"1f1b"})");
   const std::string dp2 = plan_file("dp2.json", R"({"dp":2,"tp":1})");
   const std::string metrics = temp_file("gpt-changed.jsonl");
-  auto r = run(GPT_BINARY, model + " --plan.dp=2 --launch.nproc=2 --plan.change-at=10,20 --plan.change-to=" + pp2 + "," +
-                               dp2 + " --metrics.file=" + metrics);
+  auto r = run(GPT_BINARY, model + " --plan.dp=2 --launch.nproc=2 --plan.change-at=10,20 --plan.change-to=" + pp2 +
+                               "," + dp2 + " --metrics.file=" + metrics);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const double worst = worst_relative(losses(metrics), losses(serial_metrics));
   MESSAGE("gpt dp2 -> pp2 1f1b m4 -> dp2 over 2 processes: max relative loss difference " << worst);
@@ -90,8 +94,9 @@ TEST_CASE("gpt dp2 then pp2 1f1b m4 then dp2 across 2 processes: the serial run'
   CHECK(t[0]["to"] == "dp1 tp1 pp2 m4 1f1b");
   CHECK(t[1]["step"] == 20);
   CHECK(t[1]["to"] == "dp2 tp1 pp1 m1");
-  for (const auto& x : t) MESSAGE(x["from"] << " -> " << x["to"] << ": " << x["seconds"] << " s, re-plan " << x["replan_s"]
-                                           << " s, " << x["bytes_moved"] << " bytes");
+  for (const auto& x : t)
+    MESSAGE(x["from"] << " -> " << x["to"] << ": " << x["seconds"] << " s, re-plan " << x["replan_s"] << " s, "
+                      << x["bytes_moved"] << " bytes");
 }
 
 TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
@@ -102,10 +107,12 @@ TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
     std::string args, expected;
   };
   const bad cases[] = {
-      {" --plan.change-at=5", "mlp: error: --plan.change-at has 1 steps and --plan.change-to 0 plans: give one plan per step"},
-      {" --plan.change-at=5,3 --plan.change-to=serial,serial", "mlp: error: --plan.change-at: steps must be positive and ascending"},
-      {" --plan.change-at=5 --plan.change-to=" + broken, "mlp: error: --plan.change-to=" + broken + ": " + broken +
-                                                           ": cuts: expected an array of node indices"},
+      {" --plan.change-at=5",
+       "mlp: error: --plan.change-at has 1 steps and --plan.change-to 0 plans: give one plan per step"},
+      {" --plan.change-at=5,3 --plan.change-to=serial,serial",
+       "mlp: error: --plan.change-at: steps must be positive and ascending"},
+      {" --plan.change-at=5 --plan.change-to=" + broken,
+       "mlp: error: --plan.change-to=" + broken + ": " + broken + ": cuts: expected an array of node indices"},
       {" --plan.change-at=5 --plan.change-to=/nonexistent.json",
        "mlp: error: --plan.change-to=/nonexistent.json: cannot read the plan file /nonexistent.json"},
       {" --plan.change-at=5 --plan.change-to=" + three + " --launch.nproc=2",

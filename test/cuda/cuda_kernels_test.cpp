@@ -24,8 +24,7 @@ const float sgemm_rtol = 1e-4f, sgemm_atol = 1e-4f;
 
 bool have_device() {
   if (cu::device_count() > 0) return true;
-  MESSAGE("no CUDA device (" << std::string(cu::runtime_error_text())
-                           << "): GPU kernel comparison skipped");
+  MESSAGE("no CUDA device (" << std::string(cu::runtime_error_text()) << "): GPU kernel comparison skipped");
   return false;
 }
 
@@ -87,9 +86,8 @@ void check_unary(op_kind kind, status (*fn)(const float*, float*, std::int64_t))
     CAPTURE(n);
     tensor x = elementwise_input(n, static_cast<std::uint64_t>(n));
     tensor expected = run_reference(kind, no_attrs{}, {x}, x.shape());
-    tensor got = run_device({x}, x.shape(), [&](const std::vector<const float*>& in, float* out) {
-      return fn(in[0], out, n);
-    });
+    tensor got =
+        run_device({x}, x.shape(), [&](const std::vector<const float*>& in, float* out) { return fn(in[0], out, n); });
     CHECK_MESSAGE(close(got, expected, elementwise_rtol, elementwise_atol),
                   describe_mismatch(got, expected, elementwise_rtol, elementwise_atol));
   }
@@ -102,9 +100,7 @@ void check_grad(op_kind kind, status (*fn)(const float*, const float*, float*, s
     tensor dy = random_tensor({n}, static_cast<std::uint64_t>(n) + 11);
     tensor x = elementwise_input(n, static_cast<std::uint64_t>(n));
     tensor expected = run_reference(kind, no_attrs{}, {dy, x}, x.shape());
-    auto launch = [&](const std::vector<const float*>& in, float* out) {
-      return fn(in[0], in[1], out, n);
-    };
+    auto launch = [&](const std::vector<const float*>& in, float* out) { return fn(in[0], in[1], out, n); };
     tensor got = run_device({dy, x}, x.shape(), launch);
     CHECK_MESSAGE(close(got, expected, elementwise_rtol, elementwise_atol),
                   describe_mismatch(got, expected, elementwise_rtol, elementwise_atol));
@@ -129,8 +125,7 @@ TEST_CASE("bad arguments and a missing device are errors, not crashes") {
   REQUIRE_FALSE(neg.ok());
   CHECK(neg.error().code == errc::invalid_argument);
   CHECK(cu::relu_forward(nullptr, nullptr, -3).error().code == errc::invalid_argument);
-  CHECK(cu::sgemm(false, false, -1, 2, 2, nullptr, nullptr, nullptr).error().code ==
-        errc::invalid_argument);
+  CHECK(cu::sgemm(false, false, -1, 2, 2, nullptr, nullptr, nullptr).error().code == errc::invalid_argument);
   CHECK(cu::relu_forward(nullptr, nullptr, 0).ok());  // nothing to do, no device needed
   CHECK(cu::sgemm(false, false, 0, 5, 5, nullptr, nullptr, nullptr).ok());
 
@@ -180,12 +175,11 @@ TEST_CASE("cuBLAS sgemm matches the reference matmul for every transpose combina
   struct mnk {
     int m, n, k;
   };
-  std::vector<mnk> shapes{{1, 1, 1},    {1, 7, 3},     {7, 1, 5},      {13, 17, 1},
-                          {31, 29, 37}, {64, 96, 128}, {127, 131, 67}};
+  std::vector<mnk> shapes{{1, 1, 1}, {1, 7, 3}, {7, 1, 5}, {13, 17, 1}, {31, 29, 37}, {64, 96, 128}, {127, 131, 67}};
   rng r(3);
   for (int i = 0; i < 4; ++i)
-    shapes.push_back({1 + static_cast<int>(r.below(200)), 1 + static_cast<int>(r.below(200)),
-                      1 + static_cast<int>(r.below(200))});
+    shapes.push_back(
+        {1 + static_cast<int>(r.below(200)), 1 + static_cast<int>(r.below(200)), 1 + static_cast<int>(r.below(200))});
   std::uint64_t seed = 100;
   for (bool trans_a : {false, true})
     for (bool trans_b : {false, true})
@@ -198,8 +192,7 @@ TEST_CASE("cuBLAS sgemm matches the reference matmul for every transpose combina
         tensor a = random_tensor(trans_a ? shape{s.k, s.m} : shape{s.m, s.k}, ++seed);
         tensor b = random_tensor(trans_b ? shape{s.n, s.k} : shape{s.k, s.n}, ++seed);
         shape out_shape{s.m, s.n};
-        tensor expected =
-            run_reference(op_kind::matmul, matmul_attrs{trans_a, trans_b}, {a, b}, out_shape);
+        tensor expected = run_reference(op_kind::matmul, matmul_attrs{trans_a, trans_b}, {a, b}, out_shape);
         auto launch = [&](const std::vector<const float*>& in, float* c) {
           return cu::sgemm(trans_a, trans_b, s.m, s.n, s.k, in[0], in[1], c);
         };

@@ -33,8 +33,7 @@ TEST_CASE("a parameter used twice gets the sum of both contributions") {
   REQUIRE(gr.ok());
   // mul backward yields dy*w twice: they are added
   int adds = 0;
-  for (std::size_t i = gr->backward_begin; i < g.nodes().size(); ++i)
-    adds += g.nodes()[i].kind == op_kind::add ? 1 : 0;
+  for (std::size_t i = gr->backward_begin; i < g.nodes().size(); ++i) adds += g.nodes()[i].kind == op_kind::add ? 1 : 0;
   CHECK(adds == 1);
 }
 

@@ -25,11 +25,16 @@ std::map<std::string, int> reshards(const graph& g, const axis_completion& c, st
       const placement& have = c.placement_of(g.nodes()[i].inputs[j]);
       const placement& need = c.required[i][j];
       if (have == need) continue;
-      if (is_partial(have) && is_replicate(need)) ++out["allreduce"];
-      else if (as_shard(have) && is_replicate(need)) ++out["all_gather"];
-      else if (is_partial(have) && as_shard(need)) ++out["reduce_scatter"];
-      else if (is_replicate(have) && as_shard(need)) ++out["slice"];
-      else ++out["other"];
+      if (is_partial(have) && is_replicate(need))
+        ++out["allreduce"];
+      else if (as_shard(have) && is_replicate(need))
+        ++out["all_gather"];
+      else if (is_partial(have) && as_shard(need))
+        ++out["reduce_scatter"];
+      else if (is_replicate(have) && as_shard(need))
+        ++out["slice"];
+      else
+        ++out["other"];
     }
   return out;
 }
@@ -86,11 +91,11 @@ TEST_CASE("an attention block: heads split over tp, one allreduce forward, whole
       const node& n = g.nodes()[i];
       seen[n.kind].push_back(to_string(c->placement_of(n.outputs[0])));
     }
-    CHECK(seen[op_kind::permute][0] == "S(1)");      // q split by heads: [B,H,T,Dh]
-    CHECK(seen[op_kind::softmax][0] == "S(1)");      // attention probabilities per head
+    CHECK(seen[op_kind::permute][0] == "S(1)");  // q split by heads: [B,H,T,Dh]
+    CHECK(seen[op_kind::softmax][0] == "S(1)");  // attention probabilities per head
     CHECK(seen[op_kind::causal_mask][0] == "S(1)");
-    CHECK(seen[op_kind::matmul].back() == "P");       // the row-parallel projection
-    CHECK(seen[op_kind::bias_add].back() == "R");     // after the allreduce
+    CHECK(seen[op_kind::matmul].back() == "P");    // the row-parallel projection
+    CHECK(seen[op_kind::bias_add].back() == "R");  // after the allreduce
     auto fwd = reshards(g, *c, 0, gr->backward_begin);
     CHECK(fwd == std::map<std::string, int>{{"allreduce", 1}});
     CHECK(gradient_fixups(g, *gr, *c).empty());

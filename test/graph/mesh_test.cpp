@@ -31,7 +31,7 @@ TEST_CASE("shards of an extent that does not divide are near-equal, larger first
   CHECK(shard_range(10, 3, 0) == range{0, 4});
   CHECK(shard_range(10, 3, 1) == range{4, 7});
   CHECK(shard_range(10, 3, 2) == range{7, 10});
-  CHECK(shard_range(2, 3, 2) == range{2, 2});  // more parts than elements: empty shard
+  CHECK(shard_range(2, 3, 2) == range{2, 2});          // more parts than elements: empty shard
   CHECK(shard_range(256, 3, 0, 64) == range{0, 128});  // 4 heads over 3: 2, 1, 1
   CHECK(shard_range(256, 3, 2, 64) == range{192, 256});
   std::int64_t covered = 0;

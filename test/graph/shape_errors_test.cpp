@@ -32,22 +32,28 @@ std::string infer_error(op_kind k, op_attrs attrs, std::vector<value_type> in) {
 }  // namespace
 
 TEST_CASE("matmul shape errors") {
-  CHECK(error_of([](graph& g) { matmul(f32(g, "a", {2, 3}), f32(g, "b", {4, 5})); }) ==
-        "matmul: inner extents differ: a [2,3] (K=3) @ b [4,5] (K=4)");
-  CHECK(error_of([](graph& g) { matmul(f32(g, "a", {3}), f32(g, "b", {3, 5})); }) ==
-        "matmul: operands need rank >= 2 (operands: [3], [3,5])");
-  CHECK(error_of([](graph& g) { matmul(f32(g, "a", {2, 4, 3}), f32(g, "b", {5, 3, 6})); }) ==
-        "matmul: batch extents must be equal, or b must have rank 2 (operands: [2,4,3], [5,3,6])");
-  CHECK(error_of([](graph& g) { matmul(f32(g, "a", {2, 3}), f32(g, "b", {2, 3}), false, false); }) ==
-        "matmul: inner extents differ: a [2,3] (K=3) @ b [2,3] (K=2)");
+  CHECK(error_of([](graph& g) {
+          matmul(f32(g, "a", {2, 3}), f32(g, "b", {4, 5}));
+        }) == "matmul: inner extents differ: a [2,3] (K=3) @ b [4,5] (K=4)");
+  CHECK(error_of([](graph& g) {
+          matmul(f32(g, "a", {3}), f32(g, "b", {3, 5}));
+        }) == "matmul: operands need rank >= 2 (operands: [3], [3,5])");
+  CHECK(error_of([](graph& g) {
+          matmul(f32(g, "a", {2, 4, 3}), f32(g, "b", {5, 3, 6}));
+        }) == "matmul: batch extents must be equal, or b must have rank 2 (operands: [2,4,3], [5,3,6])");
+  CHECK(error_of([](graph& g) {
+          matmul(f32(g, "a", {2, 3}), f32(g, "b", {2, 3}), false, false);
+        }) == "matmul: inner extents differ: a [2,3] (K=3) @ b [2,3] (K=2)");
   CHECK(error_of([](graph& g) { matmul(f32(g, "a", {2, 3}), f32(g, "b", {5, 3}), false, true); }).empty());
 }
 
 TEST_CASE("elementwise broadcasting and dtype errors") {
-  CHECK(error_of([](graph& g) { f32(g, "a", {2, 3}) + f32(g, "b", {4, 3}); }) ==
-        "add: shapes do not broadcast (operands: [2,3], [4,3])");
-  CHECK(error_of([](graph& g) { f32(g, "a", {2, 3}) * f32(g, "b", {2}); }) ==
-        "mul: shapes do not broadcast (operands: [2,3], [2])");
+  CHECK(error_of([](graph& g) {
+          f32(g, "a", {2, 3}) + f32(g, "b", {4, 3});
+        }) == "add: shapes do not broadcast (operands: [2,3], [4,3])");
+  CHECK(error_of([](graph& g) {
+          f32(g, "a", {2, 3}) * f32(g, "b", {2});
+        }) == "mul: shapes do not broadcast (operands: [2,3], [2])");
   CHECK(error_of([](graph& g) { f32(g, "a", {3}) - i32(g, "b", {3}); }) ==
         "sub: operand 1 must be f32, got i32 (operands: [3], [3] i32)");
   CHECK(error_of([](graph& g) { relu(i32(g, "a", {3})); }) ==
@@ -56,55 +62,71 @@ TEST_CASE("elementwise broadcasting and dtype errors") {
 }
 
 TEST_CASE("bias, softmax, losses and layernorm errors") {
-  CHECK(error_of([](graph& g) { bias_add(f32(g, "x", {2, 3}), f32(g, "b", {2})); }) ==
-        "bias_add: bias must be [N] where x is [*,N] (operands: [2,3], [2])");
+  CHECK(error_of([](graph& g) {
+          bias_add(f32(g, "x", {2, 3}), f32(g, "b", {2}));
+        }) == "bias_add: bias must be [N] where x is [*,N] (operands: [2,3], [2])");
   CHECK(error_of([](graph& g) { softmax(f32(g, "x", {})); }) == "softmax: needs rank >= 1 (operands: [])");
-  CHECK(error_of([](graph& g) { softmax_cross_entropy(f32(g, "x", {4, 10}), i32(g, "y", {5})); }) ==
+  CHECK(error_of([](graph& g) {
+          softmax_cross_entropy(f32(g, "x", {4, 10}), i32(g, "y", {5}));
+        }) ==
         "softmax_cross_entropy: labels must have the logits' shape without the class axis (operands: [4,10], [5] i32)");
-  CHECK(error_of([](graph& g) { softmax_cross_entropy(f32(g, "x", {4, 10}), f32(g, "y", {4})); }) ==
-        "softmax_cross_entropy: operand 1 must be i32, got f32 (operands: [4,10], [4])");
-  CHECK(error_of([](graph& g) { mse(f32(g, "p", {4, 2}), f32(g, "t", {4})); }) ==
-        "mse: shapes must be equal (operands: [4,2], [4])");
-  CHECK(error_of([](graph& g) { layernorm(f32(g, "x", {2, 8}), f32(g, "g", {4}), f32(g, "b", {8})); }) ==
-        "layernorm: gamma and beta must be [C] where x is [*,C] (operands: [2,8], [4], [8])");
+  CHECK(error_of([](graph& g) {
+          softmax_cross_entropy(f32(g, "x", {4, 10}), f32(g, "y", {4}));
+        }) == "softmax_cross_entropy: operand 1 must be i32, got f32 (operands: [4,10], [4])");
+  CHECK(error_of([](graph& g) {
+          mse(f32(g, "p", {4, 2}), f32(g, "t", {4}));
+        }) == "mse: shapes must be equal (operands: [4,2], [4])");
+  CHECK(error_of([](graph& g) {
+          layernorm(f32(g, "x", {2, 8}), f32(g, "g", {4}), f32(g, "b", {8}));
+        }) == "layernorm: gamma and beta must be [C] where x is [*,C] (operands: [2,8], [4], [8])");
   CHECK(error_of([](graph& g) { embedding(f32(g, "t", {10}), i32(g, "ids", {3})); }) ==
         "embedding: table must be [V,D] (operands: [10], [3] i32)");
 }
 
 TEST_CASE("layout op errors: reshape, permute, transpose, slice, concat") {
-  CHECK(error_of([](graph& g) { reshape(f32(g, "x", {2, 3}), {4, 2}); }) ==
-        "reshape: element count differs: 6 vs target [4,2] (8) (operands: [2,3])");
-  CHECK(error_of([](graph& g) { reshape(f32(g, "x", {2, 3}), {-1, -1}); }) ==
-        "reshape: more than one -1 extent (operands: [2,3])");
-  CHECK(error_of([](graph& g) { reshape(f32(g, "x", {2, 3}), {-1, 4}); }) ==
-        "reshape: cannot infer -1 in [-1,4] (operands: [2,3])");
-  CHECK(error_of([](graph& g) { reshape(f32(g, "x", {2, 3}), {-2, 3}); }) ==
-        "reshape: negative extent in [-2,3] (operands: [2,3])");
-  CHECK(error_of([](graph& g) { permute(f32(g, "x", {2, 3}), {0}); }) ==
-        "permute: permutation has 1 axes (operands: [2,3])");
-  CHECK(error_of([](graph& g) { permute(f32(g, "x", {2, 3}), {1, 1}); }) ==
-        "permute: axis repeated (operands: [2,3])");
-  CHECK(error_of([](graph& g) { transpose(f32(g, "x", {2, 3}), 0, 2); }) ==
-        "transpose: axis 2 out of range for rank 2");
-  CHECK(error_of([](graph& g) { slice(f32(g, "x", {2, 3}), 1, 2, 5); }) ==
-        "slice: range [2,5) invalid for extent 3 of axis 1 (operands: [2,3])");
-  CHECK(error_of([](graph& g) { slice(f32(g, "x", {2, 3}), 4, 0, 1); }) ==
-        "slice: axis 4 out of range for rank 2");
-  CHECK(error_of([](graph& g) { concat({f32(g, "a", {2, 3}), f32(g, "b", {3, 3})}, 1); }) ==
-        "concat: extents differ on axis 0 (operands: [2,3], [3,3])");
-  CHECK(error_of([](graph& g) { concat({f32(g, "a", {2, 3}), f32(g, "b", {2})}, 0); }) ==
-        "concat: ranks differ (operands: [2,3], [2])");
+  CHECK(error_of([](graph& g) {
+          reshape(f32(g, "x", {2, 3}), {4, 2});
+        }) == "reshape: element count differs: 6 vs target [4,2] (8) (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          reshape(f32(g, "x", {2, 3}), {-1, -1});
+        }) == "reshape: more than one -1 extent (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          reshape(f32(g, "x", {2, 3}), {-1, 4});
+        }) == "reshape: cannot infer -1 in [-1,4] (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          reshape(f32(g, "x", {2, 3}), {-2, 3});
+        }) == "reshape: negative extent in [-2,3] (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          permute(f32(g, "x", {2, 3}), {0});
+        }) == "permute: permutation has 1 axes (operands: [2,3])");
+  CHECK(error_of([](graph& g) { permute(f32(g, "x", {2, 3}), {1, 1}); }) == "permute: axis repeated (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          transpose(f32(g, "x", {2, 3}), 0, 2);
+        }) == "transpose: axis 2 out of range for rank 2");
+  CHECK(error_of([](graph& g) {
+          slice(f32(g, "x", {2, 3}), 1, 2, 5);
+        }) == "slice: range [2,5) invalid for extent 3 of axis 1 (operands: [2,3])");
+  CHECK(error_of([](graph& g) { slice(f32(g, "x", {2, 3}), 4, 0, 1); }) == "slice: axis 4 out of range for rank 2");
+  CHECK(error_of([](graph& g) {
+          concat({f32(g, "a", {2, 3}), f32(g, "b", {3, 3})}, 1);
+        }) == "concat: extents differ on axis 0 (operands: [2,3], [3,3])");
+  CHECK(error_of([](graph& g) {
+          concat({f32(g, "a", {2, 3}), f32(g, "b", {2})}, 0);
+        }) == "concat: ranks differ (operands: [2,3], [2])");
 }
 
 TEST_CASE("reduction, mask and broadcast errors") {
   CHECK(error_of([](graph& g) { sum(f32(g, "x", {2, 3}), {2}); }) == "sum: axis 2 out of range for rank 2");
   CHECK(error_of([](graph& g) { mean(f32(g, "x", {2, 3}), {1, -1}); }) == "mean: repeated axis");
-  CHECK(error_of([](graph& g) { causal_mask(f32(g, "x", {2, 3}), 0.f); }) ==
-        "causal_mask: needs [*,T,T] (operands: [2,3])");
-  CHECK(error_of([](graph& g) { sum_to(f32(g, "x", {2, 3}), {4}); }) ==
-        "sum_to: target [4] does not broadcast to the operand (operands: [2,3])");
-  CHECK(error_of([](graph& g) { broadcast_to(f32(g, "x", {2, 3}), {3, 3}); }) ==
-        "broadcast_to: operand does not broadcast to [3,3] (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          causal_mask(f32(g, "x", {2, 3}), 0.f);
+        }) == "causal_mask: needs [*,T,T] (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          sum_to(f32(g, "x", {2, 3}), {4});
+        }) == "sum_to: target [4] does not broadcast to the operand (operands: [2,3])");
+  CHECK(error_of([](graph& g) {
+          broadcast_to(f32(g, "x", {2, 3}), {3, 3});
+        }) == "broadcast_to: operand does not broadcast to [3,3] (operands: [2,3])");
 }
 
 TEST_CASE("gradient op errors") {
@@ -130,10 +152,12 @@ TEST_CASE("graph-level errors: names, extents, attention, foreign operands, auto
           g.parameter("w", {2}, init_spec::zeros());
         }) == "parameter: name 'w' is already used");
   CHECK(error_of([](graph& g) { g.input("x", {2, -1}); }) == "input 'x': negative extent in [2,-1]");
-  CHECK(error_of([](graph& g) { g.parameter("w", {0, 3}, init_spec::zeros()); }) ==
-        "parameter 'w': extents must be positive, got [0,3]");
-  CHECK(error_of([](graph& g) { causal_self_attention(f32(g, "x", {2, 4, 6}), 4, "attn"); }) ==
-        "causal_self_attention 'attn': x must be [B,T,D] with D divisible by heads=4, got [2,4,6]");
+  CHECK(error_of([](graph& g) {
+          g.parameter("w", {0, 3}, init_spec::zeros());
+        }) == "parameter 'w': extents must be positive, got [0,3]");
+  CHECK(error_of([](graph& g) {
+          causal_self_attention(f32(g, "x", {2, 4, 6}), 4, "attn");
+        }) == "causal_self_attention 'attn': x must be [B,T,D] with D divisible by heads=4, got [2,4,6]");
   CHECK(error_of([](graph& g) {
           graph other;
           var a = other.input("a", {2});

@@ -52,8 +52,7 @@ TEST_CASE("fast kernels match the reference kernels on every op case") {
       for (kernels::thread_pool* p : {static_cast<kernels::thread_pool*>(nullptr), &pool}) {
         CAPTURE(p != nullptr);
         auto got = execute(*run, cpu, p);
-        CHECK_MESSAGE(close(got.out, expected.out, rtol, atol),
-                      describe_mismatch(got.out, expected.out, rtol, atol));
+        CHECK_MESSAGE(close(got.out, expected.out, rtol, atol), describe_mismatch(got.out, expected.out, rtol, atol));
         REQUIRE(got.grads.size() == expected.grads.size());
         for (std::size_t i = 0; i < got.grads.size(); ++i) {
           CAPTURE(run->g.value(run->grads.param_grads[i].first).name);

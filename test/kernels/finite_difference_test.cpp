@@ -55,8 +55,7 @@ TEST_CASE("every op's gradient matches central finite differences") {
           double numeric = (4.0 * central(eps / 2) - central(eps)) / 3.0;
           p.copy_from(saved);
           double tol = 2e-2 * std::max(std::fabs(numeric), std::fabs(predicted)) + 2e-3;
-          CHECK_MESSAGE(std::fabs(numeric - predicted) <= tol,
-                        "numeric " << numeric << " vs analytic " << predicted);
+          CHECK_MESSAGE(std::fabs(numeric - predicted) <= tol, "numeric " << numeric << " vs analytic " << predicted);
         }
       }
     }

@@ -42,8 +42,7 @@ struct case_outputs {
   std::vector<tensor> grads;  // aligned with grads.param_grads
 };
 
-inline case_outputs execute(case_run& run, const kernels::dispatch_table& table,
-                            kernels::thread_pool* pool = nullptr) {
+inline case_outputs execute(case_run& run, const kernels::dispatch_table& table, kernels::thread_pool* pool = nullptr) {
   std::vector<value_id> keep{run.bc.out.id, run.loss.id};
   for (auto [p, gr] : run.grads.param_grads) keep.push_back(gr);
   auto ex = kernels::executor::create(run.g, run.bc.params, keep, {&table, pool});

@@ -42,7 +42,8 @@ TEST_CASE("an MLP training step with SGD momentum allocates nothing") {
   var x = g.input("x", {16, 32});
   var y = g.input("y", {16}, dtype::i32);
   var loss = softmax_cross_entropy(linear(relu(linear(x, 64, "fc1")), 10, "fc2"), y);
-  auto tr = kernels::serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f}, .threads = 2});
+  auto tr =
+      kernels::serial_trainer::create(g, loss, {.optimizer = sgd_config{.lr = 0.1f, .momentum = 0.9f}, .threads = 2});
   REQUIRE(tr.ok());
   (*tr)->input("x").copy_from(random_tensor({16, 32}, 1));
   (*tr)->input("y").copy_from(random_ints({16}, 2, 10));

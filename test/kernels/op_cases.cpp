@@ -17,15 +17,14 @@ std::int64_t pick(rng& r, std::initializer_list<std::int64_t> choices) {
 std::int64_t dim(rng& r) { return pick(r, {1, 2, 3, 5, 7, 8, 13, 16}); }
 
 // A parameter operand with random values (|v| >= min_abs keeps kinks and poles away).
-var operand(graph& g, built_case& bc, rng& r, const std::string& name, shape s,
-            float min_abs = 0.f, float scale = 1.f) {
+var operand(graph& g, built_case& bc, rng& r, const std::string& name, shape s, float min_abs = 0.f,
+            float scale = 1.f) {
   var v = g.parameter(name, s, init_spec::zeros());
   bc.params[name] = random_tensor(s, r.next(), scale, min_abs);
   return v;
 }
 
-var int_operand(graph& g, built_case& bc, rng& r, const std::string& name, shape s,
-                std::int32_t bound) {
+var int_operand(graph& g, built_case& bc, rng& r, const std::string& name, shape s, std::int32_t bound) {
   var v = g.input(name, s, dtype::i32);
   bc.inputs[name] = random_ints(s, r.next(), bound);
   return v;
@@ -48,10 +47,19 @@ builder binary(var (*f)(var, var), int pattern, float b_min_abs = 0.f) {
     std::int64_t d0 = dim(r), d1 = dim(r), d2 = dim(r);
     shape sa{d0, d1, d2}, sb;
     switch (pattern) {
-      case 0: sb = sa; break;
-      case 1: sb = shape{1}; break;
-      case 2: sb = shape{d1, d2}; break;
-      default: sa = shape{d0, 1, d2}; sb = shape{d1, 1}; break;
+      case 0:
+        sb = sa;
+        break;
+      case 1:
+        sb = shape{1};
+        break;
+      case 2:
+        sb = shape{d1, d2};
+        break;
+      default:
+        sa = shape{d0, 1, d2};
+        sb = shape{d1, 1};
+        break;
     }
     var a = operand(g, bc, r, "a", sa);
     var b = operand(g, bc, r, "b", sb, b_min_abs);
@@ -180,7 +188,8 @@ std::vector<op_case> make_cases() {
     built_case bc;
     std::int64_t a = dim(r), c = dim(r);
     bc.out = concat({operand(g, bc, r, "x", {a, dim(r), c}), operand(g, bc, r, "y", {a, dim(r), c}),
-                     operand(g, bc, r, "z", {a, 1, c})}, 1);
+                     operand(g, bc, r, "z", {a, 1, c})},
+                    1);
     return bc;
   });
   add_case("sum all", [](graph& g, rng& r) {

@@ -38,7 +38,8 @@ TEST_CASE("Nesterov SGD follows torch.optim.SGD, over a vector long enough to ve
   }
   auto st = make_state(p, c);
   for (int step = 0; step < 3; ++step) {
-    for (std::int64_t i = 0; i < n; ++i) g.data<float>()[i] = static_cast<float>(0.01 * static_cast<double>(i * (step + 1)) - 0.2);
+    for (std::int64_t i = 0; i < n; ++i)
+      g.data<float>()[i] = static_cast<float>(0.01 * static_cast<double>(i * (step + 1)) - 0.2);
     apply_update(p, g, st, c);
     for (std::int64_t i = 0; i < n; ++i) {
       double d = static_cast<double>(g.at(i)) + 0.02 * pv[i];

@@ -36,14 +36,16 @@ TEST_CASE("Paddle format: wrong-typed fields") {
   CHECK(paddle_error([](json& j) { j["machines"][0]["devices"][1]["global_id"] = 1.5; }) ==
         "cluster.json: machines[0].devices[1].global_id: expected an integer, got 1.5");
   CHECK(paddle_error([](json& j) { j["machines"][0]["devices"][1]["type"] = "TPU"; }) ==
-        "cluster.json: machines[0].devices[1].type: expected one of \"GPU\", \"XPU\", \"DCU\", \"CPU\", \"NIC\", got \"TPU\"");
+        "cluster.json: machines[0].devices[1].type: expected one of \"GPU\", \"XPU\", \"DCU\", \"CPU\", \"NIC\", got "
+        "\"TPU\"");
   CHECK(paddle_error([](json& j) { j["machines"][0]["devices"] = json::object(); }) ==
         "cluster.json: machines[0].devices: expected an array, got {}");
   CHECK(paddle_error([](json& j) { j["machines"][1] = 3; }) == "cluster.json: machines[1]: expected an object, got 3");
   CHECK(paddle_error([](json& j) { j["machines"][1]["links"][4] = "0->1"; }) ==
         "cluster.json: machines[1].links[4]: expected an object, got \"0->1\"");
-  CHECK(paddle_error([](json& j) { j["machines"][1]["links"][4]["bandwidth"] = json::array({1, 2}); }) ==
-        "cluster.json: machines[1].links[4].bandwidth: expected a number, got [1,2]");
+  CHECK(paddle_error([](json& j) {
+          j["machines"][1]["links"][4]["bandwidth"] = json::array({1, 2});
+        }) == "cluster.json: machines[1].links[4].bandwidth: expected a number, got [1,2]");
 }
 
 TEST_CASE("Paddle format: missing fields") {
@@ -78,8 +80,9 @@ TEST_CASE("Paddle format: ids and links that do not fit together") {
         "cluster.json: machines[1].devices[0].global_id: 3 is already used by machines[0].devices[3]");
   CHECK(paddle_error([](json& j) { j["machines"][0]["links"][1]["target_global_id"] = 99; }) ==
         "cluster.json: machines[0].links[1].target_global_id: no device 99");
-  CHECK(paddle_error([](json& j) { j["links"] = {{{"source_global_id", 42}, {"target_global_id", 0}, {"type", "NET"}, {"bandwidth", 1}}}; }) ==
-        "cluster.json: links[0].source_global_id: no device 42");
+  CHECK(paddle_error([](json& j) {
+          j["links"] = {{{"source_global_id", 42}, {"target_global_id", 0}, {"type", "NET"}, {"bandwidth", 1}}};
+        }) == "cluster.json: links[0].source_global_id: no device 42");
   CHECK(paddle_error([](json& j) { j["machines"][0]["links"][1]["target_global_id"] = 0; }) ==
         "cluster.json: machines[0].links[1]: a link from device 0 to itself");
   CHECK(paddle_error([](json& j) { j["links"] = {j["machines"][1]["links"][3]}; }) ==

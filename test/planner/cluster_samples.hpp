@@ -24,24 +24,43 @@ inline json paddle_2x8() {
     json devices = json::array(), links = json::array();
     int first = gid;
     for (int g = 0; g < 8; ++g)
-      devices.push_back({{"global_id", gid++}, {"local_id", g}, {"type", "GPU"}, {"model", "A100-SXM4-40GB"},
-                         {"sp_gflops", 19500}, {"dp_gflops", 9700}, {"hp_gflops", 312000}, {"memory", 40}});
+      devices.push_back({{"global_id", gid++},
+                         {"local_id", g},
+                         {"type", "GPU"},
+                         {"model", "A100-SXM4-40GB"},
+                         {"sp_gflops", 19500},
+                         {"dp_gflops", 9700},
+                         {"hp_gflops", 312000},
+                         {"memory", 40}});
     int cpu = gid++, nic = gid++;
-    devices.push_back({{"global_id", cpu}, {"local_id", 0}, {"type", "CPU"}, {"arch", "x86_64"},
-                       {"vendor", "GenuineIntel"}, {"model", "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GH"},
-                       {"sp_gflops", "150"}, {"dp_gflops", "75"}, {"memory", "502"}});
-    devices.push_back({{"global_id", nic}, {"local_id", "NIC"}, {"type", "NIC"}, {"width", 12.5}, {"ip", "10.127.9.147"}});
+    devices.push_back({{"global_id", cpu},
+                       {"local_id", 0},
+                       {"type", "CPU"},
+                       {"arch", "x86_64"},
+                       {"vendor", "GenuineIntel"},
+                       {"model", "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GH"},
+                       {"sp_gflops", "150"},
+                       {"dp_gflops", "75"},
+                       {"memory", "502"}});
+    devices.push_back(
+        {{"global_id", nic}, {"local_id", "NIC"}, {"type", "NIC"}, {"width", 12.5}, {"ip", "10.127.9.147"}});
     for (int s = first; s < first + 8; ++s) {
       for (int t = first; t < first + 8; ++t)
-        if (s != t) links.push_back({{"source_global_id", s}, {"target_global_id", t}, {"type", "NVL"}, {"bandwidth", 235.0}});
+        if (s != t)
+          links.push_back({{"source_global_id", s}, {"target_global_id", t}, {"type", "NVL"}, {"bandwidth", 235.0}});
       links.push_back({{"source_global_id", s}, {"target_global_id", cpu}, {"type", "PHB"}, {"bandwidth", 24.0}});
       links.push_back({{"source_global_id", s}, {"target_global_id", nic}, {"type", "PHB"}, {"bandwidth", 24.0}});
     }
-    machines.push_back({{"hostname", "host_" + std::to_string(m)}, {"addr", "10.0.0." + std::to_string(m + 1)},
-                        {"port", "60009"}, {"devices", devices}, {"links", links}});
+    machines.push_back({{"hostname", "host_" + std::to_string(m)},
+                        {"addr", "10.0.0." + std::to_string(m + 1)},
+                        {"port", "60009"},
+                        {"devices", devices},
+                        {"links", links}});
   }
-  json alpha = {{"inter", {{"ring", "NET"}, {"tree", "NET"}}}, {"intra", {{"ring", "NVL"}, {"tree", "PHB"}}},
-                {"base", {{"ring", 8.4}, {"tree", 0}}}, {"switch", 10.0}};
+  json alpha = {{"inter", {{"ring", "NET"}, {"tree", "NET"}}},
+                {"intra", {{"ring", "NVL"}, {"tree", "PHB"}}},
+                {"base", {{"ring", 8.4}, {"tree", 0}}},
+                {"switch", 10.0}};
   return {{"alpha_latency", alpha}, {"machines", machines}};
 }
 

@@ -50,8 +50,12 @@ TEST_CASE("a Paddle cluster file: 2 machines x 8 GPUs, links inside the machines
 
 TEST_CASE("Paddle links may also sit at the top level, with latency in ms and a hop count") {
   json j = test::paddle_2x8();
-  j["links"] = {{{"source_global_id", 3}, {"target_global_id", 12}, {"type", "NET"}, {"bandwidth", 25},
-                 {"latency", 0.01}, {"hop", 2}},
+  j["links"] = {{{"source_global_id", 3},
+                 {"target_global_id", 12},
+                 {"type", "NET"},
+                 {"bandwidth", 25},
+                 {"latency", 0.01},
+                 {"hop", 2}},
                 {{"source_global_id", 12}, {"target_global_id", 3}, {"type", "NET"}, {"bandwidth", 25}}};
   auto c = load_cluster_json(j.dump(), "cluster.json");
   REQUIRE_MESSAGE(c.ok(), c.error().message);

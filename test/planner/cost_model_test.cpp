@@ -188,7 +188,8 @@ TEST_CASE("the overhead terms' fit: exact data is recovered, a term the data pus
   std::vector<double> y;
   for (const auto& row : a) y.push_back(row[0] * truth[0] + row[1] * truth[1] + row[2] * truth[2]);
   auto x = fit_nonnegative(a, y);
-  for (int k = 0; k < 3; ++k) CHECK(x[static_cast<std::size_t>(k)] == doctest::Approx(truth[static_cast<std::size_t>(k)]).epsilon(1e-9));
+  for (int k = 0; k < 3; ++k)
+    CHECK(x[static_cast<std::size_t>(k)] == doctest::Approx(truth[static_cast<std::size_t>(k)]).epsilon(1e-9));
   // step times that fall as ranks are added: the per-rank term would be negative, so it is 0
   // and the others are the least-squares fit without it
   std::vector<double> falling;

@@ -92,9 +92,10 @@ TEST_CASE("the online refit counts the first plan's timed steps only and refits 
   const std::vector<planner::task_seconds> ranks = {{0.002, 0.004, 0.001}, {0.002, 0.004, 0.0012}};
   int early = 0;
   for (std::int64_t step = 0; step < 12; ++step) early += r.observe(step, 0, ranks, 0.008).has_value() ? 1 : 0;
-  for (std::int64_t step = 12; step < 20; ++step) CHECK_FALSE(r.observe(step, 1, ranks, 0.1).has_value());  // another plan
-  CHECK(early == 1);              // after the 4th timed step (step 5), once
-  CHECK(r.totals().steps == 10);  // steps 2..11: warm-up and the second plan left out
+  for (std::int64_t step = 12; step < 20; ++step)
+    CHECK_FALSE(r.observe(step, 1, ranks, 0.1).has_value());  // another plan
+  CHECK(early == 1);                                          // after the 4th timed step (step 5), once
+  CHECK(r.totals().steps == 10);                              // steps 2..11: warm-up and the second plan left out
   auto j = r.finish();
   CHECK(j["measured_step_s"].get<double>() == doctest::Approx(0.008));
   CHECK(j.contains("refit"));

@@ -44,9 +44,11 @@ search_options options(std::int64_t batch, const topology& t) {
 TEST_CASE("pipeline parallelism wins: large weights, small activations, a slow link") {
   // 8 layers of 1024 x 1024 (32 MB of weights): dp would allreduce all of them each step,
   // tp two activations per layer; a pipeline sends one 64 x 1024 activation per micro-batch
-  const auto& a = analyzed([](graph& g, std::int64_t r) {
-    return test::toy_mlp(g, {1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, r);
-  }, 1);
+  const auto& a = analyzed(
+      [](graph& g, std::int64_t r) {
+        return test::toy_mlp(g, {1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, r);
+      },
+      1);
   search_options o = options(64, two_devices(1e8, 1e12));
   auto ranked = rank_plans(a, o);
   REQUIRE(ranked);
@@ -140,8 +142,8 @@ TEST_CASE("tensor-parallel groups stay inside a machine unless allowed across") 
 TEST_CASE("a given plan that the model cannot take is an error, not a guess") {
   const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {8, 8, 10}, r); }, 1);
   search_options o = options(6, topology{});
-  CHECK(!evaluate_plan(a, {.dp = 4}, o));                                // 6 rows over 4 replicas
-  CHECK(!evaluate_plan(a, {.pp = 2, .micro_batches = 2}, o, {1, 2}));   // 2 cuts for 2 stages
+  CHECK(!evaluate_plan(a, {.dp = 4}, o));                              // 6 rows over 4 replicas
+  CHECK(!evaluate_plan(a, {.pp = 2, .micro_batches = 2}, o, {1, 2}));  // 2 cuts for 2 stages
 }
 
 TEST_CASE("the uniform view of a cluster: its accelerators, the slowest of them, its links") {
@@ -212,7 +214,11 @@ TEST_CASE("where ranks share cores, the reduction is predicted as the runtime ti
 TEST_CASE("near ties go to the plan with fewer synchronisations, clear differences do not") {
   auto plan = [](double step_s, bool sharded, int micro_batches, bool fits = true) {
     planned p;
-    p.plan = {.dp = 2, .tp = 1, .pp = 2, .micro_batches = micro_batches, .schedule = schedule_kind::one_f_one_b,
+    p.plan = {.dp = 2,
+              .tp = 1,
+              .pp = 2,
+              .micro_batches = micro_batches,
+              .schedule = schedule_kind::one_f_one_b,
               .shard_params = sharded};
     p.step_s = step_s;
     p.fits = fits;

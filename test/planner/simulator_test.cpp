@@ -36,14 +36,14 @@ TEST_CASE("the update runs after the last backward, transfers delay the stages t
   std::vector<stage_timing> one(1, stage_timing{.forward_s = 1.0, .backward_s = 2.0, .update_s = 0.25});
   CHECK(simulate_step(1, 1, one, one_f_one_b(1)).step_s == doctest::Approx(3.25));
   // two stages, one micro-batch, a transfer of 0.1 each way: F0 .1 F1 B1 .1 B0
-  std::vector<stage_timing> sends(2, stage_timing{.forward_s = 1.0, .backward_s = 2.0, .send_forward_s = 0.1,
-                                                  .send_backward_s = 0.1});
+  std::vector<stage_timing> sends(
+      2, stage_timing{.forward_s = 1.0, .backward_s = 2.0, .send_forward_s = 0.1, .send_backward_s = 0.1});
   CHECK(simulate_step(2, 1, sends, one_f_one_b(2)).step_s == doctest::Approx(1 + 0.1 + 1 + 2 + 0.1 + 2));
 }
 
 TEST_CASE("an uneven pipeline moves at its slowest stage") {
-  std::vector<stage_timing> t{{.forward_s = 1, .backward_s = 2}, {.forward_s = 3, .backward_s = 6},
-                              {.forward_s = 1, .backward_s = 2}};
+  std::vector<stage_timing> t{
+      {.forward_s = 1, .backward_s = 2}, {.forward_s = 3, .backward_s = 6}, {.forward_s = 1, .backward_s = 2}};
   auto r = simulate_step(3, 16, t, one_f_one_b(3));
   // the slow stage is busy 16 * 9; before it starts the first forward of stage 0 (1), after its
   // last backward the backward of stage 0 (2)

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/dsl.hpp"
-#include "apps/models/mlp.hpp"
 #include "apps/models/gpt.hpp"
+#include "apps/models/mlp.hpp"
+#include "graph/dsl.hpp"
 #include "graph/layers.hpp"
 
 namespace cohort::test {

@@ -51,14 +51,15 @@ inline caf::actor_system_config& test_config() {
 
 struct runtime_run {
   planner::parallel_plan plan;
-  std::vector<std::size_t> cuts;                // empty: the planner's
-  std::vector<actors::plan_change> changes;     // plan transitions
+  std::vector<std::size_t> cuts;             // empty: the planner's
+  std::vector<actors::plan_change> changes;  // plan transitions
   std::shared_ptr<planner::planning_setup> planning;
 };
 
 /// The run's summary on the actor runtime (REQUIREs that it succeeded).
 inline actors::run_summary runtime_summary(const actors::model_fn& model, const runtime_run& run, std::int64_t batch,
-                                           int steps, const optimizer_config& opt, std::uint64_t seed, const batch_fn& data) {
+                                           int steps, const optimizer_config& opt, std::uint64_t seed,
+                                           const batch_fn& data) {
   actors::run_options o;
   o.plan = run.plan;
   o.stage_cuts = run.cuts;
@@ -72,13 +73,15 @@ inline actors::run_summary runtime_summary(const actors::model_fn& model, const 
   o.planning = run.planning;
   o.collect_parameters = false;
   caf::actor_system sys{test_config()};
-  auto r = actors::train(sys, model, [data](std::int64_t s) -> result<std::map<std::string, tensor>> { return data(s); }, o);
+  auto r = actors::train(
+      sys, model, [data](std::int64_t s) -> result<std::map<std::string, tensor>> { return data(s); }, o);
   REQUIRE_MESSAGE(r.ok(), r.error().message);
   return std::move(*r);
 }
 
-inline std::vector<float> runtime_losses(const actors::model_fn& model, const runtime_run& run, std::int64_t batch, int steps,
-                                         const optimizer_config& opt, std::uint64_t seed, const batch_fn& data) {
+inline std::vector<float> runtime_losses(const actors::model_fn& model, const runtime_run& run, std::int64_t batch,
+                                         int steps, const optimizer_config& opt, std::uint64_t seed,
+                                         const batch_fn& data) {
   auto s = runtime_summary(model, run, batch, steps, opt, seed, data);
   return std::vector<float>(s.losses.begin(), s.losses.end());
 }
@@ -88,12 +91,14 @@ inline std::vector<float> runtime_losses(const actors::model_fn& model, const ru
 constexpr double loss_tolerance = 1e-5;
 
 /// Fails unless `dist` equals `serial` step by step within loss_tolerance (relative).
-inline void check_same_losses(const std::vector<float>& serial, const std::vector<float>& dist, const std::string& plan) {
+inline void check_same_losses(const std::vector<float>& serial, const std::vector<float>& dist,
+                              const std::string& plan) {
   CAPTURE(plan);
   REQUIRE(serial.size() == dist.size());
   double worst = 0;
   for (std::size_t i = 0; i < serial.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(dist[i]) - serial[i]) / std::fabs(static_cast<double>(serial[i])));
+    worst = std::max(worst,
+                     std::fabs(static_cast<double>(dist[i]) - serial[i]) / std::fabs(static_cast<double>(serial[i])));
   MESSAGE(plan << ": max relative loss difference over " << serial.size() << " steps " << worst << " (first "
                << serial.front() << ", last " << serial.back() << ")");
   CHECK(worst <= loss_tolerance);

@@ -14,8 +14,7 @@ namespace cohort::test {
 inline std::vector<status> spawn_ranks(int n, const std::function<status(int rank)>& fn) {
   std::vector<status> results(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] { results[static_cast<std::size_t>(r)] = fn(r); });
+  for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { results[static_cast<std::size_t>(r)] = fn(r); });
   for (auto& t : threads) t.join();
   return results;
 }

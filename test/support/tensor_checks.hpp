@@ -14,8 +14,7 @@
 
 namespace cohort::test {
 
-inline tensor random_tensor(const shape& s, std::uint64_t seed, float scale = 1.f,
-                            float min_abs = 0.f) {
+inline tensor random_tensor(const shape& s, std::uint64_t seed, float scale = 1.f, float min_abs = 0.f) {
   tensor t = tensor::empty(s, dtype::f32);
   rng r(seed);
   float* p = t.data<float>();
@@ -31,7 +30,8 @@ inline tensor random_ints(const shape& s, std::uint64_t seed, std::int32_t bound
   tensor t = tensor::empty(s, dtype::i32);
   rng r(seed);
   auto* p = t.data<std::int32_t>();
-  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<std::int32_t>(r.below(static_cast<std::uint64_t>(bound)));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    p[i] = static_cast<std::int32_t>(r.below(static_cast<std::uint64_t>(bound)));
   return t;
 }
 
@@ -58,7 +58,10 @@ inline std::string describe_mismatch(const tensor& a, const tensor& b, float rto
   for (std::int64_t i = 0; i < a.numel(); ++i) {
     float x = a.at(i), y = b.at(i);
     double err = std::fabs(static_cast<double>(x) - y);
-    if (std::isnan(err) || err > worst) { worst = std::isnan(err) ? INFINITY : err; worst_i = i; }
+    if (std::isnan(err) || err > worst) {
+      worst = std::isnan(err) ? INFINITY : err;
+      worst_i = i;
+    }
     if (!(err <= atol + rtol * std::fabs(y)) && shown < 5) {
       out += " [" + std::to_string(i) + "] " + std::to_string(x) + " vs " + std::to_string(y) + ";";
       ++shown;

@@ -21,8 +21,12 @@ inline batch_fn mlp_data(std::int64_t batch) {
       for (std::int64_t j = 0; j < 24; ++j) x.data<float>()[i * 24 + j] = r.normal();
       for (int c = 0; c < 10; ++c) {
         float s = 0;
-        for (std::int64_t j = 0; j < 24; ++j) s += x.data<float>()[i * 24 + j] * static_cast<float>((j * 7 + c * 3) % 5 - 2);
-        if (s > best) { best = s; y.data<std::int32_t>()[i] = c; }
+        for (std::int64_t j = 0; j < 24; ++j)
+          s += x.data<float>()[i * 24 + j] * static_cast<float>((j * 7 + c * 3) % 5 - 2);
+        if (s > best) {
+          best = s;
+          y.data<std::int32_t>()[i] = c;
+        }
       }
     }
     return std::map<std::string, tensor>{{"x", x}, {"y", y}};
@@ -41,7 +45,8 @@ inline batch_fn gpt_data(std::int64_t batch, std::int64_t seq) {
       auto at = static_cast<std::int64_t>(r.below(text.size() - static_cast<std::size_t>(seq) - 1));
       for (std::int64_t t = 0; t < seq; ++t) {
         tokens.data<std::int32_t>()[b * seq + t] = static_cast<unsigned char>(text[static_cast<std::size_t>(at + t)]);
-        targets.data<std::int32_t>()[b * seq + t] = static_cast<unsigned char>(text[static_cast<std::size_t>(at + t + 1)]);
+        targets.data<std::int32_t>()[b * seq + t] =
+            static_cast<unsigned char>(text[static_cast<std::size_t>(at + t + 1)]);
       }
     }
     return std::map<std::string, tensor>{{"tokens", tokens}, {"targets", targets}};

@@ -61,7 +61,8 @@ TEST_CASE("ring allreduce sums exactly for every rank count and size") {
         tensor buf = filled(r, size);
         if (auto st = allreduce_ring(fabric.endpoint(r), all_ranks(n), buf, {.tag = 1}); !st) return st;
         for (std::int64_t j = 0; j < size; ++j)
-          if (buf.data<float>()[j] != sum_over_ranks(n, j)) return expect(false, "mismatch at index " + std::to_string(j));
+          if (buf.data<float>()[j] != sum_over_ranks(n, j))
+            return expect(false, "mismatch at index " + std::to_string(j));
         return {};
       }));
     }
@@ -90,7 +91,8 @@ TEST_CASE("allreduce and recursive doubling sum exactly for every rank count and
         if ((n & (n - 1)) == 0)
           if (auto st = allreduce_recursive_doubling(fabric.endpoint(r), all_ranks(n), b, {.tag = 2}); !st) return st;
         for (std::int64_t j = 0; j < size; ++j) {
-          if (a.data<float>()[j] != sum_over_ranks(n, j)) return expect(false, "allreduce: mismatch at " + std::to_string(j));
+          if (a.data<float>()[j] != sum_over_ranks(n, j))
+            return expect(false, "allreduce: mismatch at " + std::to_string(j));
           if ((n & (n - 1)) == 0 && b.data<float>()[j] != sum_over_ranks(n, j))
             return expect(false, "recursive doubling: mismatch at " + std::to_string(j));
         }
@@ -107,7 +109,8 @@ TEST_CASE("recursive doubling leaves identical bits on every rank when the sums 
   std::vector<tensor> out(n);
   require_all_ok(spawn_ranks(n, [&](int r) -> status {
     tensor buf = tensor::empty({size});
-    for (std::int64_t j = 0; j < size; ++j) buf.data<float>()[j] = 1.0f / static_cast<float>(3 + r * 7 + j % 11) * (r % 2 ? 1e4f : 1e-3f);
+    for (std::int64_t j = 0; j < size; ++j)
+      buf.data<float>()[j] = 1.0f / static_cast<float>(3 + r * 7 + j % 11) * (r % 2 ? 1e4f : 1e-3f);
     if (auto st = allreduce_recursive_doubling(fabric.endpoint(r), all_ranks(n), buf, {.tag = 3}); !st) return st;
     out[static_cast<std::size_t>(r)] = buf;
     return {};
@@ -133,14 +136,18 @@ TEST_CASE("ring reduce-scatter leaves each rank its near-equal piece of the sum"
       require_all_ok(spawn_ranks(n, [&](int r) -> status {
         range mine = shard_range(size, n, r);
         tensor out = tensor::empty({mine.size()});
-        if (auto st = reduce_scatter_ring(fabric.endpoint(r), all_ranks(n), filled(r, size), out, {.tag = 2}); !st) return st;
+        if (auto st = reduce_scatter_ring(fabric.endpoint(r), all_ranks(n), filled(r, size), out, {.tag = 2}); !st)
+          return st;
         for (std::int64_t j = 0; j < mine.size(); ++j)
-          if (out.data<float>()[j] != sum_over_ranks(n, mine.begin + j)) return expect(false, "mismatch at " + std::to_string(j));
+          if (out.data<float>()[j] != sum_over_ranks(n, mine.begin + j))
+            return expect(false, "mismatch at " + std::to_string(j));
         // the same, reducing in the input itself (a step's gradients), into a fresh output
         tensor consumed = filled(r, size), again = tensor::full({mine.size()}, -1.0f);
-        if (auto st = reduce_scatter_ring_consuming(fabric.endpoint(r), all_ranks(n), consumed, again, {.tag = 5}); !st) return st;
+        if (auto st = reduce_scatter_ring_consuming(fabric.endpoint(r), all_ranks(n), consumed, again, {.tag = 5}); !st)
+          return st;
         for (std::int64_t j = 0; j < mine.size(); ++j)
-          if (again.data<float>()[j] != out.data<float>()[j]) return expect(false, "consuming: mismatch at " + std::to_string(j));
+          if (again.data<float>()[j] != out.data<float>()[j])
+            return expect(false, "consuming: mismatch at " + std::to_string(j));
         return {};
       }));
     }
@@ -167,7 +174,8 @@ TEST_CASE("ring all-gather assembles every rank's piece") {
           range rr = shard_range(size, n, owner);
           for (std::int64_t j = rr.begin; j < rr.end; ++j) {
             if (out.data<float>()[j] != value(owner, j)) return expect(false, "mismatch at " + std::to_string(j));
-            if (in_place.data<float>()[j] != value(owner, j)) return expect(false, "in place: mismatch at " + std::to_string(j));
+            if (in_place.data<float>()[j] != value(owner, j))
+              return expect(false, "in place: mismatch at " + std::to_string(j));
           }
         }
         return {};
@@ -184,7 +192,8 @@ TEST_CASE("all-gather of differently shaped pieces returns them in group order")
       if (!pieces) return pieces.error();
       for (int owner = 0; owner < n; ++owner) {
         const tensor& p = (*pieces)[static_cast<std::size_t>(owner)];
-        if (p.numel() != owner + 1 || p.at(owner) != value(owner, owner)) return expect(false, "bad piece " + std::to_string(owner));
+        if (p.numel() != owner + 1 || p.at(owner) != value(owner, owner))
+          return expect(false, "bad piece " + std::to_string(owner));
       }
       return {};
     }));

@@ -48,7 +48,8 @@ message round_trip(kind k, std::uint64_t key, std::uint32_t source, const tensor
 }
 
 // The error of reading what `bytes` holds, then the writer closing.
-error read_error(const std::vector<std::byte>& bytes, std::uint64_t max_payload = small_payload, bool check_generation = true) {
+error read_error(const std::vector<std::byte>& bytes, std::uint64_t max_payload = small_payload,
+                 bool check_generation = true) {
   auto s = connected();
   REQUIRE(s.writer.send_all(bytes.data(), bytes.size(), 5s).ok());
   s.writer = tcp_socket();  // closed
@@ -76,7 +77,8 @@ TEST_CASE("every control message kind round-trips through a frame with its tag, 
     CHECK(back->cores == 16);
   }
   SUBCASE("roster") {
-    const std::vector<node_entry> r = {{0, "10.0.0.1", 4000, 11, 8}, {1, "host-b.example", 4001, 12, 1}, {2, "::1", 65535, 13, 65536}};
+    const std::vector<node_entry> r = {
+        {0, "10.0.0.1", 4000, 11, 8}, {1, "host-b.example", 4001, 12, 1}, {2, "::1", 65535, 13, 65536}};
     auto m = round_trip(kind::roster, 2, 0, pack_text(roster_text(r)));
     auto text = text_of(m.body);
     REQUIRE(text.ok());
@@ -111,12 +113,18 @@ TEST_CASE("every control message kind round-trips through a frame with its tag, 
     }
   }
   SUBCASE("sum_part and sum_total carry doubles bit for bit") {
-    const std::vector<double> d = {0.25, -0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
-                                   std::numeric_limits<double>::denorm_min(), 1e308, -3.0};
+    const std::vector<double> d = {0.25,
+                                   -0.0,
+                                   std::numeric_limits<double>::infinity(),
+                                   std::numeric_limits<double>::quiet_NaN(),
+                                   std::numeric_limits<double>::denorm_min(),
+                                   1e308,
+                                   -3.0};
     for (kind k : {kind::sum_part, kind::sum_total}) {
       auto back = doubles_of(round_trip(k, std::uint64_t{1} << 40, 3, pack_doubles(d)).body);
       REQUIRE(back.size() == d.size());
-      for (std::size_t i = 0; i < d.size(); ++i) CHECK(std::bit_cast<std::uint64_t>(back[i]) == std::bit_cast<std::uint64_t>(d[i]));
+      for (std::size_t i = 0; i < d.size(); ++i)
+        CHECK(std::bit_cast<std::uint64_t>(back[i]) == std::bit_cast<std::uint64_t>(d[i]));
     }
   }
   SUBCASE("a piece is any tensor, its index in the source field, and may exceed the small limit") {
@@ -133,14 +141,15 @@ TEST_CASE("every control message kind round-trips through a frame with its tag, 
 }
 
 TEST_CASE("integers round-trip through two words each, and odd or foreign bodies decode to nothing extra") {
-  const std::vector<std::int64_t> v = {0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), 1ll << 33};
+  const std::vector<std::int64_t> v = {0, -1, std::numeric_limits<std::int64_t>::min(),
+                                       std::numeric_limits<std::int64_t>::max(), 1ll << 33};
   CHECK(ints_of(pack_ints(v)) == v);
   tensor odd = tensor::empty(shape{3}, dtype::i32);
   odd.data<std::int32_t>()[0] = 5;
   odd.data<std::int32_t>()[1] = 0;
   odd.data<std::int32_t>()[2] = 9;
   CHECK(ints_of(odd) == std::vector<std::int64_t>{5});  // the trailing word is ignored
-  CHECK(ints_of(tensor::zeros({4})).empty());            // f32: not a control body
+  CHECK(ints_of(tensor::zeros({4})).empty());           // f32: not a control body
 }
 
 TEST_CASE("a control frame over the size limit is refused before its payload is read, naming the sizes") {
@@ -198,8 +207,9 @@ TEST_CASE("a text body that claims more bytes than it holds, or is no i32 tensor
 TEST_CASE("a hello is five integers under the hello tag, and nothing else is taken for one") {
   const tensor five = pack_hello({.process = 1, .pid = 2, .data_port = 3, .world = 4, .cores = 5});
   CHECK(hello_of(tag_of(kind::hello), five).ok());
-  for (auto [tag, body] : {std::pair{tag_of(kind::text), five}, std::pair{tag_of(kind::hello, 1), five},
-                           std::pair{tag_of(kind::hello), pack_ints({1, 2, 3, 4})}, std::pair{tag_of(kind::hello), pack_text("hello")}}) {
+  for (auto [tag, body] :
+       {std::pair{tag_of(kind::text), five}, std::pair{tag_of(kind::hello, 1), five},
+        std::pair{tag_of(kind::hello), pack_ints({1, 2, 3, 4})}, std::pair{tag_of(kind::hello), pack_text("hello")}}) {
     auto h = hello_of(tag, body);
     REQUIRE_FALSE(h.ok());
     CHECK(h.error().message == "expected a hello");
@@ -214,14 +224,14 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
   const std::pair<std::string, std::string> bad[] = {
       {"0 a 1 10 1\n", "control: a roster of 1 processes (expected 2)"},
       {"0 a 1 10 1\n1 b 2 11 1\n1 c 3 12 1\n", "control: malformed roster entry for process 1"},  // repeated
-      {"0 a 1 10 1\n2 b 2 11 1\n", "control: malformed roster entry for process 2"},             // out of range
+      {"0 a 1 10 1\n2 b 2 11 1\n", "control: malformed roster entry for process 2"},              // out of range
       {"0 a 1 10 1\n-1 b 2 11 1\n", "control: malformed roster entry for process -1"},
-      {"0 a 1 10 1\n1 b/c 2 11 1\n", "control: malformed roster entry for process 1"},           // a host with '/'
-      {"0 a 0 10 1\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},             // port 0
+      {"0 a 1 10 1\n1 b/c 2 11 1\n", "control: malformed roster entry for process 1"},  // a host with '/'
+      {"0 a 0 10 1\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},    // port 0
       {"0 a 65536 10 1\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},
-      {"0 a 1 10 0\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},             // no cores
+      {"0 a 1 10 0\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},  // no cores
       {"0 a 1 10 65537\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},
-      {"0 a 1 10 1\n1 b two 11 1\n", "control: a roster of 1 processes (expected 2)"},           // not a number: parsing stops
+      {"0 a 1 10 1\n1 b two 11 1\n", "control: a roster of 1 processes (expected 2)"},  // not a number: parsing stops
       {"", "control: a roster of 0 processes (expected 2)"},
   };
   for (const auto& [text, why] : bad) {
@@ -231,5 +241,6 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
     CHECK(r.error().code == errc::io_error);
     CHECK(r.error().message == why);
   }
-  CHECK_FALSE(parse_roster("0 " + std::string(256, 'h') + " 1 10 1\n1 b 2 11 1\n", 2).ok());  // a host over 255 characters
+  CHECK_FALSE(
+      parse_roster("0 " + std::string(256, 'h') + " 1 10 1\n1 b 2 11 1\n", 2).ok());  // a host over 255 characters
 }

@@ -44,7 +44,8 @@ struct coordinator {
   plane_result cp = make_error(errc::closed, "not run");
   std::thread thread;
   coordinator(job_ports& ports, const control_options& o) {
-    thread = std::thread([this, &ports, o] { cp = control_plane::coordinate(o, std::move(ports.control), ports.data[0].port()); });
+    thread = std::thread(
+        [this, &ports, o] { cp = control_plane::coordinate(o, std::move(ports.control), ports.data[0].port()); });
   }
   ~coordinator() {
     if (thread.joinable()) thread.join();
@@ -138,7 +139,9 @@ TEST_CASE("a node of another world size, a bad data port or core count, or no he
   auto s = tcp_socket::connect("127.0.0.1", o.master_port, 5s);
   REQUIRE(s);
   REQUIRE(authenticate_client(*s, "", 5s).ok());
-  REQUIRE(control::write_message(*s, o.generation, control::tag_of(control::kind::text), 0, control::pack_text("hi"), 5s).ok());
+  REQUIRE(
+      control::write_message(*s, o.generation, control::tag_of(control::kind::text), 0, control::pack_text("hi"), 5s)
+          .ok());
   auto answer = control::read_message(*s, o.generation, control::small_payload, 5s);
   REQUIRE(answer);
   CHECK(control::is(answer->tag, control::kind::refuse));
@@ -156,8 +159,14 @@ TEST_CASE("two nodes claiming the same process number: one joins, the other is r
   coordinator c(ports, o);
   plane_result a = make_error(errc::closed, "not run"), b = make_error(errc::closed, "not run");
   finished done;
-  std::thread ta([&] { a = join_as(o, 1, ports.data[1].port()); done.one(); });
-  std::thread tb([&] { b = join_as(o, 1, ports.data[2].port()); done.one(); });
+  std::thread ta([&] {
+    a = join_as(o, 1, ports.data[1].port());
+    done.one();
+  });
+  std::thread tb([&] {
+    b = join_as(o, 1, ports.data[2].port());
+    done.one();
+  });
   // the refused one returns first (the other waits for the roster, which needs process 2)
   REQUIRE(done.wait_for(1, 20s));
   auto third = join_as(o, 2, ports.data[0].port());
@@ -203,12 +212,15 @@ TEST_CASE("the small collectives give every process the exact results") {
     auto text = c.broadcast_text(1, p == 0 ? "the plan" : "");
     if (!text || *text != "the plan") return expect(false, "broadcast_text: " + (text ? *text : text.error().message));
     auto lines = c.all_gather_text(2, "process " + std::to_string(p));
-    if (!lines || *lines != std::vector<std::string>{"process 0", "process 1", "process 2"}) return expect(false, "all_gather_text");
+    if (!lines || *lines != std::vector<std::string>{"process 0", "process 1", "process 2"})
+      return expect(false, "all_gather_text");
     auto total = c.sum(4, {static_cast<double>(p), 0.5, -1e-3 * p});
-    if (!total || *total != std::vector<double>{3.0, 1.5, (-1e-3 * 0 + -1e-3 * 1) + -1e-3 * 2}) return expect(false, "sum");
+    if (!total || *total != std::vector<double>{3.0, 1.5, (-1e-3 * 0 + -1e-3 * 1) + -1e-3 * 2})
+      return expect(false, "sum");
     std::vector<std::pair<int, tensor>> mine;
     for (int i = 0; i < 4; ++i)
-      if (owner[static_cast<std::size_t>(i)] == p) mine.push_back({i, tensor::full({i + 1}, 10.f * static_cast<float>(i))});
+      if (owner[static_cast<std::size_t>(i)] == p)
+        mine.push_back({i, tensor::full({i + 1}, 10.f * static_cast<float>(i))});
     auto all = c.gather(5, mine, owner);
     if (!all) return all.error();
     if (p != 0 && !all->empty()) return expect(false, "a node got gathered pieces");
@@ -216,12 +228,14 @@ TEST_CASE("the small collectives give every process the exact results") {
       if (all->size() != 4) return expect(false, "the coordinator got " + std::to_string(all->size()) + " pieces");
       for (int i = 0; i < 4; ++i) {
         const tensor& t = (*all)[static_cast<std::size_t>(i)];
-        if (t.numel() != i + 1 || t.data<float>()[i] != 10.f * static_cast<float>(i)) return expect(false, "piece " + std::to_string(i));
+        if (t.numel() != i + 1 || t.data<float>()[i] != 10.f * static_cast<float>(i))
+          return expect(false, "piece " + std::to_string(i));
       }
     }
     // refused before anything is sent, on every process alike
     auto two_lines = c.all_gather_text(6, "a\nb");
-    if (two_lines || two_lines.error().code != errc::invalid_argument) return expect(false, "all_gather_text took two lines");
+    if (two_lines || two_lines.error().code != errc::invalid_argument)
+      return expect(false, "all_gather_text took two lines");
     if (p == 0) {
       auto huge = c.broadcast_text(7, std::string(control::small_payload, 'x'));
       if (huge || huge.error().code != errc::invalid_argument) return expect(false, "broadcast_text took over 1 MiB");
@@ -268,7 +282,8 @@ lost_node lose_a_node(int signal_number) {
 
 }  // namespace
 
-TEST_CASE("a node killed with SIGKILL is reported at once with its name and the step and the reason" * doctest::test_suite("failure")) {
+TEST_CASE("a node killed with SIGKILL is reported at once with its name and the step and the reason" *
+          doctest::test_suite("failure")) {
   lost_node n = lose_a_node(SIGKILL);
   CHECK(n.process == 1);
   CHECK(n.step == 4);
@@ -283,7 +298,8 @@ TEST_CASE("a node stopped with SIGSTOP is reported when its heartbeats stop" * d
   CHECK(n.reason.find("no heartbeat for 800 ms") != std::string::npos);
 }
 
-TEST_CASE("the coordinator relays a lost node to the other nodes and they stop waiting" * doctest::test_suite("failure")) {
+TEST_CASE("the coordinator relays a lost node to the other nodes and they stop waiting" *
+          doctest::test_suite("failure")) {
   // process 2 dies once every process has set its step; process 1 must hear of it from process 0
   auto codes = run_job(3, [](job_ports& ports, int p) -> status {
     auto cp = join_job(ports, p, 3);
@@ -295,8 +311,10 @@ TEST_CASE("the coordinator relays a lost node to the other nodes and they stop w
     if (!lost) return expect(false, "process " + std::to_string(p) + " heard of no loss");
     if (p == 0) return expect(lost->process == 2 && lost->step == 4, "the coordinator's report: " + lost->describe());
     auto waiting = (*cp)->broadcast_text(2, "");  // the next collective fails at once, naming the loss
-    if (waiting || waiting.error().code != errc::closed) return expect(false, "a collective after the loss did not fail");
-    return expect(lost->process == -1 && lost->step == 6 && lost->describe().find("lost node 2 (pid ") != std::string::npos &&
+    if (waiting || waiting.error().code != errc::closed)
+      return expect(false, "a collective after the loss did not fail");
+    return expect(lost->process == -1 && lost->step == 6 &&
+                      lost->describe().find("lost node 2 (pid ") != std::string::npos &&
                       waiting.error().message.find("lost node 2") != std::string::npos,
                   "the relayed report: " + lost->describe());
   });

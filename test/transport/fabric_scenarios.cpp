@@ -14,7 +14,7 @@ using namespace cohort::transport;
 
 bool job_succeeds(data_plane plane, int processes, const scenario& part) {
   bool all = true;
-  for (int c : run_job(processes, [&](job_ports& j, int p) { return part(plane, j, p); })) all = all && c == 0;
+  for (int c : run_job(processes, [&](job_ports&j, int p) { return part(plane, j, p); })) all = all && c == 0;
   return all;
 }
 
@@ -24,11 +24,12 @@ namespace {
 // ahead and starts a piece with a 32 KiB chunk; UCX keeps the channel's defaults.
 status check_sizes(data_plane plane, const channel& ch, int remote, int local, int nonexistent) {
   const std::int64_t ahead = ch.send_ahead_bytes(remote);
-  const bool ok = plane == data_plane::tcp ? ahead > 0 && ahead <= (1 << 20) && ch.first_chunk_bytes(remote) == (32 << 10)
-                                           : ahead == 0 && ch.first_chunk_bytes(remote) == (256 << 10);
+  const bool ok = plane == data_plane::tcp
+                      ? ahead > 0 && ahead <= (1 << 20) && ch.first_chunk_bytes(remote) == (32 << 10)
+                      : ahead == 0 && ch.first_chunk_bytes(remote) == (256 << 10);
   if (!ok || ch.send_ahead_bytes(local) != 0 || ch.send_ahead_bytes(nonexistent) != 0)
-    return expect(false, std::string(name_of(plane)) + " send_ahead_bytes: " + std::to_string(ahead) + " to a remote rank, " +
-                             std::to_string(ch.send_ahead_bytes(local)) + " to a local one, " +
+    return expect(false, std::string(name_of(plane)) + " send_ahead_bytes: " + std::to_string(ahead) +
+                             " to a remote rank, " + std::to_string(ch.send_ahead_bytes(local)) + " to a local one, " +
                              std::to_string(ch.send_ahead_bytes(nonexistent)) + " to a nonexistent one; first chunk " +
                              std::to_string(ch.first_chunk_bytes(remote)));
   return expect(ch.send_copies(remote) && !ch.send_copies(local), "send_copies: true to remote ranks only");
@@ -48,11 +49,13 @@ status rank_collectives(data_plane plane, channel& ch, int process, int processe
     for (bool ring : {true, false}) {  // the ring, and allreduce()'s pick (recursive doubling on pairs)
       tensor buf = tensor::empty({n});
       for (std::int64_t j = 0; j < n; ++j) buf.data<float>()[j] = value(me, j);
-      auto st = ring ? allreduce_ring(ch, group, buf, {.tag = 1, .timeout = 20s}) : allreduce(ch, group, buf, {.tag = 3, .timeout = 20s});
+      auto st = ring ? allreduce_ring(ch, group, buf, {.tag = 1, .timeout = 20s})
+                     : allreduce(ch, group, buf, {.tag = 3, .timeout = 20s});
       if (!st) return st;
       for (std::int64_t j = 0; j < n; ++j)
         if (buf.data<float>()[j] != static_cast<float>(ranks * (ranks + 1) / 2 * (j % 13 + 1)))
-          return expect(false, std::string(ring ? "ring" : "allreduce()") + " wrong at " + std::to_string(j) + " of " + std::to_string(n));
+          return expect(false, std::string(ring ? "ring" : "allreduce()") + " wrong at " + std::to_string(j) + " of " +
+                                   std::to_string(n));
     }
   tensor b = tensor::full({7}, me == 1 ? 3.5f : 0.f);
   if (auto st = broadcast(ch, group, 1, b, {.tag = 2, .timeout = 20s}); !st) return st;
@@ -99,7 +102,8 @@ status run_collectives(data_plane plane, job_ports& ports, int process, int proc
     if (!st) return st;
   auto total = (*cp)->sum(7, {static_cast<double>(process) + 0.25});
   if (!total) return total.error();
-  if (auto st = expect((*total)[0] == processes * (processes - 1) / 2.0 + 0.25 * processes, "control sum"); !st) return st;
+  if (auto st = expect((*total)[0] == processes * (processes - 1) / 2.0 + 0.25 * processes, "control sum"); !st)
+    return st;
   return (*cp)->finish(10s);
 }
 
@@ -113,11 +117,13 @@ status run_burst(data_plane plane, job_ports& ports, int process) {
   auto& [cp, fabric] = *job;
   channel& ch = fabric->endpoint(process);
   std::vector<shape> shapes = {shape{}, shape{0}, shape{1}, shape{3, 0, 2}, shape{2, 3, 5}, shape{100000}, shape{1}};
-  for (std::int64_t n = 1000; n <= 1030; n += 3) shapes.push_back(shape{n});  // 4,000 - 4,120 bytes: frames either side of the look-ahead (4,160)
+  for (std::int64_t n = 1000; n <= 1030; n += 3)
+    shapes.push_back(shape{n});  // 4,000 - 4,120 bytes: frames either side of the look-ahead (4,160)
   for (std::int64_t n = 1; n <= 64; n *= 2) shapes.push_back(shape{n, 3});
   auto fill = [](const shape& s, std::uint64_t tag) {
     tensor t = tensor::empty(s);
-    for (std::int64_t j = 0; j < t.numel(); ++j) t.data<float>()[j] = static_cast<float>(tag * 1000003 + static_cast<std::uint64_t>(j));
+    for (std::int64_t j = 0; j < t.numel(); ++j)
+      t.data<float>()[j] = static_cast<float>(tag * 1000003 + static_cast<std::uint64_t>(j));
     return t;
   };
   const std::uint64_t marker = 9998, done = 9999;
@@ -135,7 +141,8 @@ status run_burst(data_plane plane, job_ports& ports, int process) {
       const tensor want = fill(shapes[i], i);
       bool same = got->shape() == shapes[i];
       for (std::int64_t j = 0; same && j < want.numel(); ++j) same = got->data<float>()[j] == want.data<float>()[j];
-      if (!same) return expect(false, "message " + std::to_string(i) + " of shape " + shapes[i].to_string() + " arrived wrong");
+      if (!same)
+        return expect(false, "message " + std::to_string(i) + " of shape " + shapes[i].to_string() + " arrived wrong");
     }
     if (auto st = ch.send(0, done, tensor::zeros({1}), 20s); !st) return st;
   }
@@ -167,7 +174,8 @@ status run_late_messages(data_plane plane, job_ports& ports, int process) {
       auto got = ch.recv(0, 100 + k, 20s);
       if (!got) return got.error();
       bool same = got->numel() == n;
-      for (std::int64_t j = 0; same && j < n; ++j) same = got->data<float>()[j] == value(0, j + static_cast<std::int64_t>(k));
+      for (std::int64_t j = 0; same && j < n; ++j)
+        same = got->data<float>()[j] == value(0, j + static_cast<std::int64_t>(k));
       if (!same) return expect(false, "late message " + std::to_string(k) + " arrived wrong");
       busy();
       if (auto st = ch.send(0, 200 + k, tensor::zeros({1}), 20s); !st) return st;
@@ -201,7 +209,8 @@ status run_landing(data_plane plane, job_ports& ports, int process) {
   if (auto st = ch.send(0, 100, tensor::zeros({1}), 20s); !st) return st;
   auto got = fabric->wait_landing(1, 0, 10, 20s);
   if (!got) return got.error();
-  if (got->data<float>() != landing.data<float>()) return expect(false, "the payload offered a buffer did not land in it");
+  if (got->data<float>() != landing.data<float>())
+    return expect(false, "the payload offered a buffer did not land in it");
   if (!is_counting(landing, 1.f, n)) return expect(false, "the landing buffer holds the wrong values");
 
   if (auto st = ch.recv(0, 21, 20s); !st) return st.error();  // so message 20 is here already
@@ -232,14 +241,16 @@ status run_closing(data_plane plane, job_ports& ports, int process) {
   std::thread waiter([&] { waited = ch.recv(0, 5, 20s); });
   fabric->close("closed by the test");
   waiter.join();
-  if (waited || waited.error().code != errc::closed || waited.error().message.find("closed by the test") == std::string::npos)
+  if (waited || waited.error().code != errc::closed ||
+      waited.error().message.find("closed by the test") == std::string::npos)
     return expect(false, "the waiting receive: " + (waited ? std::string("a message") : waited.error().message));
   auto sent = ch.send(0, 6, tensor::zeros({1}), 20s);
   if (sent || sent.error().code != errc::closed || sent.error().message != "send: channel closed: closed by the test")
     return expect(false, "a send after close: " + (sent ? std::string("sent") : sent.error().message));
   auto again = ch.recv(0, 7, 20s);
   if (again || again.error().code != errc::closed) return expect(false, "a receive after close did not fail closed");
-  if (fabric->closed_reason() != "closed by the test") return expect(false, "closed_reason: " + fabric->closed_reason());
+  if (fabric->closed_reason() != "closed by the test")
+    return expect(false, "closed_reason: " + fabric->closed_reason());
   auto stranger = ch.send(2, 1, tensor::zeros({1}), 1s);
   if (stranger || stranger.error().code != errc::invalid_argument ||
       stranger.error().message != "send: rank 1 to nonexistent peer 2")
@@ -254,8 +265,8 @@ status run_closing(data_plane plane, job_ports& ports, int process) {
   return cp->finish(20s);
 }
 
-status run_refused_frame(data_plane plane, job_ports& ports, int process, std::vector<int> map_of_1, std::uint64_t generation_of_0,
-                         const std::string& why) {
+status run_refused_frame(data_plane plane, job_ports& ports, int process, std::vector<int> map_of_1,
+                         std::uint64_t generation_of_0, const std::string& why) {
   auto job = join_pair(plane, ports, process, process == 0 ? std::vector<int>{0, 1} : std::move(map_of_1),
                        process == 0 ? generation_of_0 : 1);
   if (!job) return job.error();

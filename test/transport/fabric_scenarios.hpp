@@ -45,8 +45,8 @@ status run_closing(data_plane plane, job_ports& ports, int process);
 /// disagree (process 1's rank map `map_of_1`, process 0's data-plane generation
 /// `generation_of_0`); a wait of process 1's last rank fails closed with a reason containing
 /// `why`.
-status run_refused_frame(data_plane plane, job_ports& ports, int process, std::vector<int> map_of_1, std::uint64_t generation_of_0,
-                         const std::string& why);
+status run_refused_frame(data_plane plane, job_ports& ports, int process, std::vector<int> map_of_1,
+                         std::uint64_t generation_of_0, const std::string& why);
 
 /// A frame from a process that does not host its source rank closes the receiving fabric,
 /// naming the rank and the process (run_refused_frame: process 1 believes it hosts rank 0).

@@ -20,7 +20,9 @@ using namespace cohort::transport;
 
 const char* name_of(data_plane plane) { return plane == data_plane::tcp ? "tcp" : "ucx"; }
 
-status expect(bool ok, const std::string& what) { return ok ? status{} : status(make_error(errc::invalid_argument, what)); }
+status expect(bool ok, const std::string& what) {
+  return ok ? status{} : status(make_error(errc::invalid_argument, what));
+}
 
 float value(int r, std::int64_t j) { return static_cast<float>((r + 1) * (j % 13 + 1)); }
 

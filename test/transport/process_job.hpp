@@ -46,8 +46,10 @@ result<std::unique_ptr<transport::control_plane>> join_job(job_ports& ports, int
 
 /// The data plane over a joined control plane. `generation`: the data plane's own (a
 /// mismatch tests stale frames); every process must call this (UCX exchanges addresses).
-result<std::shared_ptr<transport::fabric_base>> connect_data(data_plane plane, job_ports& ports, transport::control_plane& cp,
-                                                             std::vector<int> process_of_rank, std::uint64_t generation = 1);
+result<std::shared_ptr<transport::fabric_base>> connect_data(data_plane plane, job_ports& ports,
+                                                             transport::control_plane& cp,
+                                                             std::vector<int> process_of_rank,
+                                                             std::uint64_t generation = 1);
 
 /// A job of two processes, one rank each.
 struct pair_job {

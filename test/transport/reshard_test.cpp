@@ -33,7 +33,8 @@ tensor box_of_global(const box& b) {
 tensor source_piece(const layout& l, int mesh_rank) {
   box b = local_box(global, l, mesh_rank);
   tensor t = box_of_global(b);
-  bool any_partial = std::any_of(l.placements.begin(), l.placements.end(), [](const placement& p) { return is_partial(p); });
+  bool any_partial =
+      std::any_of(l.placements.begin(), l.placements.end(), [](const placement& p) { return is_partial(p); });
   if (!any_partial) return t;
   // ranks off coordinate 0 of the partial axes hold (rank + 1); the one at 0 holds the rest
   int partial_peers = 1;
@@ -51,7 +52,8 @@ tensor source_piece(const layout& l, int mesh_rank) {
     bool same_replica = true;  // only peers that differ on partial axes alone
     auto c1 = l.mesh.coordinates(mesh_rank), c2 = l.mesh.coordinates(other);
     for (int a = 0; a < l.mesh.axis_count(); ++a)
-      if (!is_partial(l.placements[static_cast<std::size_t>(a)]) && c1[static_cast<std::size_t>(a)] != c2[static_cast<std::size_t>(a)])
+      if (!is_partial(l.placements[static_cast<std::size_t>(a)]) &&
+          c1[static_cast<std::size_t>(a)] != c2[static_cast<std::size_t>(a)])
         same_replica = false;
     if (!same_replica) continue;
     for (std::int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] -= static_cast<float>(other + 1);
@@ -110,8 +112,8 @@ TEST_CASE("every pair of placement kinds on one mesh, and from 2 ranks to 3 othe
 }
 
 TEST_CASE("between meshes of different shapes: 2x2 to 3 ranks and 3 to 2x2") {
-  const placement two_d[][2] = {{shard{0}, partial{}}, {replicate{}, shard{1}}, {shard{0}, shard{1}},
-                                {shard{1}, shard{1}}, {partial{}, replicate{}}, {shard{0}, shard{0}}};
+  const placement two_d[][2] = {{shard{0}, partial{}}, {replicate{}, shard{1}},  {shard{0}, shard{1}},
+                                {shard{1}, shard{1}},  {partial{}, replicate{}}, {shard{0}, shard{0}}};
   for (const auto& p : two_d)
     for (const auto& b : kinds) {
       check_reshard({process_mesh({{"x", 2}, {"y", 2}}), {p[0], p[1]}, {}}, {process_mesh({{"x", 3}}), {b}, {}});
@@ -121,18 +123,22 @@ TEST_CASE("between meshes of different shapes: 2x2 to 3 ranks and 3 to 2x2") {
 
 TEST_CASE("a reshard plan only moves what has to move") {
   // S(0) -> S(0) on the same mesh: each rank keeps its own piece, nothing crosses
-  auto same = plan_reshard(global, {process_mesh({{"x", 3}}), {shard{0}}, {}}, {process_mesh({{"x", 3}}), {shard{0}}, {}});
+  auto same =
+      plan_reshard(global, {process_mesh({{"x", 3}}), {shard{0}}, {}}, {process_mesh({{"x", 3}}), {shard{0}}, {}});
   REQUIRE(same.ok());
   for (const auto& m : same->messages) CHECK(m.from == m.to);
   // R -> S: only rank 0's copy is read
-  auto slice = plan_reshard(global, {process_mesh({{"x", 2}}), {replicate{}}, {}}, {process_mesh({{"x", 2}}), {shard{1}}, {}});
+  auto slice =
+      plan_reshard(global, {process_mesh({{"x", 2}}), {replicate{}}, {}}, {process_mesh({{"x", 2}}), {shard{1}}, {}});
   REQUIRE(slice.ok());
   for (const auto& m : slice->messages) CHECK(m.from == 0);
 }
 
 TEST_CASE("reshard layout errors") {
   CHECK(plan_reshard(global, {process_mesh({{"x", 2}}), {}, {}}, {process_mesh({{"x", 2}}), {replicate{}}, {}})
-            .error().message == "reshard: source layout has 0 placements for mesh {x:2}");
+            .error()
+            .message == "reshard: source layout has 0 placements for mesh {x:2}");
   CHECK(plan_reshard(global, {process_mesh({{"x", 2}}), {shard{2}}, {}}, {process_mesh({{"x", 2}}), {replicate{}}, {}})
-            .error().message == "reshard: source shards dimension 2 of [6,5]");
+            .error()
+            .message == "reshard: source shards dimension 2 of [6,5]");
 }

@@ -39,7 +39,9 @@ TEST_CASE("ring collectives across 2 and 4 OS processes over TCP give the exact 
   for (auto [processes, per_process] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
     CAPTURE(processes);
     CAPTURE(per_process);
-    CHECK(job_succeeds(data_plane::tcp, processes, [&](data_plane d, job_ports& j, int p) { return run_collectives(d, j, p, processes, per_process); }));
+    CHECK(job_succeeds(data_plane::tcp, processes, [&](data_plane d, job_ports& j, int p) {
+      return run_collectives(d, j, p, processes, per_process);
+    }));
   }
 }
 
@@ -64,7 +66,8 @@ TEST_CASE("a malformed data frame from a peer closes the fabric with a reason") 
       auto s = tcp_socket::connect("127.0.0.1", ports.data[1].port(), 10s);
       if (!s) return s.error();
       if (auto st = authenticate_client(*s, "", 10s); !st) return st;
-      auto hello = encode_frame({.generation = 1, .tag = ~std::uint64_t{0}, .source = 0, .destination = 1}, tensor::empty(shape{0}));
+      auto hello = encode_frame({.generation = 1, .tag = ~std::uint64_t{0}, .source = 0, .destination = 1},
+                                tensor::empty(shape{0}));
       auto bad = encode_frame({.generation = 1, .tag = 5, .source = 0, .destination = 1}, tensor::full({4}, 1.f));
       bad[0] = std::byte{0};  // bad magic
       if (auto st = s->send_all(hello.data(), hello.size(), 10s); !st) return st;

@@ -33,9 +33,7 @@ void check_ucx_job(int processes, const scenario& part) {
 
 }  // namespace
 
-TEST_CASE("a burst of frames of every size over UCX: every message whole") {
-  check_ucx_job(2, run_burst);
-}
+TEST_CASE("a burst of frames of every size over UCX: every message whole") { check_ucx_job(2, run_burst); }
 
 TEST_CASE("messages that come long after their receive began arrive whole over UCX") {
   check_ucx_job(2, run_late_messages);
@@ -49,7 +47,8 @@ TEST_CASE("ring collectives across 2 and 4 OS processes over UCX give the exact 
   for (auto [processes, per_process] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
     CAPTURE(processes);
     CAPTURE(per_process);
-    check_ucx_job(processes, [&](data_plane d, job_ports& j, int p) { return run_collectives(d, j, p, processes, per_process); });
+    check_ucx_job(processes,
+                  [&](data_plane d, job_ports& j, int p) { return run_collectives(d, j, p, processes, per_process); });
   }
 }
 

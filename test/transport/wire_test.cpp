@@ -38,7 +38,8 @@ TEST_CASE("frames round-trip every dtype and rank") {
     CAPTURE(s.rank());
     tensor t = ramp(s);
     auto bytes = encode_frame({.generation = 9, .tag = 123456789012ull, .source = 3, .destination = 2}, t);
-    CHECK(bytes.size() == frame_header_bytes + static_cast<std::size_t>(s.rank()) * 8 + static_cast<std::size_t>(t.numel()) * 4);
+    CHECK(bytes.size() ==
+          frame_header_bytes + static_cast<std::size_t>(s.rank()) * 8 + static_cast<std::size_t>(t.numel()) * 4);
     auto f = decode_frame(bytes, {.check_generation = true, .expected_generation = 9, .ranks = 4});
     REQUIRE(f);
     CHECK(f->meta.generation == 9);
@@ -104,9 +105,9 @@ TEST_CASE("a frame cut short at any byte is refused, never read past") {
 
 TEST_CASE("seeded mutations of valid frames: every one decodes or is refused, and what decodes is consistent") {
   std::mt19937_64 rng(20261130);
-  const std::vector<std::vector<std::byte>> seeds = {encode_frame({.generation = 1, .tag = 2, .source = 0}, ramp({4})),
-                                                     encode_frame({.generation = 7, .tag = 9, .source = 2}, ramp({2, 3, 2})),
-                                                     encode_frame({}, ramp({}))};
+  const std::vector<std::vector<std::byte>> seeds = {
+      encode_frame({.generation = 1, .tag = 2, .source = 0}, ramp({4})),
+      encode_frame({.generation = 7, .tag = 9, .source = 2}, ramp({2, 3, 2})), encode_frame({}, ramp({}))};
   int decoded = 0, refused = 0;
   for (int iteration = 0; iteration < 20000; ++iteration) {
     auto bytes = seeds[rng() % seeds.size()];
@@ -131,7 +132,8 @@ TEST_CASE("seeded mutations of valid frames: every one decodes or is refused, an
     if (r) {
       ++decoded;
       CHECK(static_cast<std::uint64_t>(r->data.numel()) * size_of(r->data.type()) + frame_header_bytes +
-                static_cast<std::uint64_t>(r->data.shape().rank()) * 8 == exact.size());
+                static_cast<std::uint64_t>(r->data.shape().rank()) * 8 ==
+            exact.size());
     } else {
       ++refused;
       CHECK(r.error().message.rfind("frame: ", 0) == 0);
