@@ -452,6 +452,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         auto& s = self->state;
         s.done = self->make_response_promise<run_summary>();
         s.run_start = std::chrono::steady_clock::now();
+        s.summary.cuts = s.model->cuts;
         const auto& o = s.options;
         s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
         if (o.job) s.proxy = self->spawn<caf::detached>(control_proxy);

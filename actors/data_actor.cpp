@@ -41,7 +41,7 @@ data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_s
       [=](batch_atom, std::int64_t step, int replica) -> caf::result<micro_batch> {
         bool fresh = self->state.cached.count(step) == 0;
         auto r = self->state.replica_rows(step, replica);
-        if (!r) return caf::make_error(caf::sec::runtime_error, r.error().message);
+        if (!r) return to_caf(r.error());  // its cohort code survives (a bad batch shape is bad input)
         if (fresh && self->state.prefetch) self->send(self, prepare_atom::value, step + 1);  // after this reply
         return std::move(*r);
       },

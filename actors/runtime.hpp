@@ -53,6 +53,7 @@ struct run_summary {
   parameter_store parameters;  // the trained model, whole (when run_options::collect_parameters)
   std::vector<failure_event> failures;
   std::vector<transition_record> transitions;
+  std::vector<std::size_t> cuts;  // the stage cuts the first plan ran with (the planner's, or given)
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
   double seconds = 0;

@@ -34,6 +34,7 @@ actions step_protocol::begin_step(clock_type::time_point now) {
   phase_ = phase::stepping;
   failed_ = false;
   first_failure_.clear();
+  first_code_ = errc::closed;
   outcomes_.assign(static_cast<std::size_t>(ranks_), std::nullopt);
   outstanding_ = 0;
   for (int r = 0; r < ranks_; ++r) outstanding_ += is_local(r) ? 1 : 0;
@@ -56,6 +57,7 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
                        close_fabric_action{"rank " + std::to_string(rank) + " failed"});  // release the waiting workers
     }
     if (first_failure_.empty()) {
+      first_code_ = o.code;
       first_failure_ = "rank " + std::to_string(rank) + ": " + o.failure;
       if (!fabric_reason.empty() && o.failure.find(fabric_reason) == std::string::npos)
         first_failure_ += " (" + fabric_reason + ")";
@@ -141,11 +143,11 @@ actions step_protocol::after_commit(clock_type::time_point now) {
 
 actions step_protocol::decide_recovery() {
   if (cfg_.multi_process)  // across processes: detection only, recovery is the fault-tolerance issue's
-    return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed: " + first_failure_));
+    return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed: " + first_failure_));
   if (++restarts_ > cfg_.max_restarts)
-    return finish(make_error(errc::closed, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
-                                               " times (max-restarts " + std::to_string(cfg_.max_restarts) +
-                                               "); last: " + first_failure_));
+    return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
+                                              " times (max-restarts " + std::to_string(cfg_.max_restarts) +
+                                              "); last: " + first_failure_));
   phase_ = phase::recovering;
   ++generation_;
   recover_action a;

@@ -40,11 +40,14 @@ namespace cohort::actors {
 
 using clock_type = std::chrono::steady_clock;
 
-/// What a worker reports for a step; an error leaves `report` empty and sets `failure`.
+/// What a worker reports for a step; an error leaves `report` empty and sets `failure` (and
+/// its code: a step that fails on bad input, e.g. a batch of the wrong shape, ends the run
+/// with that code once it has failed every restart).
 struct step_outcome {
   int rank = -1;
   step_report report;
   std::string failure;
+  errc code = errc::closed;
 };
 
 struct step_metrics {
@@ -155,6 +158,7 @@ class step_protocol {
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   bool failed_ = false;
   std::string first_failure_;
+  errc first_code_ = errc::closed;
   std::vector<std::optional<step_outcome>> outcomes_;
   std::vector<bool> dead_;
   clock_type::time_point step_start_, detected_at_;

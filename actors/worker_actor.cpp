@@ -39,6 +39,7 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   out.rank = s.rank;
   if (auto st = piece_->apply_committed(committed); !st) {
     out.failure = st.error().message;
+    out.code = st.error().code;
     return out;
   }
   step_io io;
@@ -49,7 +50,10 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
       status st = make_error(errc::timeout, "data actor did not answer");
       request(s.data, s.timeout, batch_atom::value, step, s.at.dp_rank)
           .receive([&](micro_batch& m) { rows = std::move(m.inputs), st = {}; },
-                   [&](caf::error& e) { st = make_error(errc::closed, "data: " + to_string(e)); });
+                   [&](caf::error& e) {
+                     const error d = from_caf(e);
+                     st = make_error(d.code, "data: " + d.message);
+                   });
       if (!st) return st.error();
     }
     const std::int64_t m = s.model->plan.micro_batches;
@@ -74,10 +78,12 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     };
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan, s.at, io,
                            static_cast<std::uint64_t>(step), s.timeout);
-  if (r)
+  if (r) {
     out.report = std::move(*r);
-  else
+  } else {
     out.failure = r.error().message;
+    out.code = r.error().code;
+  }
   return out;
 }
 
@@ -85,8 +91,8 @@ void worker_actor::act() {
   monitor(spec_->coordinator);
   try {
     if (auto st = start(); !st) {
-      fail_state(caf::make_error(caf::sec::runtime_error,
-                                 "worker " + std::to_string(spec_->rank) + ": " + st.error().message));
+      fail_state(
+          to_caf(make_error(st.error().code, "worker " + std::to_string(spec_->rank) + ": " + st.error().message)));
       return;
     }
     bool running = true;

@@ -365,7 +365,7 @@ result<tensor> tcp_fabric::recv_remote(int me, int from, std::uint64_t tag, mill
   } while (spin.active());
   // Then wait in the kernel on the connection itself while no one else reads it: one wake-up
   // when the frame comes (a thread that slept preempts a CPU-bound neighbour at once), where
-  // handing over to the reader thread costs two (dp2 beside a busy neighbour: 1.05x).
+  // handing over to the reader thread costs two (docs/benchmarks.md has the A/B).
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline && closed_reason().empty()) {
     if (auto t = inbox.try_take(from, tag)) {

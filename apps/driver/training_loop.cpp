@@ -76,6 +76,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (!r->prediction.empty()) loop.out.prediction = std::move(r->prediction);
   loop.out.parameters = std::move(r->parameters);
   loop.out.plan = choice.to_json();
+  loop.out.plan["cuts"] = r->cuts;  // what ran: the planner's cuts (compile() asks it when none were given)
   return std::move(loop.out);
 }
 

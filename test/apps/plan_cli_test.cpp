@@ -45,6 +45,22 @@ TEST_CASE("auto keeps the degrees the user fixed and chooses the rest") {
   CHECK(r.summary["plan"]["cuts"].size() == 1);
 }
 
+TEST_CASE("a manual plan runs the planner's stage cuts: the ones its prediction was made for") {
+  // one profile for both runs (none yet: the defaults), so both predict with the same constants
+  const auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-cuts-profile.json");
+  const std::string plan =
+      small_gpt + "--train.steps=3 --plan.pp=2 --plan.micro-batches=2 --cluster.profile=" + profile.string() + " ";
+  auto predicted = run(GPT_BINARY, plan + "--plan.only=true");
+  REQUIRE_MESSAGE(predicted.exit_code == 0, predicted.err);
+  auto trained = run(GPT_BINARY, plan + "--plan.refit=false");
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
+  const auto& cuts = predicted.summary["plan"]["cuts"];
+  REQUIRE(cuts.size() == 1);                       // pp2: one cut, chosen by the planner's dynamic program
+  CHECK(trained.summary["plan"]["cuts"] == cuts);  // the cuts the runtime compiled and ran
+  CHECK(trained.summary["plan"]["predicted"]["stages"].size() == 2);
+  MESSAGE("pp2 of the small GPT cut at forward node " << cuts[0]);
+}
+
 TEST_CASE("a saved plan trains as saved, and a broken one is refused naming the field") {
   auto only = run(GPT_BINARY,
                   small_gpt + "--plan.mode=auto --plan.pp=2 --plan.micro-batches=2 --plan.only=true --plan.ranks=2");
