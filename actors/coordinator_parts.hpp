@@ -1,0 +1,39 @@
+// The coordinator's parts that its two files share (coordinator.cpp: steps, recovery,
+// collection; coordinator_transition.cpp: plan transitions). Internal to actors/.
+//
+//   void act(coordination::self_ptr self) {
+//     coordination::execute(self, self->state.protocol->on_collected());   // carry out actions
+//   }
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+
+namespace cohort::actors::coordination {
+
+using self_ptr = coordinator_hdl::stateful_pointer<coordinator_state>;
+
+/// Tags of the state exchange between processes (the pipeline uses 2, data parallelism 3).
+constexpr std::uint64_t transition_tag_space = 5;
+
+double since(std::chrono::steady_clock::time_point t);
+/// Carries out the step protocol's actions, in order.
+void execute(self_ptr self, actions todo);
+std::string fabric_reason(self_ptr self);
+bool is_local(self_ptr self, int rank);
+std::vector<bool> local_flags(self_ptr self);
+/// Runs `call` on the control proxy's thread; `then` gets control back once it returned.
+void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> then);
+/// This process's data actor (configured), parameter actors (fresh, or holding `states`) and
+/// workers for the current plan over the current fabric.
+void spawn_plan(self_ptr self, std::vector<piece_state>* states);
+/// Stops the current plan's workers and parameter actors.
+void retire_plan(self_ptr self);
+/// A plan transition at a step boundary (coordinator_transition.cpp).
+void transition(self_ptr self, const transition_action& a);
+
+}  // namespace cohort::actors::coordination

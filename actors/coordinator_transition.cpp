@@ -1,0 +1,166 @@
+// The coordinator's plan transitions: the planner actor decides and prepares, the old pieces
+// are exported and moved (in this process, or across processes over the old data plane), the
+// old plan retires and the new one starts.
+#include "actors/coordinator_parts.hpp"
+#include "actors/transition.hpp"
+#include "planner/rank_layout.hpp"
+#include "transport/in_process.hpp"
+
+namespace cohort::actors::coordination {
+
+// The last step of a transition: the old plan retires, the new one starts from `states`.
+void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_state> states, fabric_ptr fabric,
+                  transition_record rec, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  retire_plan(self);
+  if (s.options.job) {
+    s.fabric->close("plan transition at step " + std::to_string(rec.step));
+    if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
+  }
+  s.fabric = std::move(fabric);
+  s.model = t.model;
+  spawn_plan(self, &states);
+  rec.seconds = since(started);
+  s.summary.transitions.push_back(rec);
+  if (s.options.on_transition) s.options.on_transition(rec);
+  execute(self, s.protocol->on_transition_done(t.model->plan.ranks(), local_flags(self), clock_type::now()));
+}
+
+// The old pieces exported: move them to the new layout (in this process, or across processes
+// over the old data plane), then install the new plan.
+void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_ptr<std::vector<piece_state>> old,
+                transition_record rec, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  const auto slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
+  if (!s.options.job) {
+    auto moved = apply_state_transfer(t->copies, *old, t->to, slots, rec.step);
+    rec.bytes_moved = transfer_bytes(t->copies, slots);
+    install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()),
+                 rec, started);
+    return;
+  }
+  const auto& job = *s.options.job;
+  exchange_options o;
+  o.old_owner = s.owner;
+  o.new_owner = planner::rank_layout(t->model->plan).process_of_rank(job.processes);
+  o.process = job.process;
+  o.processes = job.processes;
+  o.slots = slots;
+  o.steps = rec.step;
+  o.tag = (transition_tag_space << 40) | static_cast<std::uint64_t>(rec.step);
+  o.timeout = s.options.timeout;
+  auto exchanged = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
+  auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+  auto old_fabric = s.fabric;
+  auto connect = job.connect;
+  on_proxy(
+      self,
+      [=] {
+        *exchanged = exchange_state(*old_fabric, o, t->copies, *old, t->to);
+        if (*exchanged) *fabric = connect(t->model->plan);
+      },
+      [=]() mutable {
+        if (!*exchanged) return execute(self, self->state.protocol->on_error((*exchanged).error()));
+        if (!*fabric) return execute(self, self->state.protocol->on_error((*fabric).error()));
+        rec.bytes_moved = transfer_bytes(t->copies, o.slots);
+        rec.bytes_across_processes = bytes_across_processes(t->copies, o);
+        install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
+      });
+}
+
+// The transition planned: export every primary piece of this process.
+void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_record rec,
+                  std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  auto old = std::make_shared<std::vector<piece_state>>(s.params.size());
+  auto left = std::make_shared<std::size_t>(0);
+  for (std::size_t r = 0; r < s.params.size(); ++r) *left += s.params[r] && t->from[r].primary ? 1 : 0;
+  if (*left == 0) return move_state(self, t, old, rec, started);
+  for (std::size_t r = 0; r < s.params.size(); ++r) {
+    if (!s.params[r] || !t->from[r].primary) continue;
+    self->request(s.params[r], s.options.timeout, export_atom::value, s.protocol->committed())
+        .then(
+            [=](piece_state& p) {
+              (*old)[r] = std::move(p);
+              if (--*left == 0) move_state(self, t, old, rec, started);
+            },
+            [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
+  }
+}
+
+// A decided plan, the same on every process: check it fits the processes, prepare it.
+void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  if (s.options.job && d.choice.plan.ranks() % s.options.job->processes != 0)
+    return execute(self, s.protocol->on_error(make_error(
+                             errc::invalid_argument,
+                             "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
+                                 " has " + std::to_string(d.choice.plan.ranks()) + " ranks, which " +
+                                 std::to_string(s.options.job->processes) + " processes cannot split evenly")));
+  transition_record rec;
+  rec.step = step;
+  rec.from = planner::describe(s.model->plan);
+  rec.to = planner::describe(d.choice.plan);
+  rec.plan = d.choice.to_json();
+  rec.replan_seconds = d.replan_seconds;
+  self->request(s.planner, s.options.timeout, transfer_atom::value, d, s.model)
+      .then(
+          [=](transition_plan& t) mutable {
+            rec.prepare_seconds = t.prepare_seconds;
+            export_state(self, std::make_shared<transition_plan>(std::move(t)), rec, started);
+          },
+          [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
+}
+
+void transition(self_ptr self, const transition_action& a) {
+  auto& s = self->state;
+  const auto started = std::chrono::steady_clock::now();
+  const std::int64_t step = a.step;
+  auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  if (!s.options.job) {
+    self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
+        .then([=](decided_plan& d) { prepare(self, std::move(d), step, started); },
+              [=](caf::error& e) { fail(from_caf(e)); });
+    return;
+  }
+  // across processes the first process decides and shares the plan; every process prepares it
+  auto share = s.options.job->share_plan;
+  auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
+  auto received = [=] {
+    if (!*shared) return fail((*shared).error());
+    const std::string& text = **shared;
+    if (text.rfind("error ", 0) == 0) {
+      const auto code = static_cast<errc>(std::atoi(text.c_str() + 6));
+      return fail(make_error(code, text.substr(text.find(':') + 2)));
+    }
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("plan") || !j.contains("replan_s") ||
+        !j["replan_s"].is_number())
+      return fail(make_error(errc::io_error, "the first process's plan change is malformed"));
+    auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
+    if (!choice) return fail(choice.error());
+    decided_plan d{std::move(*choice), j["replan_s"].get<double>()};
+    prepare(self, std::move(d), step, started);
+  };
+  if (s.options.job->process != 0) {
+    on_proxy(
+        self, [=] { *shared = share(""); }, received);
+    return;
+  }
+  self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
+      .then(
+          [=](decided_plan& d) {
+            const std::string text =
+                nlohmann::json{{"plan", d.choice.to_json()}, {"replan_s", d.replan_seconds}}.dump();
+            on_proxy(
+                self, [=] { *shared = share(text); }, received);
+          },
+          [=](caf::error& e) {
+            const error err = from_caf(e);
+            const std::string text = "error " + std::to_string(static_cast<int>(err.code)) + ": " + err.message;
+            on_proxy(
+                self, [=] { *shared = share(text); }, received);
+          });
+}
+
+}  // namespace cohort::actors::coordination
