@@ -120,7 +120,7 @@ option_set& option_set::add_option(const std::string& key, target where, std::st
             if (i > 0) def += ',';
             def += std::to_string((*p)[i]);
           }
-          if (def.empty()) def = "(by data set)";
+          if (def.empty()) def = "none";  // the help says what an empty list means (model.dims: by data set)
         }
       },
       where);
