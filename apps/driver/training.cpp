@@ -3,11 +3,8 @@
 // dispatch to the multi-process path (training_processes.cpp).
 #include "apps/driver/training.hpp"
 
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
-#include <limits>
 
 #include "actors/calibration.hpp"
 #include "apps/driver/training_loop.hpp"
@@ -224,8 +221,7 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   // the online refit is the planner actor's: once after 10 timed steps (saved, so a run that is
   // stopped later still leaves it behind), and from every timed step at the end
   auto refit = std::make_shared<planner::online_refit>(*choice, setup, plan.refit, job.warmup, job.steps);
-  planner::task_totals totals;
-  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, totals, {}, [&](actors::run_options& o) {
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, [&](actors::run_options& o) {
     o.changes = plan_changes(plan);
     o.planning = setup;
     o.refit = refit;

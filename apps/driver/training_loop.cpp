@@ -13,9 +13,7 @@ namespace cohort::apps {
 
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
-                                      loop_state& loop, planner::task_totals& totals,
-                                      const std::function<void(const planner::task_totals&)>& on_totals,
-                                      const std::function<void(actors::run_options&)>& customize) {
+                                      loop_state& loop, const std::function<void(actors::run_options&)>& customize) {
   actors::run_options o;
   o.plan = choice.plan;
   o.batch = job.batch;
@@ -28,17 +26,12 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.stage_cuts = choice.cuts;
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
   o.on_step = [&](const actors::step_metrics& m) {
-    // per-step timings for the cost model: the slowest worker's task seconds and the step's
+    // per-step timings in the metrics file: the slowest worker's task seconds and every rank's
     double busiest = 0;
     json tasks = json::array();
     for (const auto& t : m.task_seconds) {
       busiest = std::max(busiest, t.total());
       tasks.push_back({t.forward_s, t.backward_s, t.update_s});
-    }
-    // the refit compares the first plan's prediction with its own steps only
-    if ((m.step >= job.warmup || job.steps <= job.warmup) && m.layout == 0) {
-      totals.add_step(m.task_seconds, m.seconds);
-      if (on_totals) on_totals(totals);
     }
     loop.on_step(
         m.step, static_cast<float>(m.loss),

@@ -1,6 +1,6 @@
 // The pieces of apps/training.cpp that the single- and the multi-process paths share: the
 // per-step bookkeeping (progress line, metrics file, throughput) and one run on the actor
-// runtime, its task times collected for the refit. Internal to the driver.
+// runtime (its task times go to the planner actor's online refit). Internal to the driver.
 //
 //   training_job job;
 //   job.app = "mlp";  job.model = tiny_mlp;  job.data = tiny_batch;  job.batch = 64;  job.steps = 10;
@@ -8,8 +8,7 @@
 //   planner::plan_choice choice;                            // planner::choose_plan's, or given:
 //   choice.plan = {.dp = 2};  choice.how = "manual";
 //   loop_state loop(job);                                   // progress + metrics of one run
-//   planner::task_totals totals;
-//   auto r = train_runtime(job, plan, choice, /*caf_arguments=*/{}, loop, totals, /*on_totals=*/{});
+//   auto r = train_runtime(job, plan, choice, /*caf_arguments=*/{}, loop);
 //   if (!r) return r.error();
 #pragma once
 
@@ -60,12 +59,11 @@ struct loop_state {
   }
 };
 
-/// Trains `job` under `choice` on the actor runtime; `on_totals` sees the task times after
-/// every timed step; `customize` may change the runtime's options last (multi-process hooks).
+/// Trains `job` under `choice` on the actor runtime; `customize` may change the runtime's
+/// options last (the refit, plan changes, multi-process hooks).
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
-                                      loop_state& loop, planner::task_totals& totals,
-                                      const std::function<void(const planner::task_totals&)>& on_totals,
+                                      loop_state& loop,
                                       const std::function<void(actors::run_options&)>& customize = {});
 
 /// One process of a multi-process job (apps/training_processes.cpp).

@@ -81,6 +81,9 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     std::lock_guard<std::mutex> lock(current->first);
     current->second->close(n.describe());
   });
+  // every process's task times, kept by its planner actor; process 0 refits from all of them
+  // after the run (no setup here: no refit of one process's times alone)
+  auto refit = std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.warmup, job.steps);
   auto customize = [&](actors::run_options& o) {
     actors::process_hooks h;
     h.process = g.process();
@@ -109,6 +112,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.job = std::move(h);
     o.changes = plan_changes(p);
     o.planning = setup;
+    o.refit = refit;
     // the step in flight, for a lost node's report; the test hook fires once step S is
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
     o.on_step_start = [&](std::int64_t step) {
@@ -122,9 +126,9 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       g.control->set_step(step + 1);  // 1-based
     };
   };
-  planner::task_totals totals;
   g.control->set_step(1);
-  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, totals, {}, customize);
+  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, customize);
+  const planner::task_totals& totals = refit->totals();
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it
     if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
