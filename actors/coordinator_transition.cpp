@@ -126,17 +126,23 @@ void transition(self_ptr self, const transition_action& a) {
   // across processes the first process decides and shares the plan; every process prepares it
   auto share = s.options.job->share_plan;
   auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
+  // process 0's message: {"plan": ..., "replan_s": ...} or {"error": {"code": ..., "message": ...}}
   auto received = [=] {
     if (!*shared) return fail((*shared).error());
-    const std::string& text = **shared;
-    if (text.rfind("error ", 0) == 0) {
-      const auto code = static_cast<errc>(std::atoi(text.c_str() + 6));
-      return fail(make_error(code, text.substr(text.find(':') + 2)));
+    const auto malformed = make_error(errc::io_error, "the first process's plan change is malformed");
+    auto j = nlohmann::json::parse(**shared, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return fail(malformed);
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer() || !e.contains("message") ||
+          !e["message"].is_string())
+        return fail(malformed);
+      const int code = e["code"].get<int>();
+      if (code < static_cast<int>(errc::shape_mismatch) || code > static_cast<int>(errc::closed))
+        return fail(malformed);
+      return fail(make_error(static_cast<errc>(code), e["message"].get<std::string>()));
     }
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("plan") || !j.contains("replan_s") ||
-        !j["replan_s"].is_number())
-      return fail(make_error(errc::io_error, "the first process's plan change is malformed"));
+    if (!j.contains("plan") || !j.contains("replan_s") || !j["replan_s"].is_number()) return fail(malformed);
     auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
     if (!choice) return fail(choice.error());
     decided_plan d{std::move(*choice), j["replan_s"].get<double>()};
@@ -157,7 +163,8 @@ void transition(self_ptr self, const transition_action& a) {
           },
           [=](caf::error& e) {
             const error err = from_caf(e);
-            const std::string text = "error " + std::to_string(static_cast<int>(err.code)) + ": " + err.message;
+            const std::string text =
+                nlohmann::json{{"error", {{"code", static_cast<int>(err.code)}, {"message", err.message}}}}.dump();
             on_proxy(
                 self, [=] { *shared = share(text); }, received);
           });

@@ -113,6 +113,9 @@ TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
        "mlp: error: --plan.change-at: steps must be positive and ascending"},
       {" --plan.change-at=5 --plan.change-to=" + broken,
        "mlp: error: --plan.change-to=" + broken + ": " + broken + ": cuts: expected an array of node indices"},
+      // across processes the first process's error reaches the other one with its code
+      {" --plan.change-at=5 --plan.change-to=" + broken + " --launch.nproc=2",
+       "mlp: error: --plan.change-to=" + broken + ": " + broken + ": cuts: expected an array of node indices"},
       {" --plan.change-at=5 --plan.change-to=/nonexistent.json",
        "mlp: error: --plan.change-to=/nonexistent.json: cannot read the plan file /nonexistent.json"},
       {" --plan.change-at=5 --plan.change-to=" + three + " --launch.nproc=2",
@@ -127,4 +130,12 @@ TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
     CHECK(r.err.find(c.expected + "\n") != std::string::npos);
     if (r.err.find(c.expected) == std::string::npos) MESSAGE(r.err);
   }
+  // both processes end on process 0's error: the node received it over the control plane
+  auto both = run(MLP_BINARY, base + " --plan.change-at=5 --plan.change-to=" + broken + " --launch.nproc=2");
+  const std::string said = ": cuts: expected an array of node indices";
+  const auto first = both.err.find(said);
+  REQUIRE(first != std::string::npos);
+  CHECK(both.err.find(said, first + 1) != std::string::npos);
+  CHECK(both.err.find("launch: process 1 (pid") != std::string::npos);  // it exited with the error too
+  CHECK(both.err.find("exited with code 2") != std::string::npos);
 }
