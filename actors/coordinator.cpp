@@ -2,14 +2,12 @@
 // collection (plan transitions: coordinator_transition.cpp) — with asynchronous requests only.
 #include "actors/coordinator.hpp"
 
-#include "actors/coordinator_parts.hpp"
-
 #include <variant>
 
 #include "actors/comm_kernels.hpp"
 #include "actors/control_proxy.hpp"
+#include "actors/coordinator_parts.hpp"
 #include "actors/param_actor.hpp"
-#include "actors/transition.hpp"
 #include "kernels/threads.hpp"
 #include "planner/rank_layout.hpp"
 #include "transport/in_process.hpp"

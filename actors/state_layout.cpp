@@ -88,24 +88,27 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
   return copies;
 }
 
+piece_state empty_piece(std::int64_t size, std::size_t slots, std::int64_t steps) {
+  piece_state p;
+  p.values = tensor::zeros({size});
+  for (std::size_t k = 0; k < slots; ++k) p.slots.push_back(tensor::zeros({size}));
+  p.steps = steps;
+  return p;
+}
+
+void apply_copy(const state_copy& c, const piece_state& src, piece_state& dst, std::size_t slots) {
+  std::copy_n(src.values.data<float>() + c.from, c.count, dst.values.data<float>() + c.to);
+  for (std::size_t k = 0; k < slots; ++k)
+    std::copy_n(src.slots[k].data<float>() + c.from, c.count, dst.slots[k].data<float>() + c.to);
+}
+
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,
                                               const std::vector<piece_state>& old, const std::vector<piece_layout>& to,
                                               std::size_t slots, std::int64_t steps) {
-  std::vector<piece_state> out(to.size());
-  for (std::size_t r = 0; r < to.size(); ++r) {
-    out[r].values = tensor::zeros({to[r].size});
-    for (std::size_t k = 0; k < slots; ++k) out[r].slots.push_back(tensor::zeros({to[r].size}));
-    out[r].steps = steps;
-  }
-  for (const auto& c : copies) {
-    const piece_state& src = old[static_cast<std::size_t>(c.from_rank)];
-    piece_state& dst = out[static_cast<std::size_t>(c.to_rank)];
-    auto copy = [&](const tensor& a, tensor& b) {
-      std::copy_n(a.data<float>() + c.from, c.count, b.data<float>() + c.to);
-    };
-    copy(src.values, dst.values);
-    for (std::size_t k = 0; k < slots && k < src.slots.size(); ++k) copy(src.slots[k], dst.slots[k]);
-  }
+  std::vector<piece_state> out;
+  for (const auto& p : to) out.push_back(empty_piece(p.size, slots, steps));
+  for (const auto& c : copies)
+    apply_copy(c, old[static_cast<std::size_t>(c.from_rank)], out[static_cast<std::size_t>(c.to_rank)], slots);
   return out;
 }
 

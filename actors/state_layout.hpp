@@ -77,6 +77,12 @@ struct state_copy {
 result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layout>& from,
                                                     const std::vector<piece_layout>& to);
 
+/// A zeroed piece of `size` elements with `slots` optimizer slots that has had `steps` updates.
+piece_state empty_piece(std::int64_t size, std::size_t slots, std::int64_t steps);
+
+/// One copy from `src` into `dst`: the values and each of `slots` optimizer slots.
+void apply_copy(const state_copy& c, const piece_state& src, piece_state& dst, std::size_t slots);
+
 /// In one process: the new pieces, filled by `copies` from `old` (by old rank; only primary
 /// pieces are read). Every new piece has `slots` optimizer slots and has had `steps` updates.
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,

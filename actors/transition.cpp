@@ -38,19 +38,11 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
                                        const std::vector<piece_layout>& to) {
   exchanged_state out;
   out.states.resize(to.size());
-  for (std::size_t r = 0; r < to.size(); ++r) {
-    if (o.new_owner[r] != o.process) continue;
-    out.states[r].values = tensor::zeros({to[r].size});
-    for (std::size_t k = 0; k < o.slots; ++k) out.states[r].slots.push_back(tensor::zeros({to[r].size}));
-    out.states[r].steps = o.steps;
-  }
-  for (const auto* c : between(copies, o, o.process, o.process)) {
-    const piece_state& src = old_states[static_cast<std::size_t>(c->from_rank)];
-    piece_state& dst = out.states[static_cast<std::size_t>(c->to_rank)];
-    std::copy_n(src.values.data<float>() + c->from, c->count, dst.values.data<float>() + c->to);
-    for (std::size_t k = 0; k < o.slots; ++k)
-      std::copy_n(src.slots[k].data<float>() + c->from, c->count, dst.slots[k].data<float>() + c->to);
-  }
+  for (std::size_t r = 0; r < to.size(); ++r)
+    if (o.new_owner[r] == o.process) out.states[r] = empty_piece(to[r].size, o.slots, o.steps);
+  for (const auto* c : between(copies, o, o.process, o.process))
+    apply_copy(*c, old_states[static_cast<std::size_t>(c->from_rank)], out.states[static_cast<std::size_t>(c->to_rank)],
+               o.slots);
   auto first_rank_of = [&](int process) {
     for (std::size_t r = 0; r < o.old_owner.size(); ++r)
       if (o.old_owner[r] == process) return static_cast<int>(r);
