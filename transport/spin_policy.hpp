@@ -7,20 +7,17 @@
 // busy one the thread that wants the core gets it. After its budget the rank sleeps in the
 // kernel (tcp_fabric: on the connection itself; ucx_fabric: on its mailbox).
 //
-//   mailbox inbox;                                           // where a rank's messages land
-//   (void)inbox.put(/*from=*/0, /*tag=*/7, tensor::zeros({4}));
-//   std::optional<tensor> got;
+//   auto message_here = [] { return true; };                 // a poll of the connection, say
+//   bool got = false;
 //   const spin_window w(std::chrono::microseconds(1000));   // this wait's budget
 //   do {
-//     got = inbox.try_take(/*from=*/0, /*tag=*/7);          // poll once
+//     got = message_here();                                  // poll once
 //     if (!got) w.pause();                                   // yields once the free spin is over
 //   } while (!got && w.active());
 //   // not there yet: sleep in the kernel until it comes
 #pragma once
 
 #include <chrono>
-
-#include "transport/mailbox.hpp"
 
 namespace cohort::transport {
 
