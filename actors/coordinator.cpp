@@ -174,6 +174,10 @@ void recover(self_ptr self, const recover_action& a) {
 // The planner actor's refit for the summary, then the end of the run.
 void finish_collection(self_ptr self) {
   auto& s = self->state;
+  if (s.writes_in_flight > 0) {
+    s.collection_waits = true;  // the last write's answer comes back here
+    return;
+  }
   if (!s.options.refit) return execute(self, s.protocol->on_collected());
   self->request(s.planner, s.options.timeout, refit_atom::value)
       .then(
@@ -234,6 +238,7 @@ void finish(self_ptr self, const finish_action& a) {
   if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
   if (s.planner) self->send_exit(s.planner, caf::exit_reason::user_shutdown);
   if (s.proxy) self->send_exit(s.proxy, caf::exit_reason::user_shutdown);
+  if (s.writer) self->send_exit(s.writer, caf::exit_reason::user_shutdown);
   if (a.outcome)
     s.done.deliver(s.summary);
   else
@@ -261,6 +266,8 @@ void execute(self_ptr self, actions todo) {
             recover(self, a);
           else if constexpr (std::is_same_v<A, transition_action>)
             transition(self, a);
+          else if constexpr (std::is_same_v<A, snapshot_action>)
+            snapshot(self, a);
           else if constexpr (std::is_same_v<A, collect_action>)
             collect(self, a);
           else
@@ -275,7 +282,8 @@ void execute(self_ptr self, actions todo) {
 using namespace coordination;
 
 coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coordinator_state> self, model_ptr model,
-                                           run_options options, batch_fn data) {
+                                           run_options options, batch_fn data, std::vector<piece_state> initial) {
+  self->state.initial = std::move(initial);
   self->state.model = std::move(model);
   self->state.options = std::move(options);
   self->state.data_source = std::move(data);
@@ -305,7 +313,13 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         in.changes = o.changes;
         in.refit = o.refit;
         s.planner = self->spawn(planner_actor, std::move(in));
-        spawn_plan(self, nullptr);
+        if (o.checkpoint && o.checkpoint->every > 0) s.writer = self->spawn<caf::detached>(control_proxy);
+        if (s.initial.empty()) {
+          spawn_plan(self, nullptr);
+        } else {
+          auto initial = std::move(s.initial);
+          spawn_plan(self, &initial);
+        }
         step_protocol::config c;
         c.steps = o.steps;
         c.ranks = s.model->plan.ranks();
@@ -313,6 +327,8 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.multi_process = o.job.has_value();
         c.max_restarts = o.max_restarts;
         for (const auto& ch : o.changes) c.change_at.push_back(ch.at_step);
+        c.first_step = o.first_step;
+        c.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         return s.done;

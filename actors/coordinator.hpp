@@ -9,7 +9,8 @@
 //   run_options options;
 //   options.plan = compiled->plan;  options.batch = 64;  options.steps = 10;
 //   auto model = std::make_shared<const compiled_model>(std::move(*compiled));
-//   auto coord = sys.spawn(coordinator, model, options, batch_fn(tiny_batch));   // what train() does
+//   auto coord = sys.spawn(coordinator, model, options, batch_fn(tiny_batch),
+//                          std::vector<piece_state>{});   // what train() does (pieces: a resumed run's)
 //   result<run_summary> out = make_error(errc::closed, "no answer from the coordinator");
 //   caf::scoped_actor self{sys};
 //   self->request(coord, caf::infinite, run_atom::value)
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
+#include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
 
 namespace cohort::actors {
@@ -39,6 +41,12 @@ struct coordinator_state {
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
   std::vector<int> owner;  // the process of each rank
+  std::vector<piece_state> initial;  // the first plan's pieces (a resumed run), until spawned
+  control_proxy_hdl writer;          // writes checkpoints on its own thread
+  int writes_in_flight = 0;
+  bool collection_waits = false;  // for the writes in flight
+  std::vector<piece_layout> layouts;  // the current plan's pieces (for checkpoints)
+  int layouts_of = -1;                // the plan (protocol layout) they are of
   run_summary summary;
   std::chrono::steady_clock::time_point run_start;
   caf::typed_response_promise<run_summary> done;
@@ -46,6 +54,6 @@ struct coordinator_state {
 };
 
 coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coordinator_state> self, model_ptr model,
-                                           run_options options, batch_fn data);
+                                           run_options options, batch_fn data, std::vector<piece_state> initial);
 
 }  // namespace cohort::actors

@@ -35,5 +35,9 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states);
 void retire_plan(self_ptr self);
 /// A plan transition at a step boundary (coordinator_transition.cpp).
 void transition(self_ptr self, const transition_action& a);
+/// A checkpoint's snapshot at a step boundary and its write in the background (coordinator_checkpoint.cpp).
+void snapshot(self_ptr self, const snapshot_action& a);
+/// The planner actor's refit for the summary, then the end of the run (once no write is in flight).
+void finish_collection(self_ptr self);
 
 }  // namespace cohort::actors::coordination

@@ -1,7 +1,11 @@
 // train(): compile, run the coordinator, wait for its summary.
 #include "actors/runtime.hpp"
 
+#include "actors/checkpoint_store.hpp"
 #include "actors/coordinator.hpp"
+#include "planner/rank_layout.hpp"
+
+#include <filesystem>
 
 namespace cohort::actors {
 
@@ -19,9 +23,29 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   for (std::size_t i = 1; i < o.changes.size(); ++i)
     if (o.changes[i].at_step <= o.changes[i - 1].at_step)
       return make_error(errc::invalid_argument, "train: plan changes must come at ascending steps");
+  if (o.first_step < 0 || o.first_step >= o.steps)
+    return make_error(errc::invalid_argument, "train: the run starts after step " + std::to_string(o.first_step) +
+                                                  " of " + std::to_string(o.steps) + ": nothing left to train");
+  std::vector<piece_state> initial;
+  if (o.initial_state) {
+    auto layouts = piece_layouts(*cm);
+    if (!layouts) return layouts.error();
+    const auto owner = planner::rank_layout(o.plan).process_of_rank(o.job ? o.job->processes : 1);
+    std::vector<bool> local;
+    for (int p : owner) local.push_back(p == (o.job ? o.job->process : 0));
+    auto pieces = o.initial_state(*layouts, local);
+    if (!pieces) return pieces.error();
+    initial = std::move(*pieces);
+  }
+  if (o.checkpoint && o.checkpoint->every > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint->dir, ec);
+    if (ec) return make_error(errc::io_error, o.checkpoint->dir + ": cannot create: " + ec.message());
+    if (!o.job || o.job->process == 0) checkpoint::remove_unfinished(o.checkpoint->dir);
+  }
   if (o.on_start) o.on_start();
   auto shared = std::make_shared<const compiled_model>(std::move(*cm));
-  auto coord = sys.spawn(coordinator, shared, o, std::move(data));
+  auto coord = sys.spawn(coordinator, shared, o, std::move(data), std::move(initial));
   result<run_summary> out = make_error(errc::closed, "train: no answer from the coordinator");
   caf::scoped_actor self{sys};
   self->request(coord, caf::infinite, run_atom::value)

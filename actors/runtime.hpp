@@ -27,6 +27,7 @@
 #include "actors/data_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/planner_actor.hpp"
+#include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
@@ -48,11 +49,30 @@ struct transition_record {
   double bytes_across_processes = 0;  // of which sent to other processes
 };
 
+/// One checkpoint of a run (the summary's "checkpoints").
+struct checkpoint_record {
+  std::int64_t step = 0;        // steps done
+  std::string path;             // where it is (the first process), or the temporary directory
+  double snapshot_seconds = 0;  // the step boundary's copy of the state (the steps wait for it)
+  double write_seconds = 0;     // the background write (the steps go on)
+  double bytes = 0;             // this process's file
+  std::string error;            // why the write failed (--checkpoint.on-error=warn); empty when written
+};
+
+/// Checkpoints of a run: every `every` steps into `dir` (checkpoint_store.hpp).
+struct checkpointing {
+  std::string dir;
+  std::int64_t every = 0;
+  int keep = 3;
+  bool stop_on_error = false;  // a failed write ends the run (otherwise it is reported and training goes on)
+};
+
 struct run_summary {
   std::vector<double> losses;
   parameter_store parameters;  // the trained model, whole (when run_options::collect_parameters)
   std::vector<failure_event> failures;
   std::vector<transition_record> transitions;
+  std::vector<checkpoint_record> checkpoints;
   std::vector<std::size_t> cuts;  // the stage cuts the first plan ran with (the planner's, or given)
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
@@ -105,6 +125,17 @@ struct run_options {
   std::function<void(const transition_record&)> on_transition;
   /// Set for a job of several processes.
   std::optional<process_hooks> job;
+
+  /// Where the first plan's pieces come from instead of the model's initialisation (a resumed
+  /// run, --init.from): given every rank's piece layout and which ranks are this process's,
+  /// the pieces of those ranks.
+  std::function<result<std::vector<piece_state>>(const std::vector<piece_layout>& layouts,
+                                                 const std::vector<bool>& local)>
+      initial_state;
+  std::int64_t first_step = 0;  // steps done before this run (a resumed run starts there)
+  std::optional<checkpointing> checkpoint;
+  /// Called by the coordinator when a checkpoint's write ended (written or failed), in order.
+  std::function<void(const checkpoint_record&)> on_checkpoint;
 };
 
 /// Trains `steps` steps of `model` on `data` under `o.plan`, changing the plan where

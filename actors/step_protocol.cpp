@@ -22,11 +22,19 @@ actions just(A a) {
 
 step_protocol::step_protocol(config c) : cfg_(std::move(c)), local_(cfg_.local), ranks_(cfg_.ranks) {
   dead_.assign(static_cast<std::size_t>(ranks_), false);
+  step_ = cfg_.first_step;
+  committed_ = cfg_.first_step - 1;
+  snapshot_at_ = cfg_.first_step;  // a resumed run does not save the state it started from again
+  while (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] <= cfg_.first_step) ++next_change_;
 }
 
 actions step_protocol::start(clock_type::time_point now) {
   if (phase_ != phase::idle) return {};
   if (cfg_.steps < 1) return finish(make_error(errc::invalid_argument, "train: steps must be >= 1"));
+  if (cfg_.first_step < 0 || cfg_.first_step >= cfg_.steps)
+    return finish(make_error(errc::invalid_argument, "train: the run starts after step " +
+                                                         std::to_string(cfg_.first_step) + " of " +
+                                                         std::to_string(cfg_.steps) + ": nothing left to train"));
   return begin_step(now);
 }
 
@@ -126,6 +134,11 @@ actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_ty
 // After a commit (step_ is the next step): a plan transition due at this boundary, the
 // collection after the last step — both once every committed step is reported — or the next step.
 actions step_protocol::after_commit(clock_type::time_point now) {
+  if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0 && snapshot_at_ != step_) {
+    phase_ = phase::snapshotting;
+    snapshot_at_ = step_;
+    return just(snapshot_action{step_, committed_});
+  }
   const bool transition_due =
       next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps;
   if (!transition_due && step_ < cfg_.steps) return begin_step(now);
@@ -175,6 +188,12 @@ actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, cl
   dead_.assign(static_cast<std::size_t>(ranks_), false);
   ++layout_;
   return begin_step(now);
+}
+
+actions step_protocol::on_snapshot_taken(clock_type::time_point now) {
+  if (phase_ != phase::snapshotting) return {};
+  phase_ = phase::stepping;
+  return after_commit(now);
 }
 
 actions step_protocol::on_collected() {

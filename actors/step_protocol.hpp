@@ -90,6 +90,10 @@ struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
   std::size_t change = 0;  // which of the configured changes
 };
+struct snapshot_action {  // copy the committed state for a checkpoint, then go on
+  std::int64_t step = 0;      // steps done
+  std::int64_t committed = -1;
+};
 struct collect_action {
   std::int64_t committed = -1;
 };
@@ -97,7 +101,7 @@ struct finish_action {
   status outcome;
 };
 using coordinator_action = std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action,
-                                        recover_action, transition_action, collect_action, finish_action>;
+                                        recover_action, transition_action, snapshot_action, collect_action, finish_action>;
 using actions = std::vector<coordinator_action>;
 
 class step_protocol {
@@ -109,6 +113,8 @@ class step_protocol {
     bool multi_process = false;  // the loss is combined across processes; a failure ends the run
     int max_restarts = 3;
     std::vector<std::int64_t> change_at;  // plan transitions after these many steps, ascending
+    std::int64_t first_step = 0;          // steps done before this run (a resumed run)
+    std::int64_t checkpoint_every = 0;    // a snapshot after every this many steps (0: none)
   };
 
   explicit step_protocol(config c);
@@ -127,6 +133,8 @@ class step_protocol {
   actions on_recovered(clock_type::time_point now);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
+  /// The snapshot of a checkpoint is taken (its write goes on in the background).
+  actions on_snapshot_taken(clock_type::time_point now);
   actions on_collected();
   /// Anything that ends the run (a failed recovery, transition or collection).
   actions on_error(const error& e);
@@ -141,7 +149,7 @@ class step_protocol {
   const std::vector<failure_event>& failures() const { return failures_; }
 
  private:
-  enum class phase { idle, stepping, draining, recovering, transitioning, collecting, done };
+  enum class phase { idle, stepping, draining, snapshotting, recovering, transitioning, collecting, done };
 
   actions begin_step(clock_type::time_point now);
   actions after_commit(clock_type::time_point now);
@@ -153,7 +161,7 @@ class step_protocol {
   std::vector<bool> local_;
   int ranks_;
   phase phase_ = phase::idle;
-  std::int64_t generation_ = 0, step_ = 0, committed_ = -1;
+  std::int64_t generation_ = 0, step_ = 0, committed_ = -1, snapshot_at_ = -1;
   std::size_t next_change_ = 0;
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   bool failed_ = false;

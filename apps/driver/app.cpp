@@ -95,6 +95,13 @@ int app::train_job(const job& j) {
   summary["plan"] = r->plan;
   summary["restarts"] = r->restarts;
   summary["transitions"] = r->transitions;
+  summary["checkpoints"] = r->checkpoints;
+  if (!r->resumed_from.is_null()) summary["resumed_from"] = r->resumed_from;
+  if (!plan_.checkpoint.export_file.empty()) {
+    if (auto st = export_parameters(plan_.checkpoint.export_file, r->parameters); !st)
+      return fail(name_, st.error().message, 1);
+    summary["exported"] = plan_.checkpoint.export_file;
+  }
   if (!r->prediction.empty()) summary["prediction"] = r->prediction;
   if (j.evaluate) {
     auto extra = j.evaluate(r->parameters);

@@ -45,6 +45,7 @@ void plan_options::add_to(option_set& opts) {
            "the plan of each change: a saved plan file (as --plan.only prints it), "
            "serial (one rank) or auto (the planner's choice), comma-separated");
   dist.add_to(opts);
+  checkpoint.add_to(opts);
 }
 
 status plan_options::finish(const option_set& opts) {
@@ -70,6 +71,7 @@ status plan_options::finish(const option_set& opts) {
       return make_error(errc::invalid_argument, "--plan.change-at: steps must be positive and ascending");
     if (change_targets[i].empty()) return make_error(errc::invalid_argument, "--plan.change-to: an empty plan");
   }
+  if (auto st = checkpoint.finish(); !st) return st;
   return dist.finish(opts);
 }
 
@@ -151,11 +153,30 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (plan.max_micro_batches < 1 || plan.ranks < 0)
     return make_error(errc::invalid_argument,
                       "--plan.max-micro-batches must be positive and --plan.ranks not negative");
+  if (plan.mode == planner::plan_mode::serial &&
+      (plan.checkpoint.every > 0 || plan.checkpoint.resumes() || !plan.checkpoint.init_from.empty()))
+    return make_error(errc::invalid_argument,
+                      "--checkpoint.every, --checkpoint.resume and --init.from need the actor runtime: "
+                      "--plan.mode=serial runs the reference trainer");
+  training_job started = job;
+  auto start = std::make_shared<start_point>();
+  if (!plan.only) {
+    auto found = find_start(plan.checkpoint, job.steps, !plan.dist.reports());
+    if (!found) return found.error();
+    *start = std::move(*found);
+    started.first_step = start->first_step;
+  }
   if (plan.dist.multi_process()) {
     if (plan.mode == planner::plan_mode::serial)
       return make_error(errc::invalid_argument, "--plan.mode=serial runs in one process");
-    return train_processes(job, plan, caf_arguments);
+    return train_processes(started, plan, caf_arguments, start);
   }
+  return train_here(started, plan, caf_arguments, start);
+}
+
+result<training_result> train_here(const training_job& job, const plan_options& plan,
+                                   const std::vector<std::string>& caf_arguments,
+                                   const std::shared_ptr<const start_point>& start) {
   loop_state loop(job);
   if (plan.mode == planner::plan_mode::serial) {
     if (!plan.change_at.empty())
@@ -220,8 +241,9 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   with_note.note = job.note.empty() ? line : job.note + "\n" + line;
   // the online refit is the planner actor's: once after 10 timed steps (saved, so a run that is
   // stopped later still leaves it behind), and from every timed step at the end
-  auto refit = std::make_shared<planner::online_refit>(*choice, setup, plan.refit, job.warmup, job.steps);
-  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, [&](actors::run_options& o) {
+  auto refit =
+      std::make_shared<planner::online_refit>(*choice, setup, plan.refit, job.first_step + job.warmup, job.steps);
+  auto r = train_runtime(with_note, plan, *choice, caf_arguments, loop, *start, [&](actors::run_options& o) {
     o.changes = plan_changes(plan);
     o.planning = setup;
     o.refit = refit;

@@ -13,7 +13,8 @@ namespace cohort::apps {
 
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
-                                      loop_state& loop, const std::function<void(actors::run_options&)>& customize) {
+                                      loop_state& loop, const start_point& start,
+                                      const std::function<void(actors::run_options&)>& customize) {
   actors::run_options o;
   o.plan = choice.plan;
   o.batch = job.batch;
@@ -51,6 +52,26 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       std::fprintf(stderr, "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved)\n",
                    static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds,
                    t.bytes_moved);
+  };
+  set_checkpointing(p.checkpoint, start, o);
+  if (start.checkpoint) loop.out.resumed_from = {{"path", start.checkpoint->dir}, {"step", start.first_step}};
+  o.on_checkpoint = [&](const actors::checkpoint_record& c) {
+    json rec = {{"step", c.step}, {"snapshot_s", c.snapshot_seconds}};
+    if (c.error.empty()) {
+      rec["path"] = c.path;
+      rec["write_s"] = c.write_seconds;
+      rec["bytes"] = c.bytes;
+    } else {
+      rec["error"] = c.error;
+    }
+    loop.out.checkpoints.push_back(rec);
+    if (loop.quiet) return;
+    if (c.error.empty())
+      std::fprintf(stderr, "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s)\n",
+                   static_cast<long long>(c.step), c.path.c_str(), c.bytes, c.snapshot_seconds, c.write_seconds);
+    else
+      std::fprintf(stderr, "\ncheckpoint after step %lld FAILED: %s (the previous checkpoints are kept)\n",
+                   static_cast<long long>(c.step), c.error.c_str());
   };
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());

@@ -8,7 +8,7 @@
 //   planner::plan_choice choice;                            // planner::choose_plan's, or given:
 //   choice.plan = {.dp = 2};  choice.how = "manual";
 //   loop_state loop(job);                                   // progress + metrics of one run
-//   auto r = train_runtime(job, plan, choice, /*caf_arguments=*/{}, loop);
+//   auto r = train_runtime(job, plan, choice, /*caf_arguments=*/{}, loop, start_point{});
 //   if (!r) return r.error();
 #pragma once
 
@@ -38,11 +38,11 @@ struct loop_state {
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
 
   void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
-    if (step == 0) out.first_loss = loss;
-    if (step + 1 == job.warmup + 1) timed_start = std::chrono::steady_clock::now();
+    if (step == job.first_step) out.first_loss = loss;
+    if (step + 1 == job.first_step + job.warmup + 1) timed_start = std::chrono::steady_clock::now();
     out.final_loss = loss;
     double elapsed = seconds_since(start);
-    double rate = static_cast<double>((step + 1) * job.batch * job.items_per_sample) / elapsed;
+    double rate = static_cast<double>((step + 1 - job.first_step) * job.batch * job.items_per_sample) / elapsed;
     if (quiet) return;
     progress.update(step + 1, loss, rate, job.rate_unit);
     json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
@@ -53,8 +53,9 @@ struct loop_state {
 
   void finish() {
     if (!quiet) progress.finish();
-    std::int64_t timed = job.steps > job.warmup ? job.steps - job.warmup : job.steps;
-    if (job.steps <= job.warmup) timed_start = start;
+    const std::int64_t run = job.steps - job.first_step;  // the steps this run trained
+    std::int64_t timed = run > job.warmup ? run - job.warmup : run;
+    if (run <= job.warmup) timed_start = start;
     out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
   }
 };
@@ -63,11 +64,17 @@ struct loop_state {
 /// options last (the refit, plan changes, multi-process hooks).
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
-                                      loop_state& loop,
+                                      loop_state& loop, const start_point& start,
                                       const std::function<void(actors::run_options&)>& customize = {});
 
-/// One process of a multi-process job (apps/training_processes.cpp).
+/// One process of a multi-process job (apps/training_processes.cpp), from `start`.
 result<training_result> train_processes(const training_job& job, const plan_options& p,
-                                        const std::vector<std::string>& caf_arguments);
+                                        const std::vector<std::string>& caf_arguments,
+                                        const std::shared_ptr<const start_point>& start);
+
+/// A run in this process (serial, or on the actor runtime), from `start` (apps/training.cpp).
+result<training_result> train_here(const training_job& job, const plan_options& p,
+                                   const std::vector<std::string>& caf_arguments,
+                                   const std::shared_ptr<const start_point>& start);
 
 }  // namespace cohort::apps

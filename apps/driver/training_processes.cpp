@@ -17,7 +17,8 @@ using actors::fabric_ptr;
 // Process 0 plans and shares the plan; every process runs its block of ranks over the data
 // plane; a lost process ends the job with a report naming it.
 result<training_result> train_processes(const training_job& job, const plan_options& p,
-                                        const std::vector<std::string>& caf_arguments) {
+                                        const std::vector<std::string>& caf_arguments,
+                                        const std::shared_ptr<const start_point>& start) {
   if (p.only)
     return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
   auto formed = form_process_group(p.dist);
@@ -46,7 +47,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
                                                       std::to_string(choice->plan.ranks()) + " ranks, which " +
                                                       std::to_string(world) + " processes cannot split evenly");
     if (s) setup = std::make_shared<planner::planning_setup>(std::move(*s));
-    const std::string text = choice ? choice->to_json().dump() : "error: " + choice.error().message;
+    // the plan, and where the run starts: every process must resume from the same step
+    json first = choice ? choice->to_json() : json::object();
+    first["start_step"] = start->first_step;
+    const std::string text = choice ? first.dump() : "error: " + choice.error().message;
     if (auto shared = g.control->broadcast_text(key(control_key::first_plan), text); !shared) return shared.error();
     if (!choice) return choice.error();
   } else {
@@ -55,7 +59,14 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (text->rfind("error: ", 0) == 0)
       return make_error(errc::invalid_argument, "the coordinator could not plan: " + text->substr(7));
     json j = json::parse(*text, nullptr, false);
-    if (j.is_discarded()) return make_error(errc::io_error, "the coordinator's plan is not JSON");
+    if (j.is_discarded() || !j.is_object() || !j.contains("start_step") || !j["start_step"].is_number_integer())
+      return make_error(errc::io_error, "the coordinator's plan is not JSON with a start step");
+    if (j["start_step"].get<std::int64_t>() != start->first_step)
+      return make_error(errc::invalid_argument,
+                        "the first process starts after step " + j["start_step"].dump() + ", this one after step " +
+                            std::to_string(start->first_step) +
+                            ": every process must see the same --checkpoint.dir (one machine or a shared file system)");
+    j.erase("start_step");
     j.erase("predicted");
     j.erase("how");
     choice = planner::plan_from_json(j, "the coordinator's plan");
@@ -83,7 +94,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   });
   // every process's task times, kept by its planner actor; process 0 refits from all of them
   // after the run (no setup here: no refit of one process's times alone)
-  auto refit = std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.warmup, job.steps);
+  auto refit = std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.first_step + job.warmup,
+                                                       job.steps);
   auto customize = [&](actors::run_options& o) {
     actors::process_hooks h;
     h.process = g.process();
@@ -127,7 +139,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     };
   };
   g.control->set_step(1);
-  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, customize);
+  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, *start, customize);
   const planner::task_totals& totals = refit->totals();
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it
