@@ -11,11 +11,15 @@
 #include "apps/models/gpt.hpp"
 #include "apps/models/mlp.hpp"
 #include "planner/rank_layout.hpp"
+#include "support/coded_pieces.hpp"
 #include "transport/in_process.hpp"
 
 using namespace cohort;
 using namespace cohort::actors;
 using planner::parallel_plan;
+using cohort::test::check_coded;
+using cohort::test::code;
+using cohort::test::coded_states;
 
 namespace {
 
@@ -28,56 +32,6 @@ std::shared_ptr<compiled_model> compiled(const model_fn& m, const parallel_plan&
   auto cm = compile(m, p, 8);
   REQUIRE_MESSAGE(cm.ok(), cm.error().message);
   return std::make_shared<compiled_model>(std::move(*cm));
-}
-
-// What element `i` (< 2^17) of parameter `name` holds in slot `slot` (0: the value): an integer
-// below 2^24, so exact in f32, different for every element and slot of a parameter.
-float code(const std::string& name, std::int64_t i, int slot) {
-  const auto bucket = static_cast<std::int64_t>(std::hash<std::string>{}(name) % 16);
-  return static_cast<float>((static_cast<std::int64_t>(slot) << 21) + (bucket << 17) + i);
-}
-
-// Old pieces filled with their elements' codes (primary pieces only, as a transition exports them).
-std::vector<piece_state> coded_states(const std::vector<piece_layout>& layouts, std::size_t slots) {
-  std::vector<piece_state> out(layouts.size());
-  for (const auto& p : layouts) {
-    if (!p.primary) continue;
-    piece_state& s = out[static_cast<std::size_t>(p.rank)];
-    s.values = tensor::full({p.size}, -1.f);
-    for (std::size_t k = 0; k < slots; ++k) s.slots.push_back(tensor::full({p.size}, -1.f));
-    for (const auto& part : p.parts) {
-      std::int64_t at = part.offset;
-      for (const auto& run : part.elements)
-        for (std::int64_t i = run.begin; i < run.end; ++i, ++at) {
-          s.values.data<float>()[at] = code(part.name, i, 0);
-          for (std::size_t k = 0; k < slots; ++k)
-            s.slots[k].data<float>()[at] = code(part.name, i, static_cast<int>(k) + 1);
-        }
-    }
-  }
-  return out;
-}
-
-// Every element of every new piece holds its own code.
-void check_coded(const std::vector<piece_layout>& layouts, const std::vector<piece_state>& states, std::size_t slots) {
-  for (const auto& p : layouts) {
-    const piece_state& s = states[static_cast<std::size_t>(p.rank)];
-    if (!s.values.defined()) continue;  // another process's rank
-    REQUIRE(s.values.numel() == p.size);
-    std::int64_t wrong = 0, checked = 0;
-    for (const auto& part : p.parts) {
-      std::int64_t at = part.offset;
-      for (const auto& run : part.elements)
-        for (std::int64_t i = run.begin; i < run.end; ++i, ++at, ++checked) {
-          wrong += s.values.data<float>()[at] != code(part.name, i, 0) ? 1 : 0;
-          for (std::size_t k = 0; k < slots; ++k)
-            wrong += s.slots[k].data<float>()[at] != code(part.name, i, static_cast<int>(k) + 1) ? 1 : 0;
-        }
-    }
-    CAPTURE(p.rank);
-    CHECK(checked == p.size);  // the parts tile the piece
-    CHECK(wrong == 0);
-  }
 }
 
 struct pair_case {

@@ -208,3 +208,48 @@ TEST_CASE("a failed transition or collection ends the run with its error") {
   CHECK(p.on_error(make_error(errc::closed, "again")).empty());  // finished once
   CHECK(p.on_transition_done(1, {true}, t0).empty());
 }
+
+TEST_CASE("a checkpoint's snapshot comes after its step's commit, before the next step and any transition") {
+  auto c = config(4, 1, {}, false, {2});
+  c.checkpoint_every = 2;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  auto a = p.on_outcome(0, 0, 0, ok(0, 1, true), "", t0);
+  REQUIRE(a.size() == 2);  // after step 1 of 4: no snapshot
+  CHECK(std::get<start_step_action>(a[1]).step == 1);
+  a = p.on_outcome(0, 1, 0, ok(0, 1, true), "", t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::holds_alternative<report_step_action>(a[0]));
+  const auto snap = std::get<snapshot_action>(a[1]);
+  CHECK(snap.step == 2);
+  CHECK(snap.committed == 1);
+  CHECK(p.on_outcome(0, 2, 0, ok(0), "", t0).empty());  // no step runs while the state is copied
+  CHECK(only<transition_action>(p.on_snapshot_taken(t0)).step == 2);
+  CHECK(p.on_snapshot_taken(t0).empty());  // once
+  CHECK(only<start_step_action>(p.on_transition_done(1, {}, t0)).step == 2);
+  a = p.on_outcome(0, 2, 0, ok(0, 1, true), "", t0);
+  CHECK(std::get<start_step_action>(a[1]).step == 3);
+  a = p.on_outcome(0, 3, 0, ok(0, 1, true), "", t0);  // the last step: snapshot, then the collection
+  CHECK(std::get<snapshot_action>(a[1]).step == 4);
+  CHECK(only<collect_action>(p.on_snapshot_taken(t0)).committed == 3);
+}
+
+TEST_CASE("a resumed run starts after its checkpoint's step and does not save that state again") {
+  auto c = config(6, 1, {}, false, {2, 5});
+  c.first_step = 4;
+  c.checkpoint_every = 2;
+  step_protocol p(c);
+  auto s = only<start_step_action>(p.start(t0));
+  CHECK(s.step == 4);
+  CHECK(s.committed == 3);
+  auto a = p.on_outcome(0, 4, 0, ok(0, 1, true), "", t0);
+  REQUIRE(a.size() == 2);
+  CHECK(only<start_step_action>(p.on_transition_done(1, {}, t0)).step == 5);  // the change at 5; the one at 2 is past
+  a = p.on_outcome(0, 5, 0, ok(0, 1, true), "", t0);
+  CHECK(std::get<snapshot_action>(a[1]).step == 6);
+  CHECK(p.losses().size() == 2);
+  auto done = config(4, 1);
+  done.first_step = 4;
+  step_protocol finished(done);
+  CHECK(only<finish_action>(finished.start(t0)).outcome.error().message.find("nothing left") != std::string::npos);
+}
