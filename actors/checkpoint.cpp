@@ -78,18 +78,18 @@ result<std::string> sha256_of(const std::string& path) {
 
 nlohmann::json optimizer_json(const optimizer_config& o) {
   if (const auto* s = std::get_if<sgd_config>(&o))
-    return {{"rule", "sgd"},
-            {"lr", s->lr},
-            {"momentum", s->momentum},
-            {"weight_decay", s->weight_decay},
-            {"nesterov", s->nesterov},
-            {"slots", slot_names(o)}};
+    return {{"rule", "sgd"},           {"lr", s->lr},
+            {"momentum", s->momentum}, {"weight_decay", s->weight_decay},
+            {"nesterov", s->nesterov}, {"slots", slot_names(o)}};
   const auto& a = std::get<adamw_config>(o);
-  return {{"rule", "adamw"}, {"lr", a.lr},   {"beta1", a.beta1},         {"beta2", a.beta2},
-          {"eps", a.eps},    {"weight_decay", a.weight_decay}, {"slots", slot_names(o)}};
+  return {{"rule", "adamw"},       {"lr", a.lr},   {"beta1", a.beta1},
+          {"beta2", a.beta2},      {"eps", a.eps}, {"weight_decay", a.weight_decay},
+          {"slots", slot_names(o)}};
 }
 
-std::string optimizer_rule(const optimizer_config& o) { return std::holds_alternative<sgd_config>(o) ? "sgd" : "adamw"; }
+std::string optimizer_rule(const optimizer_config& o) {
+  return std::holds_alternative<sgd_config>(o) ? "sgd" : "adamw";
+}
 
 // Writes `text` to `path` and flushes it to the disk.
 status write_durably(const std::string& path, const std::string& text) {
@@ -200,8 +200,8 @@ result<std::string> write_process_file(const std::string& dir, const contents& c
     if (c.owner[r] != process || !layout.primary) continue;
     const piece_state& state = c.states[r];
     if (!state.values.defined() || state.values.numel() != layout.size || state.slots.size() < slots.size())
-      return make_error(errc::invalid_argument, "checkpoint: rank " + std::to_string(layout.rank) +
-                                                    "'s piece is missing or of the wrong size");
+      return make_error(errc::invalid_argument,
+                        "checkpoint: rank " + std::to_string(layout.rank) + "'s piece is missing or of the wrong size");
     for (const auto& part : layout.parts) {
       if (!part.source) continue;
       for (const box& b : boxes_of(part.whole, part.elements)) {
@@ -247,7 +247,8 @@ status write_manifest(const std::string& dir, const contents& c, const std::vect
       if (seen.insert(part.name).second) {
         params.push_back({{"name", part.name}, {"shape", part.whole.dims()}, {"dtype", "F32"}});
         for (const auto& suffix : suffixes)
-          tensors[part.name + suffix] = {{"shape", part.whole.dims()}, {"dtype", "F32"}, {"pieces", nlohmann::json::array()}};
+          tensors[part.name + suffix] = {
+              {"shape", part.whole.dims()}, {"dtype", "F32"}, {"pieces", nlohmann::json::array()}};
       }
       if (!layout.primary || !part.source) continue;
       const std::string file = process_file_name(c.owner[static_cast<std::size_t>(layout.rank)]);
@@ -305,8 +306,8 @@ result<opened> open(const std::string& dir) {
   auto version = field("version", is_count);
   if (!version) return version.error();
   if ((*version)->get<int>() != format_version)
-    return bad(mpath, "has format version " + (*version)->dump() + ", this build reads " +
-                          std::to_string(format_version));
+    return bad(mpath,
+               "has format version " + (*version)->dump() + ", this build reads " + std::to_string(format_version));
   auto step = field("step", is_count);
   auto model = field("model", is_object);
   auto data = field("data", is_object);
@@ -352,8 +353,8 @@ result<opened> open(const std::string& dir) {
     if (!probe) return bad(path, "is missing");
     const auto size = static_cast<std::uint64_t>(probe.tellg());
     if (size != f["bytes"].get<std::uint64_t>())
-      return bad(path, "is " + std::to_string(size) + " bytes, the manifest says " + f["bytes"].dump() +
-                           " (truncated?)");
+      return bad(path,
+                 "is " + std::to_string(size) + " bytes, the manifest says " + f["bytes"].dump() + " (truncated?)");
     auto digest = sha256_of(path);
     if (!digest) return digest.error();
     if (*digest != f["sha256"].get<std::string>())
@@ -398,7 +399,8 @@ result<opened> open(const std::string& dir) {
                                            e->dims.to_string() + ", the manifest says F32" +
                                            shape(b.where.extent).to_string());
       for (const auto& other : st.boxes)
-        if (overlaps(other.where, b.where)) return bad(where, "pieces '" + other.name + "' and '" + b.name + "' overlap");
+        if (overlaps(other.where, b.where))
+          return bad(where, "pieces '" + other.name + "' and '" + b.name + "' overlap");
       covered += b.where.numel();
       st.boxes.push_back(std::move(b));
     }
@@ -468,7 +470,8 @@ result<std::vector<piece_state>> load_pieces(const opened& ck, const std::vector
       for (std::size_t k = 0; k < slots; ++k) targets.push_back({part.name + "." + ck.slots[k], &p.slots[k]});
       for (auto& [name, target] : targets) {
         auto it = ck.tensors.find(name);
-        if (it == ck.tensors.end()) return make_error(errc::invalid_argument, ck.dir + ": has no tensor '" + name + "'");
+        if (it == ck.tensors.end())
+          return make_error(errc::invalid_argument, ck.dir + ": has no tensor '" + name + "'");
         std::int64_t filled = 0;
         for (const auto& b : it->second.boxes) {
           const auto copies = overlap(box_runs(it->second.whole, ranges_of(b.where)), part.elements);

@@ -103,9 +103,9 @@ struct opened {
   std::int64_t step = 0;
   std::uint64_t seed = 0;
   nlohmann::json manifest;
-  std::string optimizer;                  // "sgd" or "adamw"
-  std::vector<std::string> slots;         // its state tensors' names
-  std::map<std::string, shape> params;    // the model's fingerprint
+  std::string optimizer;                // "sgd" or "adamw"
+  std::vector<std::string> slots;       // its state tensors' names
+  std::map<std::string, shape> params;  // the model's fingerprint
   std::map<std::string, stored_tensor> tensors;
   std::map<std::string, safetensors::file_header> headers;  // by file name
 };

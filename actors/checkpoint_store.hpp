@@ -32,8 +32,8 @@ struct store_settings {
 
 struct written {
   std::int64_t step = 0;
-  std::string path;       // DIR/step-000123 (on the first process; the tmp directory elsewhere)
-  double seconds = 0;     // this process's write, the wait for the others included
+  std::string path;         // DIR/step-000123 (on the first process; the tmp directory elsewhere)
+  double seconds = 0;       // this process's write, the wait for the others included
   std::uint64_t bytes = 0;  // this process's file
 };
 
@@ -52,8 +52,8 @@ void remove_unfinished(const std::string& dir);
 std::vector<std::string> list(const std::string& dir);
 
 struct newest {
-  std::optional<opened> ck;            // none: `dir` has no checkpoint that verifies
-  std::vector<std::string> refused;    // each newer one that did not, and why
+  std::optional<opened> ck;          // none: `dir` has no checkpoint that verifies
+  std::vector<std::string> refused;  // each newer one that did not, and why
 };
 /// --checkpoint.resume=auto: the newest checkpoint in `dir` that verifies.
 newest find_newest(const std::string& dir);

@@ -40,11 +40,11 @@ struct coordinator_state {
   std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::vector<int> owner;  // the process of each rank
+  std::vector<int> owner;            // the process of each rank
   std::vector<piece_state> initial;  // the first plan's pieces (a resumed run), until spawned
   control_proxy_hdl writer;          // writes checkpoints on its own thread
   int writes_in_flight = 0;
-  bool collection_waits = false;  // for the writes in flight
+  bool collection_waits = false;      // for the writes in flight
   std::vector<piece_layout> layouts;  // the current plan's pieces (for checkpoints)
   int layouts_of = -1;                // the plan (protocol layout) they are of
   run_summary summary;

@@ -21,9 +21,9 @@ void write_done(self_ptr self, checkpoint_record rec, const result<checkpoint::w
   s.summary.checkpoints.push_back(rec);
   if (s.options.on_checkpoint) s.options.on_checkpoint(rec);
   if (!w && s.options.checkpoint->stop_on_error)
-    return execute(self, s.protocol->on_error(make_error(w.error().code, "checkpoint at step " +
-                                                                             std::to_string(rec.step) + ": " +
-                                                                             w.error().message)));
+    return execute(self,
+                   s.protocol->on_error(make_error(
+                       w.error().code, "checkpoint at step " + std::to_string(rec.step) + ": " + w.error().message)));
   if (s.collection_waits && s.writes_in_flight == 0) {
     s.collection_waits = false;
     finish_collection(self);
@@ -46,7 +46,9 @@ void write(self_ptr self, std::shared_ptr<checkpoint::contents> c, std::chrono::
   self->request(s.writer, s.options.timeout * 10, call_atom::value,
                 blocking_call{[=] { *out = checkpoint::save(settings, *c, process); }})
       .then([=](ok_atom) { write_done(self, rec, *out); },
-            [=](caf::error& e) { write_done(self, rec, make_error(errc::timeout, "checkpoint writer: " + to_string(e))); });
+            [=](caf::error& e) {
+              write_done(self, rec, make_error(errc::timeout, "checkpoint writer: " + to_string(e)));
+            });
   execute(self, s.protocol->on_snapshot_taken(clock_type::now()));
 }
 

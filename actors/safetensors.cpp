@@ -231,8 +231,8 @@ result<tensor> read_tensor(const std::string& path, const file_header& h, const 
   if (static_cast<std::uint64_t>(info.st_size) != h.file_size)
     return file_error(path, "changed size since its header was read");
   tensor t = tensor::empty(e.dims, e.type);
-  if (auto st = read_at(f.fd, t.data<std::byte>(), static_cast<std::size_t>(e.end - e.begin), h.data_start + e.begin,
-                        path);
+  if (auto st =
+          read_at(f.fd, t.data<std::byte>(), static_cast<std::size_t>(e.end - e.begin), h.data_start + e.begin, path);
       !st)
     return st.error();
   return t;

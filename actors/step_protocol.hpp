@@ -91,7 +91,7 @@ struct transition_action {  // change the plan at this step boundary
   std::size_t change = 0;  // which of the configured changes
 };
 struct snapshot_action {  // copy the committed state for a checkpoint, then go on
-  std::int64_t step = 0;      // steps done
+  std::int64_t step = 0;  // steps done
   std::int64_t committed = -1;
 };
 struct collect_action {
@@ -100,8 +100,9 @@ struct collect_action {
 struct finish_action {
   status outcome;
 };
-using coordinator_action = std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action,
-                                        recover_action, transition_action, snapshot_action, collect_action, finish_action>;
+using coordinator_action =
+    std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action, recover_action,
+                 transition_action, snapshot_action, collect_action, finish_action>;
 using actions = std::vector<coordinator_action>;
 
 class step_protocol {

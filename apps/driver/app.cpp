@@ -49,7 +49,9 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   if (*parsed == parse_outcome::help_shown) return 0;
   if (auto st = plan_.finish(options_); !st) return fail(name_, st.error().message, 2);
   if (plan_.dist.launches()) return launch_processes(argc, argv, plan_.dist, options_);
-  if (train_.steps < 1) return fail(name_, "--train.steps must be positive", 2);
+  const bool evaluate_only = train_.steps == 0 && !plan_.checkpoint.init_from.empty();
+  if (train_.steps < 1 && !evaluate_only)
+    return fail(name_, "--train.steps must be positive (0 only with --init.from: evaluate a saved model)", 2);
   if (train_.batch < 1) return fail(name_, "--train.batch must be positive", 2);
   if (train_.threads < 1) return fail(name_, "--train.threads must be positive", 2);
   if (train_.warmup < 0) return fail(name_, "--train.warmup must not be negative", 2);
@@ -59,7 +61,37 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   train_.optimizer = *kind;
   auto j = make_job(*this);
   if (!j) return fail(name_, j.error().message, 2);
+  if (evaluate_only) return evaluate_job(*j);
   return train_job(*j);
+}
+
+// --train.steps=0 --init.from=FILE: the saved model's evaluation, nothing trained.
+int app::evaluate_job(const job& j) {
+  auto saved = actors::safetensors::read_file(plan_.checkpoint.init_from);
+  if (!saved) return fail(name_, "--init.from: " + saved.error().message, 2);
+  graph g;
+  j.model(g, train_.batch);
+  for (const auto& [name, t] : init_parameters(g, 0)) {
+    auto it = saved->find(name);
+    if (it == saved->end())
+      return fail(name_, "--init.from: " + plan_.checkpoint.init_from + " has no '" + name + "'", 2);
+    if (it->second.shape() != t.shape() || it->second.type() != t.type())
+      return fail(name_,
+                  "--init.from: '" + name + "' is " + it->second.shape().to_string() + " in " +
+                      plan_.checkpoint.init_from + ", the model's is " + t.shape().to_string(),
+                  2);
+  }
+  json summary = j.summary;
+  summary["app"] = name_;
+  summary["steps"] = 0;
+  summary["evaluated"] = plan_.checkpoint.init_from;
+  if (j.evaluate) {
+    auto extra = j.evaluate(*saved);
+    if (!extra) return fail(name_, extra.error().message, 1);
+    for (auto& [k, v] : extra->items()) summary[k] = v;
+  }
+  print_summary(summary);
+  return 0;
 }
 
 int app::train_job(const job& j) {

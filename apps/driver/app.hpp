@@ -1,6 +1,6 @@
 // The driver library's entry header: what a program includes to become a cohort app. An
 // `app` registers the standard options (train.*, metrics.file, plan.*, cluster.*, fault.*,
-// launch.*, dist.*) after the app's own, and `run` does everything in the one right order:
+// launch.*, dist.*, checkpoint.*, init.from) after the app's own, and `run` does everything in the one right order:
 // parse (--help, config files, errors exit 2 naming the option) -> finish the plan and
 // process options -> launch local processes (--launch.nproc) -> check the standard values ->
 // the app's job (its data loaded; an error exits 2) -> train (serial, on the actor runtime,
@@ -86,6 +86,7 @@ class app {
 
  private:
   int train_job(const job& j);
+  int evaluate_job(const job& j);
 
   std::string name_;
   option_set options_;

@@ -70,8 +70,9 @@ void set_checkpointing(const checkpoint_options& o, const start_point& start, ac
   const auto optimizer = r.optimizer;
   if (start.checkpoint) {
     auto ck = std::make_shared<const actors::checkpoint::opened>(*start.checkpoint);
-    r.initial_state = [ck, slots, optimizer](const std::vector<actors::piece_layout>& layouts,
-                                             const std::vector<bool>& local) -> result<std::vector<actors::piece_state>> {
+    r.initial_state = [ck, slots, optimizer](
+                          const std::vector<actors::piece_layout>& layouts,
+                          const std::vector<bool>& local) -> result<std::vector<actors::piece_state>> {
       if (auto st = actors::checkpoint::check_compatible(*ck, layouts, optimizer); !st) return st.error();
       return actors::checkpoint::load_pieces(*ck, layouts, local, slots);
     };

@@ -61,7 +61,7 @@ struct training_job {
   std::function<var(graph&, std::int64_t batch)> model;
   std::function<std::map<std::string, tensor>(std::int64_t step)> data;  // the global batch
   std::int64_t batch = 0, steps = 0, warmup = 0;
-  std::int64_t first_step = 0;  // steps done before (a resumed run; set by train())
+  std::int64_t first_step = 0;        // steps done before (a resumed run; set by train())
   std::int64_t items_per_sample = 1;  // tokens per sequence for the rate (1: samples)
   const char* rate_unit = "samples/s";
   optimizer_config optimizer;
@@ -79,10 +79,11 @@ struct training_result {
   json plan;                         // for the summary
   json prediction;                   // predicted vs measured step time, the refit (runtime runs)
   json transitions = json::array();  // each plan change: {"step", "from", "to", "seconds", "bytes_moved", ...}
-  json checkpoints = json::array();  // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
-  json resumed_from;                 // {"path", "step"} when the run resumed
-  bool plan_only = false;            // --plan.only: nothing was trained
-  bool report = true;                // false on a job's other processes: process 0 reports
+  json checkpoints =
+      json::array();       // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
+  json resumed_from;       // {"path", "step"} when the run resumed
+  bool plan_only = false;  // --plan.only: nothing was trained
+  bool report = true;      // false on a job's other processes: process 0 reports
 };
 
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with

@@ -94,8 +94,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   });
   // every process's task times, kept by its planner actor; process 0 refits from all of them
   // after the run (no setup here: no refit of one process's times alone)
-  auto refit = std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.first_step + job.warmup,
-                                                       job.steps);
+  auto refit =
+      std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.first_step + job.warmup, job.steps);
   auto customize = [&](actors::run_options& o) {
     actors::process_hooks h;
     h.process = g.process();

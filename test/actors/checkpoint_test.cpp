@@ -114,7 +114,11 @@ TEST_CASE("a checkpoint written under one plan loads into another with every ele
   };
   const std::vector<pair_case> cases = {
       {"dp2 sharded -> tp2 pp2 m4", {.dp = 2, .shard_params = true}, {.tp = 2, .pp = 2, .micro_batches = 4}, 1, 1},
-      {"dp2 sharded over 2 processes -> tp2 pp2 in 1", {.dp = 2, .shard_params = true}, {.tp = 2, .pp = 2, .micro_batches = 4}, 2, 1},
+      {"dp2 sharded over 2 processes -> tp2 pp2 in 1",
+       {.dp = 2, .shard_params = true},
+       {.tp = 2, .pp = 2, .micro_batches = 4},
+       2,
+       1},
       {"tp2 pp2 in 1 -> dp4 over 4 processes", {.tp = 2, .pp = 2, .micro_batches = 4}, {.dp = 4}, 1, 4},
       {"tp3 -> dp2 tp2 sharded over 2", {.tp = 3}, {.dp = 2, .tp = 2, .shard_params = true}, 1, 2},
       {"dp2 tp2 pp2 m2 over 2 -> serial", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2}, {}, 2, 1},
@@ -229,38 +233,32 @@ TEST_CASE("bad checkpoints are refused naming the file and what is wrong" * doct
   };
   CHECK(edit("no-step", [](nlohmann::json& m) { m.erase("step"); }).find("lacks a valid 'step'") != std::string::npos);
   CHECK(edit("version", [](nlohmann::json& m) { m["version"] = 99; }).find("format version 99") != std::string::npos);
-  CHECK(edit("escape", [](nlohmann::json& m) { m["files"]["../../etc/passwd"] = {{"bytes", 1}, {"sha256", "x"}}; })
-            .find("not a plain file name") != std::string::npos);
-  CHECK(edit("overlap",
-             [](nlohmann::json& m) {
-               auto& pieces = m["tensors"]["fc1.weight"]["pieces"];
-               pieces.push_back(pieces[0]);
-             })
-            .find("overlap") != std::string::npos);
-  CHECK(edit("outside",
-             [](nlohmann::json& m) {
-               m["tensors"]["fc1.bias"]["pieces"][0]["offsets"] = nlohmann::json::array({100});
-             })
-            .find("outside the tensor's shape") != std::string::npos);
-  CHECK(edit("uncovered",
-             [](nlohmann::json& m) {
-               auto& pieces = m["tensors"]["fc2.weight"]["pieces"];
-               pieces.erase(pieces.begin());
-             })
-            .find("pieces hold") != std::string::npos);
-  CHECK(edit("wrong-shape",
-             [](nlohmann::json& m) {
-               auto& p = m["tensors"]["fc3.bias"]["pieces"][0];
-               p["shape"] = nlohmann::json::array({p["shape"][0].get<int>() - 1});
-             })
-            .find("the manifest says F32") != std::string::npos);
+  CHECK(edit("escape", [](nlohmann::json& m) {
+          m["files"]["../../etc/passwd"] = {{"bytes", 1}, {"sha256", "x"}};
+        }).find("not a plain file name") != std::string::npos);
+  CHECK(edit("overlap", [](nlohmann::json& m) {
+          auto& pieces = m["tensors"]["fc1.weight"]["pieces"];
+          pieces.push_back(pieces[0]);
+        }).find("overlap") != std::string::npos);
+  CHECK(edit("outside", [](nlohmann::json& m) {
+          m["tensors"]["fc1.bias"]["pieces"][0]["offsets"] = nlohmann::json::array({100});
+        }).find("outside the tensor's shape") != std::string::npos);
+  CHECK(edit("uncovered", [](nlohmann::json& m) {
+          auto& pieces = m["tensors"]["fc2.weight"]["pieces"];
+          pieces.erase(pieces.begin());
+        }).find("pieces hold") != std::string::npos);
+  CHECK(edit("wrong-shape", [](nlohmann::json& m) {
+          auto& p = m["tensors"]["fc3.bias"]["pieces"][0];
+          p["shape"] = nlohmann::json::array({p["shape"][0].get<int>() - 1});
+        }).find("the manifest says F32") != std::string::npos);
   {  // the safetensors header of a process file longer than the file
     const std::string d = fresh("header");
     std::string b = read_text(d + file0);
     b[3] = 0x01;  // the length grows by 16 MiB: under the limit, past the end
     write_text(d + file0, b);
     auto m = nlohmann::json::parse(read_text(d + "/manifest.json"));
-    auto digests = ck::file_digests(d, 1);  // the manifest agrees with the damaged file: only the header check refuses it
+    auto digests =
+        ck::file_digests(d, 1);  // the manifest agrees with the damaged file: only the header check refuses it
     REQUIRE(digests.ok());
     m["files"][ck::process_file_name(0)]["sha256"] = digests->at(0).sha256;
     write_text(d + "/manifest.json", m.dump());

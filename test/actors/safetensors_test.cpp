@@ -70,7 +70,7 @@ TEST_CASE("a written file follows the format byte for byte and reads back") {
   float first[6];
   std::memcpy(first, b.data() + 8 + n + off[0].get<std::uint64_t>(), 24);
   CHECK(std::vector<float>(first, first + 6) == std::vector<float>{1, 4, 2, 5, 3, 6});  // the transpose, packed
-  CHECK(b.size() == 8 + n + 24 + 12);  // nothing after the last tensor
+  CHECK(b.size() == 8 + n + 24 + 12);                                                   // nothing after the last tensor
 
   auto back = st::read_file(path);
   REQUIRE_MESSAGE(back.ok(), back.error().message);
@@ -116,13 +116,13 @@ TEST_CASE("malformed safetensors files are refused naming the file and the fault
                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                          eight + "abcd"))
             .find("overlaps") != std::string::npos);
-  CHECK(refusal(raw_file("hole", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight))
-            .find("a hole") != std::string::npos);
+  CHECK(refusal(raw_file("hole", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight)).find("a hole") !=
+        std::string::npos);
   CHECK(refusal(raw_file("overflow", R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
                          eight))
             .find("overflows") != std::string::npos);
-  CHECK(refusal(raw_file("meta", R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                         eight))
+  CHECK(refusal(
+            raw_file("meta", R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight))
             .find("__metadata__ 'k' is not a string") != std::string::npos);
   CHECK(refusal(temp_path("missing-file")).find("cannot open") != std::string::npos);
 }

@@ -16,10 +16,10 @@
 
 using namespace cohort;
 using namespace cohort::actors;
-using planner::parallel_plan;
 using cohort::test::check_coded;
 using cohort::test::code;
 using cohort::test::coded_states;
+using planner::parallel_plan;
 
 namespace {
 

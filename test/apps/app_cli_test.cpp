@@ -76,7 +76,8 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
        "mlp: error: missing data file /nonexistent-cohort-data/sklearn/digits.csv.gz (run scripts/fetch-data.sh; add "
        "--all for MNIST)"},
       {MLP_BINARY, "--config-file=/nonexistent.ini", "mlp: error: cannot open config file '/nonexistent.ini'"},
-      {MLP_BINARY, "--train.steps=0", "mlp: error: --train.steps must be positive"},
+      {MLP_BINARY, "--train.steps=0",
+       "mlp: error: --train.steps must be positive (0 only with --init.from: evaluate a saved model)"},
       {MLP_BINARY, "--model.dims=64,10,3",
        "mlp: error: --model.dims must start with 64 and end with at least 10 for digits"},
       {GPT_BINARY, "--data.file=/nonexistent.txt", "gpt: error: cannot open text file '/nonexistent.txt'"},

@@ -50,7 +50,8 @@ inline std::vector<piece_state> coded_states(const std::vector<piece_layout>& la
 }
 
 // Every element of every new piece holds its own code.
-inline void check_coded(const std::vector<piece_layout>& layouts, const std::vector<piece_state>& states, std::size_t slots) {
+inline void check_coded(const std::vector<piece_layout>& layouts, const std::vector<piece_state>& states,
+                        std::size_t slots) {
   for (const auto& p : layouts) {
     const piece_state& s = states[static_cast<std::size_t>(p.rank)];
     if (!s.values.defined()) continue;  // another process's rank
