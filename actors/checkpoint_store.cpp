@@ -122,6 +122,10 @@ result<written> save(const store_settings& s, const contents& c, int process) {
         files.push_back(**m);
         break;
       }
+      if (s.cancelled && s.cancelled->load())
+        return fail(make_error(errc::closed, "checkpoint at step " + std::to_string(c.step) +
+                                                 ": the run ended before process " + std::to_string(p) +
+                                                 " wrote its file"));
       if (std::chrono::steady_clock::now() > deadline)
         return fail(make_error(errc::timeout, "checkpoint at step " + std::to_string(c.step) + ": process " +
                                                   std::to_string(p) + "'s file is not there after " +

@@ -15,7 +15,9 @@
 //   if (found.ck) std::printf("resume at step %lld\n", static_cast<long long>(found.ck->step));
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,8 @@ struct store_settings {
   std::string dir;
   int keep = 3;                              // newest checkpoints kept
   std::chrono::milliseconds timeout{60000};  // the first process's wait for the others' files
+  /// Set when the run ends or fails: a wait for the others' files gives up at once.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
 };
 
 struct written {

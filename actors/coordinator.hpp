@@ -17,6 +17,7 @@
 //       .receive([&](run_summary& s) { out = std::move(s); }, [&](caf::error& e) { out = from_caf(e); });   // the first error
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -44,7 +45,8 @@ struct coordinator_state {
   std::vector<piece_state> initial;  // the first plan's pieces (a resumed run), until spawned
   control_proxy_hdl writer;          // writes checkpoints on its own thread
   int writes_in_flight = 0;
-  bool collection_waits = false;      // for the writes in flight
+  std::shared_ptr<std::atomic<bool>> run_over = std::make_shared<std::atomic<bool>>(false);  // for the writer
+  bool collection_waits = false;                                                             // for the writes in flight
   std::vector<piece_layout> layouts;  // the current plan's pieces (for checkpoints)
   int layouts_of = -1;                // the plan (protocol layout) they are of
   run_summary summary;

@@ -128,6 +128,7 @@ int app::train_job(const job& j) {
   summary["restarts"] = r->restarts;
   summary["transitions"] = r->transitions;
   summary["checkpoints"] = r->checkpoints;
+  summary["recoveries"] = r->recoveries;
   if (!r->resumed_from.is_null()) summary["resumed_from"] = r->resumed_from;
   if (!plan_.checkpoint.export_file.empty()) {
     if (auto st = export_parameters(plan_.checkpoint.export_file, r->parameters); !st)

@@ -1,4 +1,4 @@
-// The process options and the local launcher (fork + exec of this same program).
+// The process options and forming a job's process group (the launcher: launcher.cpp).
 #include "apps/driver/processes.hpp"
 
 #include "apps/driver/control_keys.hpp"
@@ -27,9 +27,6 @@
 namespace cohort::apps {
 namespace {
 
-std::atomic<int> forwarded_signal{0};
-void remember_signal(int s) { forwarded_signal = s; }
-
 result<std::int64_t> env_int(const char* name) {
   const char* v = std::getenv(name);
   char* end = nullptr;
@@ -38,15 +35,6 @@ result<std::int64_t> env_int(const char* name) {
     return make_error(errc::invalid_argument, std::string(name) + "=" + v + " is not an integer");
   return static_cast<std::int64_t>(x);
 }
-
-std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return std::string("was killed by SIG") + (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-  return "ended";
-}
-
-int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 }  // namespace
 
@@ -67,9 +55,11 @@ void process_options::add_to(option_set& opts) {
       .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms,
            "a node silent this long is lost (a stopped or hung process)")
       .add("dist.join-timeout-ms", join_timeout_ms, "how long the coordinator waits for every node to join")
+      .add("launch.max-restarts", max_restarts,
+           "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
       .add("fault.signal", signal, "test hook: KILL or STOP: process --fault.signal-rank raises it ...")
       .add("fault.signal-rank", signal_rank, "... this process ...")
-      .add("fault.signal-step", signal_step, "... after this step (1-based)");
+      .add("fault.signal-step", signal_step, "... after this step (1-based), in the job's first attempt");
 }
 
 status process_options::finish(const option_set& opts) {
@@ -104,6 +94,8 @@ status process_options::finish(const option_set& opts) {
       return make_error(errc::invalid_argument, "--join needs the job's size: --dist.world=N (or WORLD_SIZE)");
   }
   if (nproc < 0 || nproc > 64) return make_error(errc::invalid_argument, "--launch.nproc must be between 0 and 64");
+  if (max_restarts < 0 || max_restarts > 1000)
+    return make_error(errc::invalid_argument, "--launch.max-restarts must be between 0 and 1000");
   if (world < 1) return make_error(errc::invalid_argument, "--dist.world (WORLD_SIZE) must be at least 1");
   if (world > 1 && join.empty() && (rank < 0 || rank >= world))
     return make_error(errc::invalid_argument, "a job of " + std::to_string(world) +
@@ -198,103 +190,6 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   if (!cp) return cp.error();
   g->control = std::move(*cp);
   return g;
-}
-
-int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts) {
-  const int n = static_cast<int>(o.nproc);
-  int port = static_cast<int>(o.master_port);
-  if (!opts.was_set("dist.master-port") && std::getenv("MASTER_PORT") == nullptr) {
-    // a free port for this job (the coordinator binds it right away)
-    if (auto l = transport::tcp_listener::open("127.0.0.1", 0); l) port = l->port();
-  }
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--launch.nproc", 14) != 0) args.push_back(argv[i]);
-  const int threads = std::max(1, kernels::available_cores() / n);
-  if (opts.has("train.threads") && !opts.was_set("train.threads"))
-    args.push_back("--train.threads=" + std::to_string(threads));
-  std::signal(SIGINT, remember_signal);
-  std::signal(SIGTERM, remember_signal);
-  const pid_t launcher = ::getpid();
-  std::vector<pid_t> pids;
-  std::fflush(nullptr);
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      std::perror("launch: fork");
-      for (pid_t p : pids) ::kill(p, SIGKILL);
-      return 1;
-    }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans if the launcher dies
-      if (::getppid() != launcher) ::_exit(1);
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
-      ::setenv("COHORT_LAUNCHED", "1", 1);
-      // OpenBLAS starts its pool when loaded, before any option is read; idle pool threads
-      // spin (sched_yield) and would take cores from the other processes
-      ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 0);
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-      ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      if (r != 0) {  // one summary on stdout: the coordinator's
-        int devnull = ::open("/dev/null", O_WRONLY);
-        if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-      }
-      std::vector<char*> cargv;
-      cargv.push_back(argv[0]);
-      for (auto& a : args) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      ::execv("/proc/self/exe", cargv.data());
-      std::perror("launch: exec");
-      ::_exit(127);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> codes(static_cast<std::size_t>(n), -1);
-  int alive = n, first_failure = -1;
-  using clock = std::chrono::steady_clock;
-  clock::time_point kill_at = clock::time_point::max();
-  while (alive > 0) {
-    int status = 0;
-    pid_t done = ::waitpid(-1, &status, WNOHANG);
-    if (done > 0) {
-      int r = 0;
-      while (r < n && pids[static_cast<std::size_t>(r)] != done) ++r;
-      if (r == n) continue;
-      --alive;
-      codes[static_cast<std::size_t>(r)] = exit_code_of(status);
-      if (codes[static_cast<std::size_t>(r)] != 0) {
-        if (first_failure < 0) first_failure = r;
-        std::fprintf(stderr, "launch: process %d (pid %d) %s\n", r, static_cast<int>(done),
-                     describe_exit(status).c_str());
-        // the coordinator reports what it saw; give it time when a node went first
-        const auto grace =
-            r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
-        kill_at = std::min(kill_at, clock::now() + grace);
-      }
-      if (r == 0) kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(codes[0] == 0 ? 15000 : 2000));
-      continue;
-    }
-    if (int s = forwarded_signal.exchange(0); s != 0) {
-      for (int r = 0; r < n; ++r)
-        if (codes[static_cast<std::size_t>(r)] < 0) ::kill(pids[static_cast<std::size_t>(r)], s);
-      kill_at = std::min(kill_at, clock::now() + std::chrono::seconds(10));
-    }
-    if (clock::now() >= kill_at) {
-      for (int r = 0; r < n; ++r)
-        if (codes[static_cast<std::size_t>(r)] < 0) {
-          std::fprintf(stderr, "launch: stopping process %d (pid %d)\n", r,
-                       static_cast<int>(pids[static_cast<std::size_t>(r)]));
-          ::kill(pids[static_cast<std::size_t>(r)], SIGKILL);
-        }
-      kill_at = clock::time_point::max();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (codes[0] != 0) return codes[0];
-  return first_failure < 0 ? 0 : codes[static_cast<std::size_t>(first_failure)];
 }
 
 }  // namespace cohort::apps

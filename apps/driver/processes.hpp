@@ -43,6 +43,7 @@ const char* to_string(data_plane d);
 
 struct process_options {
   std::int64_t nproc = 0;             // --launch.nproc: start this many local processes
+  std::int64_t max_restarts = 0;      // --launch.max-restarts: restart the whole job this often
   std::string join;                   // --join=HOST:PORT
   std::int64_t rank = -1, world = 1;  // this process and the job's size (RANK, WORLD_SIZE)
   std::string master_addr = "127.0.0.1";
@@ -91,7 +92,9 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
 /// The launcher: starts nproc copies of this program (argv without --launch.nproc) with
 /// RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, and `threads` compute threads each when
 /// the user did not choose; forwards SIGINT/SIGTERM; when one fails, lets the coordinator
-/// report, then stops the rest (none is left behind). Returns the job's exit code.
+/// report, then stops the rest (none is left behind) and, up to --launch.max-restarts times
+/// (not after bad input, exit 2, or the user's signal), starts them all again, resuming from
+/// the newest checkpoint (launcher.cpp). Returns the job's exit code.
 int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts);
 
 }  // namespace cohort::apps

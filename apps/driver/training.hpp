@@ -80,10 +80,11 @@ struct training_result {
   json prediction;                   // predicted vs measured step time, the refit (runtime runs)
   json transitions = json::array();  // each plan change: {"step", "from", "to", "seconds", "bytes_moved", ...}
   json checkpoints =
-      json::array();       // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
-  json resumed_from;       // {"path", "step"} when the run resumed
-  bool plan_only = false;  // --plan.only: nothing was trained
-  bool report = true;      // false on a job's other processes: process 0 reports
+      json::array();  // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
+  json resumed_from;  // {"path", "step"} when the run resumed
+  json recoveries = json::array();  // each failure the job recovered from (restarts.hpp)
+  bool plan_only = false;           // --plan.only: nothing was trained
+  bool report = true;               // false on a job's other processes: process 0 reports
 };
 
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with

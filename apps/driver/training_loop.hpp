@@ -33,12 +33,14 @@ struct loop_state {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
   training_result out;
 
-  bool quiet = false;  // another process reports
+  bool quiet = false;               // another process reports
+  std::int64_t last_committed = 0;  // steps done so far (a resumed run's first step included)
 
-  explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps) {}
+  explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps), last_committed(j.first_step) {}
 
   void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
     if (step == job.first_step) out.first_loss = loss;
+    last_committed = step + 1;
     if (step + 1 == job.first_step + job.warmup + 1) timed_start = std::chrono::steady_clock::now();
     out.final_loss = loss;
     double elapsed = seconds_since(start);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "apps/driver/control_keys.hpp"
+#include "apps/driver/restarts.hpp"
 #include "apps/driver/training_loop.hpp"
 #include "planner/rank_layout.hpp"
 
@@ -129,7 +130,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
     o.on_step_start = [&](std::int64_t step) {
       const auto& d = p.dist;
-      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == step) {
+      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == step && launch_attempt() == 0) {
         std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
                      static_cast<long long>(step));
         std::fflush(stderr);
@@ -139,13 +140,28 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     };
   };
   g.control->set_step(1);
-  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, *start, customize);
+  // a restarted job's notes for its launcher: the first step done, or the failure
+  launch_notes notes;
+  auto with_notes = [&](actors::run_options& o) {
+    customize(o);
+    if (!coordinator) return;
+    auto inner = o.on_step;
+    o.on_step = [inner, &notes](const actors::step_metrics& m) {
+      inner(m);
+      notes.first_step_done();
+    };
+  };
+  auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, *start, with_notes);
+  if (coordinator && r)
+    r->recoveries = restart_recoveries(job.first_step, notes.first_step_unix_s(), planner::describe(choice->plan));
   const planner::task_totals& totals = refit->totals();
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it
+    error e = r.error();
     if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
-      return make_error(errc::closed, lost->describe());
-    return r;
+      e = make_error(errc::closed, lost->describe());
+    if (coordinator) notes.failed(loop.last_committed, planner::describe(choice->plan), e.message);
+    return e;
   }
   // every rank's task times on the coordinator, for the refit: each process adds its own
   // ranks' (the others are zeros) into a job-wide vector: per rank the three task sums, then

@@ -153,3 +153,59 @@ TEST_SUITE("failure") {
     CHECK(zero.err.find("0 only with --init.from") != std::string::npos);
   }
 }
+
+TEST_SUITE("failure") {
+  TEST_CASE("a killed process makes the launcher restart the job from the newest checkpoint with the same result") {
+    const std::string job2 = job + " --plan.dp=2 --launch.nproc=2 --checkpoint.every=5";
+    const std::string clean_dir = fresh_dir("restart-clean"), clean_metrics = temp_path("restart-clean.jsonl");
+    auto clean = run(MLP_BINARY, job2 + " --checkpoint.dir=" + clean_dir + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    CHECK(clean.summary["recoveries"] == nlohmann::json::array());
+    for (const std::string killed : {"1", "0"}) {  // a node, then the coordinator (2 processes: no majority)
+      CAPTURE(killed);
+      const std::string dir = fresh_dir("restart-" + killed);
+      auto r = run(MLP_BINARY, job2 + " --checkpoint.dir=" + dir +
+                                   " --launch.max-restarts=1 --fault.signal=KILL --fault.signal-step=12 "
+                                   "--fault.signal-rank=" +
+                                   killed);
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      CHECK(r.err.find("launch: process " + killed +
+                       " was killed by SIGKILL; restarting all 2 processes (restart 1 of 1) "
+                       "from the newest checkpoint in " +
+                       dir) != std::string::npos);
+      CHECK(r.err.find("resuming from " + dir + "/step-0000") != std::string::npos);
+      // the restarted job ends where the fault-free one did, bit for bit (same plan, same data)
+      CHECK(r.summary["final_loss"] == clean.summary["final_loss"]);
+      CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+      const auto& rec = r.summary["recoveries"];
+      REQUIRE(rec.size() == 1);
+      CHECK(rec[0]["source"] == "restart");
+      CHECK(rec[0]["lost"].get<std::string>().rfind("process " + killed + " (pid ", 0) == 0);
+      CHECK(rec[0]["cause"] == "was killed by SIGKILL");
+      CHECK(rec[0]["plan_after"] == "dp2 tp1 pp1 m1");
+      CHECK(rec[0]["recover_s"].get<double>() > 0);
+      if (killed == "1") {  // the coordinator lived to note where it was
+        CHECK(rec[0]["plan_before"] == "dp2 tp1 pp1 m1");
+        CHECK(rec[0]["steps_redone"].get<int>() >= 0);
+        CHECK(rec[0]["steps_redone"].get<int>() <= 12 - 5);
+      }
+      CHECK(r.summary["resumed_from"]["step"].get<int>() % 5 == 0);
+    }
+  }
+
+  TEST_CASE("bad input is not restarted and a job without restarts left ends with the first failure") {
+    auto bad =
+        run(MLP_BINARY, "--data.name=digits --train.steps=5 --plan.dp=3 --launch.nproc=2 --launch.max-restarts=2");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("restarting") == std::string::npos);
+    auto none = run(MLP_BINARY, job +
+                                    " --plan.dp=2 --launch.nproc=2 --fault.signal=KILL --fault.signal-step=3 "
+                                    "--fault.signal-rank=1");
+    CHECK(none.exit_code == 1);
+    CHECK(none.err.find("lost node 1") != std::string::npos);
+    CHECK(none.err.find("restarting") == std::string::npos);
+    auto range = run(MLP_BINARY, "--launch.nproc=2 --launch.max-restarts=-1");
+    CHECK(range.exit_code == 2);
+    CHECK(range.err.find("--launch.max-restarts must be between 0 and 1000") != std::string::npos);
+  }
+}

@@ -1,0 +1,223 @@
+// The local launcher: fork + exec of this same program once per process, the job's exit code,
+// and restarts (--launch.max-restarts): when a process of the job fails, the others are
+// stopped and the whole job starts again — resuming from the newest checkpoint when it writes
+// them (--checkpoint.dir) — and says why; what it lost goes into the summary's "recoveries".
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "apps/driver/processes.hpp"
+#include "apps/driver/restarts.hpp"
+#include "kernels/threads.hpp"
+#include "transport/socket.hpp"
+
+namespace cohort::apps {
+namespace {
+
+std::atomic<int> forwarded_signal{0};
+void remember_signal(int s) { forwarded_signal = s; }
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return std::string("was killed by SIG") + (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+  return "ended";
+}
+
+int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// How one attempt of the job ended.
+struct attempt_result {
+  std::vector<int> codes;
+  int first_failure = -1;  // the process that failed first
+  std::string first_pid, first_cause;
+  bool interrupted = false;               // SIGINT/SIGTERM from the user: never restarted
+  double first_end_s = 0, stopped_s = 0;  // steady seconds: the first failure seen, every process gone
+};
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+attempt_result run_attempt(char** argv, const std::vector<std::string>& args, const process_options& o, int port,
+                           int threads, int attempt, const std::string& notes_path, const std::string& recoveries) {
+  const int n = static_cast<int>(o.nproc);
+  const pid_t launcher = ::getpid();
+  std::vector<pid_t> pids;
+  attempt_result out;
+  out.codes.assign(static_cast<std::size_t>(n), -1);
+  std::fflush(nullptr);
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("launch: fork");
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      out.first_failure = r;
+      out.codes[static_cast<std::size_t>(r)] = 1;
+      out.interrupted = true;  // nothing to restart into
+      return out;
+    }
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans if the launcher dies
+      if (::getppid() != launcher) ::_exit(1);
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      ::setenv("COHORT_LAUNCHED", "1", 1);
+      // OpenBLAS starts its pool when loaded, before any option is read; idle pool threads
+      // spin (sched_yield) and would take cores from the other processes
+      ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 0);
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
+      if (r == 0) ::setenv("COHORT_LAUNCH_STATUS", notes_path.c_str(), 1);
+      if (!recoveries.empty()) ::setenv("COHORT_RECOVERIES", recoveries.c_str(), 1);
+      if (r != 0) {  // one summary on stdout: the coordinator's
+        int devnull = ::open("/dev/null", O_WRONLY);
+        if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+      }
+      std::vector<char*> cargv;
+      cargv.push_back(argv[0]);
+      for (auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
+      cargv.push_back(nullptr);
+      ::execv("/proc/self/exe", cargv.data());
+      std::perror("launch: exec");
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int alive = n;
+  using clock = std::chrono::steady_clock;
+  clock::time_point kill_at = clock::time_point::max();
+  while (alive > 0) {
+    int status = 0;
+    pid_t done = ::waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      int r = 0;
+      while (r < n && pids[static_cast<std::size_t>(r)] != done) ++r;
+      if (r == n) continue;
+      --alive;
+      out.codes[static_cast<std::size_t>(r)] = exit_code_of(status);
+      if (out.codes[static_cast<std::size_t>(r)] != 0) {
+        if (out.first_failure < 0) {
+          out.first_failure = r;
+          out.first_pid = std::to_string(static_cast<int>(done));
+          out.first_cause = describe_exit(status);
+          out.first_end_s = steady_seconds();
+        }
+        std::fprintf(stderr, "launch: process %d (pid %d) %s\n", r, static_cast<int>(done),
+                     describe_exit(status).c_str());
+        // the coordinator reports what it saw; give it time when a node went first
+        const auto grace =
+            r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
+        kill_at = std::min(kill_at, clock::now() + grace);
+      }
+      if (r == 0)
+        kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(out.codes[0] == 0 ? 15000 : 2000));
+      continue;
+    }
+    if (int s = forwarded_signal.exchange(0); s != 0) {
+      out.interrupted = true;
+      for (int r = 0; r < n; ++r)
+        if (out.codes[static_cast<std::size_t>(r)] < 0) ::kill(pids[static_cast<std::size_t>(r)], s);
+      kill_at = std::min(kill_at, clock::now() + std::chrono::seconds(10));
+    }
+    if (clock::now() >= kill_at) {
+      for (int r = 0; r < n; ++r)
+        if (out.codes[static_cast<std::size_t>(r)] < 0) {
+          std::fprintf(stderr, "launch: stopping process %d (pid %d)\n", r,
+                       static_cast<int>(pids[static_cast<std::size_t>(r)]));
+          ::kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+        }
+      kill_at = clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  out.stopped_s = steady_seconds();
+  return out;
+}
+
+int job_exit_code(const attempt_result& a) {
+  if (a.codes[0] != 0) return a.codes[0];
+  return a.first_failure < 0 ? 0 : a.codes[static_cast<std::size_t>(a.first_failure)];
+}
+
+std::string checkpoint_dir_of(const std::vector<std::string>& args) {
+  std::string dir;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--checkpoint.dir=", 0) == 0) dir = a.substr(17);
+    if (a == "--checkpoint.dir" && i + 1 < args.size()) dir = args[i + 1];
+  }
+  return dir;
+}
+
+}  // namespace
+
+int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts) {
+  const int n = static_cast<int>(o.nproc);
+  const bool port_given = opts.was_set("dist.master-port") || std::getenv("MASTER_PORT") != nullptr;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--launch.nproc", 14) != 0 && std::strncmp(argv[i], "--launch.max-restarts", 21) != 0)
+      args.push_back(argv[i]);
+  const int threads = std::max(1, kernels::available_cores() / n);
+  if (opts.has("train.threads") && !opts.was_set("train.threads"))
+    args.push_back("--train.threads=" + std::to_string(threads));
+  std::signal(SIGINT, remember_signal);
+  std::signal(SIGTERM, remember_signal);
+  const std::string checkpoints = checkpoint_dir_of(args);
+  const std::string notes_path =
+      (std::filesystem::temp_directory_path() / ("cohort-launch-" + std::to_string(::getpid()) + ".json")).string();
+  json recoveries = json::array();
+  for (int attempt = 0;; ++attempt) {
+    int port = static_cast<int>(o.master_port);
+    if (!port_given)  // a free port for this attempt (the coordinator binds it right away)
+      if (auto l = transport::tcp_listener::open("127.0.0.1", 0); l) port = l->port();
+    std::filesystem::remove(notes_path);
+    const auto a = run_attempt(argv, args, o, port, threads, attempt, notes_path,
+                               recoveries.empty() ? std::string() : recoveries.dump());
+    const attempt_notes notes = read_launch_notes(notes_path);
+    std::filesystem::remove(notes_path);
+    if (!recoveries.empty() && notes.first_step_unix_s > 0 && recoveries.back().contains("stopped_unix_s")) {
+      // this attempt's first step closes the previous recovery (the last one the attempt itself reports)
+      recoveries.back()["recover_s"] = notes.first_step_unix_s - recoveries.back()["stopped_unix_s"].get<double>();
+    }
+    const int code = job_exit_code(a);
+    if (code == 0 || a.interrupted || code == 2 || attempt >= o.max_restarts) {
+      if (code != 0 && !a.interrupted && code != 2 && o.max_restarts > 0)
+        std::fprintf(stderr, "launch: process %d %s; no restart left (--launch.max-restarts=%lld)\n", a.first_failure,
+                     a.first_cause.c_str(), static_cast<long long>(o.max_restarts));
+      return code;
+    }
+    json r = {{"lost", "process " + std::to_string(a.first_failure) + " (pid " + a.first_pid + ")"},
+              {"cause", a.first_cause},
+              {"detect_s", a.stopped_s - a.first_end_s},
+              {"source", "restart"},
+              {"stopped_unix_s", unix_seconds()}};
+    if (notes.failed_step >= 0) r["step"] = notes.failed_step;
+    if (!notes.plan.empty()) r["plan_before"] = notes.plan;
+    if (!notes.error.empty()) r["error"] = notes.error;
+    if (!recoveries.empty()) recoveries.back().erase("stopped_unix_s");
+    recoveries.push_back(r);
+    std::fprintf(stderr, "launch: process %d %s; restarting all %d processes (restart %d of %lld) %s\n",
+                 a.first_failure, a.first_cause.c_str(), n, attempt + 1, static_cast<long long>(o.max_restarts),
+                 checkpoints.empty() ? "from the start (no --checkpoint.dir)"
+                                     : ("from the newest checkpoint in " + checkpoints).c_str());
+  }
+}
+
+}  // namespace cohort::apps

@@ -1,0 +1,80 @@
+// The notes between a restarted job's attempts and its launcher.
+#include "apps/driver/restarts.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace cohort::apps {
+
+int launch_attempt() {
+  const char* v = std::getenv("COHORT_ATTEMPT");
+  if (!v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && *end == 0 && n >= 0 && n < 1000000 ? static_cast<int>(n) : 0;
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+launch_notes::launch_notes() {
+  if (const char* p = std::getenv("COHORT_LAUNCH_STATUS")) path_ = p;
+}
+
+void launch_notes::first_step_done() {
+  if (first_step_unix_s_ > 0) return;
+  first_step_unix_s_ = unix_seconds();
+  notes_["first_step_unix_s"] = first_step_unix_s_;
+  write();
+}
+
+void launch_notes::failed(std::int64_t committed, const std::string& plan, const std::string& error) {
+  notes_["failed_step"] = committed;
+  notes_["plan"] = plan;
+  notes_["error"] = error;
+  write();
+}
+
+void launch_notes::write() const {
+  if (path_.empty()) return;
+  const std::string tmp = path_ + ".tmp";
+  std::ofstream(tmp) << notes_.dump() << "\n";
+  std::rename(tmp.c_str(), path_.c_str());
+}
+
+attempt_notes read_launch_notes(const std::string& path) {
+  attempt_notes n;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return n;
+  if (j.contains("first_step_unix_s") && j["first_step_unix_s"].is_number())
+    n.first_step_unix_s = j["first_step_unix_s"].get<double>();
+  if (j.contains("failed_step") && j["failed_step"].is_number_integer())
+    n.failed_step = j["failed_step"].get<std::int64_t>();
+  if (j.contains("plan") && j["plan"].is_string()) n.plan = j["plan"].get<std::string>();
+  if (j.contains("error") && j["error"].is_string()) n.error = j["error"].get<std::string>();
+  return n;
+}
+
+json restart_recoveries(std::int64_t resumed_step, double first_step_unix_s, const std::string& plan_after) {
+  const char* v = std::getenv("COHORT_RECOVERIES");
+  if (!v) return json::array();
+  auto list = json::parse(v, nullptr, false);
+  if (list.is_discarded() || !list.is_array() || list.empty() || !list.back().is_object()) return json::array();
+  json& last = list.back();
+  if (last.contains("step") && last["step"].is_number_integer())
+    last["steps_redone"] = last["step"].get<std::int64_t>() - resumed_step;
+  if (last.contains("stopped_unix_s") && last["stopped_unix_s"].is_number() && first_step_unix_s > 0)
+    last["recover_s"] = first_step_unix_s - last["stopped_unix_s"].get<double>();
+  last["plan_after"] = plan_after;
+  for (auto& r : list)
+    if (r.is_object()) r.erase("stopped_unix_s");
+  return list;
+}
+
+}  // namespace cohort::apps
