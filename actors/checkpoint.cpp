@@ -287,11 +287,12 @@ result<opened> open(const std::string& dir) {
   opened ck;
   ck.dir = dir;
   const std::string mpath = dir + "/manifest.json";
-  std::ifstream in(mpath, std::ios::binary);
+  std::ifstream in(mpath, std::ios::binary | std::ios::ate);
   if (!in) return bad(mpath, "cannot open (missing?)");
+  if (static_cast<std::uint64_t>(in.tellg()) > (64u << 20)) return bad(mpath, "is larger than 64 MiB");  // before reading
+  in.seekg(0);
   std::stringstream text;
   text << in.rdbuf();
-  if (text.str().size() > 256u << 20) return bad(mpath, "is larger than 256 MiB");
   auto m = nlohmann::json::parse(text.str(), nullptr, false);
   if (m.is_discarded() || !m.is_object()) return bad(mpath, "is not a JSON object");
   auto field = [&](const char* name, auto is) -> result<const nlohmann::json*> {

@@ -67,6 +67,8 @@ result<std::optional<file_digest>> read_marker(const std::string& tmp, int proce
   const std::string path = tmp + "/" + marker_name(process);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::optional<file_digest>{};
+  std::error_code ec;
+  if (fs::file_size(path, ec) > 4096) return io(path, "is not a valid marker (too large)");
   std::stringstream text;
   text << in.rdbuf();
   auto j = nlohmann::json::parse(text.str(), nullptr, false);

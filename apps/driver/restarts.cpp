@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +48,8 @@ void launch_notes::write() const {
 
 attempt_notes read_launch_notes(const std::string& path) {
   attempt_notes n;
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) > 65536 || ec) return n;  // ours, and small: anything else is ignored
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
