@@ -289,7 +289,8 @@ result<opened> open(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
   std::ifstream in(mpath, std::ios::binary | std::ios::ate);
   if (!in) return bad(mpath, "cannot open (missing?)");
-  if (static_cast<std::uint64_t>(in.tellg()) > (64u << 20)) return bad(mpath, "is larger than 64 MiB");  // before reading
+  if (static_cast<std::uint64_t>(in.tellg()) > (64u << 20))
+    return bad(mpath, "is larger than 64 MiB");  // before reading
   in.seekg(0);
   std::stringstream text;
   text << in.rdbuf();
@@ -490,6 +491,24 @@ result<std::vector<piece_state>> load_pieces(const opened& ck, const std::vector
       }
     }
     out[r] = std::move(p);
+  }
+  return out;
+}
+
+result<std::map<std::string, tensor>> whole_parameters(const opened& ck) {
+  std::map<std::string, tensor> out;
+  for (const auto& [name, whole] : ck.params) {
+    const stored_tensor& st = ck.tensors.at(name);  // open() checked every parameter has its tensor
+    tensor t = tensor::empty(whole);
+    const runs all{{0, whole.numel()}};
+    for (const auto& b : st.boxes) {
+      const auto& h = ck.headers.at(b.file);
+      auto src = safetensors::read_tensor(ck.dir + "/" + b.file, h, *h.find(b.name));
+      if (!src) return src.error();
+      for (const auto& c : overlap(box_runs(whole, ranges_of(b.where)), all))
+        std::copy_n(src->data<float>() + c.from, c.count, t.data<float>() + c.to);
+    }
+    out.emplace(name, std::move(t));
   }
   return out;
 }

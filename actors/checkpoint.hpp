@@ -125,6 +125,10 @@ status check_compatible(const opened& ck, const std::vector<piece_layout>& layou
 result<std::vector<piece_state>> load_pieces(const opened& ck, const std::vector<piece_layout>& layouts,
                                              const std::vector<bool>& local, std::size_t slots);
 
+/// Every parameter whole (values only, no optimizer state): what --init.from takes from a
+/// checkpoint directory, and what an evaluation of it needs.
+result<std::map<std::string, tensor>> whole_parameters(const opened& ck);
+
 /// The pieces of `layouts` for the local ranks filled from whole tensors (an exported model:
 /// --init.from), with `slots` zeroed optimizer slots and no updates. Errors: a parameter
 /// missing or of another shape or dtype, named.

@@ -4,13 +4,16 @@
 //   build/apps/gpt                                     # GPL-3 text, 33 steps
 //   build/apps/gpt --data.name=moby-dick --train.steps=300
 //   build/apps/gpt --plan.tp=2 --plan.pp=2 --plan.micro-batches=4
+//   build/apps/gpt --init.from=gpt.safetensors --generate.prompt="The " --generate.tokens=200
 //   build/apps/gpt --plan.only=true --cluster.file=configs/cluster_gpu_64.json --model.layers=96
 //       --model.d=12288 --model.heads=96 --model.seq=2048 --model.vocab=50257 --train.batch=64
+#include <cstdio>
 #include <memory>
 
 #include "apps/data/datasets.hpp"
 #include "apps/data/samplers.hpp"
 #include "apps/driver/app.hpp"
+#include "apps/driver/generate.hpp"
 #include "apps/models/gpt.hpp"
 
 using namespace cohort;
@@ -30,6 +33,8 @@ int main(int argc, char** argv) {
          .weight_decay = 0.1});
   std::string data_name = "gpl3", file, data_dir = default_data_dir();
   gpt_config model;
+  std::string prompt;
+  sampling sample;
   a.options()
       .add("data.name", data_name, "gpl3 (/usr/share/common-licenses/GPL-3) or moby-dick (data/text)")
       .add("data.file", file, "any text file; overrides data.name")
@@ -38,7 +43,11 @@ int main(int argc, char** argv) {
       .add("model.d", model.d, "model width")
       .add("model.heads", model.heads, "attention heads (must divide model.d)")
       .add("model.seq", model.seq, "context length in bytes")
-      .add("model.vocab", model.vocab, "vocabulary (bytes: 256; larger only to plan for big models)");
+      .add("model.vocab", model.vocab, "vocabulary (bytes: 256; larger only to plan for big models)")
+      .add("generate.prompt", prompt, "train nothing: continue this text with the model of --init.from")
+      .add("generate.tokens", sample.tokens, "bytes to generate")
+      .add("generate.temperature", sample.temperature, "0: greedy; higher: more random")
+      .add("generate.top-k", sample.top_k, "sample among the k most likely bytes (0: all)");
 
   std::vector<std::uint8_t> text;
   std::unique_ptr<window_sampler> sampler;
@@ -73,6 +82,25 @@ int main(int argc, char** argv) {
     j.rate_unit = "tokens/s";
     j.summary = {{"data", path},         {"layers", model.layers}, {"d", model.d},
                  {"heads", model.heads}, {"seq", model.seq},       {"vocab", model.vocab}};
+    if (!prompt.empty()) {  // sample from a trained model: the continuation on stdout, then the summary
+      j.evaluate_only = true;
+      sample.seed = static_cast<std::uint64_t>(a.train().seed);
+      sample.threads = static_cast<int>(a.train().threads);
+      j.evaluate = [&](const parameter_store& trained) -> result<json> {
+        std::vector<std::int32_t> tokens(prompt.begin(), prompt.end());
+        for (auto& t : tokens) t &= 0xff;  // bytes
+        auto more = continue_tokens([&](graph& g) { return build_gpt(g, model, 1).logits; }, model.seq, trained, tokens,
+                                    sample);
+        if (!more) return more.error();
+        std::string text(more->begin(), more->end());
+        std::printf("%s%s\n", prompt.c_str(), text.c_str());
+        return json{{"prompt", prompt},
+                    {"generated", text},
+                    {"generated_tokens", *more},
+                    {"temperature", sample.temperature},
+                    {"top_k", sample.top_k}};
+      };
+    }
     return j;
   });
 }

@@ -42,14 +42,17 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
       .add("train.warmup", train_.warmup, "first steps left out of the throughput figure")
       .add("train.threads", train_.threads, "threads for OpenBLAS and cohort's kernels together (per process)")
       .add("train.seed", train_.seed, "seed for initialization, data order and synthetic data")
-      .add("metrics.file", metrics_, "write one JSON object per step to this file");
+      .add("metrics.file", metrics_, "write one JSON object per step to this file")
+      .add("eval.only", eval_only_, "train nothing: evaluate the model of --init.from (as --train.steps=0)");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
   if (!parsed) return fail(name_, parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
   if (auto st = plan_.finish(options_); !st) return fail(name_, st.error().message, 2);
   if (plan_.dist.launches()) return launch_processes(argc, argv, plan_.dist, options_);
-  const bool evaluate_only = train_.steps == 0 && !plan_.checkpoint.init_from.empty();
+  if (eval_only_ && plan_.checkpoint.init_from.empty())
+    return fail(name_, "--eval.only needs the trained model: --init.from=FILE_OR_CHECKPOINT", 2);
+  const bool evaluate_only = eval_only_ || (train_.steps == 0 && !plan_.checkpoint.init_from.empty());
   if (train_.steps < 1 && !evaluate_only)
     return fail(name_, "--train.steps must be positive (0 only with --init.from: evaluate a saved model)", 2);
   if (train_.batch < 1) return fail(name_, "--train.batch must be positive", 2);
@@ -61,13 +64,15 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   train_.optimizer = *kind;
   auto j = make_job(*this);
   if (!j) return fail(name_, j.error().message, 2);
-  if (evaluate_only) return evaluate_job(*j);
+  if (j->evaluate_only && plan_.checkpoint.init_from.empty())
+    return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
+  if (evaluate_only || j->evaluate_only) return evaluate_job(*j);
   return train_job(*j);
 }
 
 // --train.steps=0 --init.from=FILE: the saved model's evaluation, nothing trained.
 int app::evaluate_job(const job& j) {
-  auto saved = actors::safetensors::read_file(plan_.checkpoint.init_from);
+  auto saved = load_parameters(plan_.checkpoint.init_from);
   if (!saved) return fail(name_, "--init.from: " + saved.error().message, 2);
   graph g;
   j.model(g, train_.batch);
@@ -87,7 +92,7 @@ int app::evaluate_job(const job& j) {
   summary["evaluated"] = plan_.checkpoint.init_from;
   if (j.evaluate) {
     auto extra = j.evaluate(*saved);
-    if (!extra) return fail(name_, extra.error().message, 1);
+    if (!extra) return fail(name_, extra.error().message, exit_code_for(extra.error()));
     for (auto& [k, v] : extra->items()) summary[k] = v;
   }
   print_summary(summary);

@@ -68,6 +68,9 @@ struct job {
   /// On the reporting process, after training: more summary fields from the trained model
   /// (e.g. {"test_accuracy": 0.87}). An error fails the run (exit 1).
   std::function<result<json>(const parameter_store& trained)> evaluate;
+  /// Train nothing: evaluate the model of --init.from (as --train.steps=0 does), e.g. to
+  /// sample from it. Without --init.from: exit 2.
+  bool evaluate_only = false;
 };
 
 class app {
@@ -92,6 +95,7 @@ class app {
   option_set options_;
   train_settings train_;
   std::string optimizer_text_, metrics_;  // --train.optimizer (parsed into train_), --metrics.file
+  bool eval_only_ = false;                // --eval.only
   plan_options plan_;
 };
 

@@ -2,6 +2,7 @@
 #include "apps/driver/checkpointing.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 namespace cohort::apps {
 
@@ -14,7 +15,8 @@ void checkpoint_options::add_to(option_set& opts) {
            "none, or a checkpoint directory; any plan and process count loads any checkpoint")
       .add("checkpoint.on-error", on_error, "a checkpoint that cannot be written: warn (train on) or stop")
       .add("checkpoint.export", export_file, "write the trained parameters to this safetensors file at the end")
-      .add("init.from", init_from, "start the model's parameters from this safetensors file (e.g. an export)");
+      .add("init.from", init_from,
+           "start the model's parameters from this safetensors file (an export) or checkpoint directory");
 }
 
 status checkpoint_options::finish() const {
@@ -80,11 +82,19 @@ void set_checkpointing(const checkpoint_options& o, const start_point& start, ac
     const std::string path = start.init_from;
     r.initial_state = [path, slots](const std::vector<actors::piece_layout>& layouts,
                                     const std::vector<bool>& local) -> result<std::vector<actors::piece_state>> {
-      auto whole = actors::safetensors::read_file(path);
+      auto whole = load_parameters(path);
       if (!whole) return make_error(errc::invalid_argument, "--init.from: " + whole.error().message);
       return actors::checkpoint::pieces_from_tensors(*whole, layouts, local, slots, path);
     };
   }
+}
+
+result<parameter_store> load_parameters(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return actors::safetensors::read_file(path);
+  auto ck = actors::checkpoint::open(path);
+  if (!ck) return ck.error();
+  return actors::checkpoint::whole_parameters(*ck);
 }
 
 status export_parameters(const std::string& path, const parameter_store& params) {

@@ -56,6 +56,10 @@ result<start_point> find_start(const checkpoint_options& o, std::int64_t steps, 
 /// The runtime's checkpoint settings and, from `start`, its first step and initial pieces.
 void set_checkpointing(const checkpoint_options& o, const start_point& start, actors::run_options& r);
 
+/// The parameters of `path`: an exported safetensors file, or a checkpoint directory (which
+/// must verify; its optimizer state is left out). Errors name the file and the fault.
+result<parameter_store> load_parameters(const std::string& path);
+
 /// The trained parameters as one safetensors file, full tensors under the model's names.
 status export_parameters(const std::string& path, const parameter_store& params);
 

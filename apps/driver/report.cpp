@@ -69,7 +69,10 @@ void metrics_file::write(const json& record) {
   std::fflush(file_);
 }
 
-void print_summary(const json& summary) { std::cout << summary.dump() << std::endl; }
+void print_summary(const json& summary) {
+  // a string that is not UTF-8 (a byte-level model's output) is printed with U+FFFD, not thrown on
+  std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+}
 
 int exit_code_for(const error& e) {
   switch (e.code) {

@@ -173,6 +173,9 @@ print(json.dumps(out))
   REQUIRE_MESSAGE(b.exit_code == 0, b.err);
   CHECK(b.summary["evaluated"] == exported);
   CHECK(b.summary["test_accuracy"] == a.summary["test_accuracy"]);
+  auto only = run(MLP_BINARY, "--data.name=digits --eval.only=true --init.from=" + exported);
+  REQUIRE_MESSAGE(only.exit_code == 0, only.err);
+  CHECK(only.summary["test_accuracy"] == a.summary["test_accuracy"]);
   // fine-tuning: a run that starts from the export under another plan begins at its loss
   auto c = run(MLP_BINARY, "--data.name=digits --train.steps=3 --train.threads=1 --plan.dp=2 --init.from=" + exported);
   REQUIRE_MESSAGE(c.exit_code == 0, c.err);

@@ -1,12 +1,17 @@
 """PyTorch oracle for cohort's tests (python3-torch from Debian; run with /usr/bin/python3).
 
 usage: torch_reference.py mlp|gpt DIR
+       torch_reference.py greedy EXPORT.safetensors HEADS TOKENS_JSON PROMPT_LENGTH
 Reads DIR/manifest.txt + *.bin (written by test/support/tensor_files.hpp): the model's
 parameters in cohort's layout (Linear weights [in, out]), the inputs, and the config.
 Builds the same model in PyTorch, computes the loss and every gradient, takes one optimizer
 step, and writes DIR/out/: loss, grad.<param> and next.<param> in cohort's layout.
+greedy: loads a GPT exported by cohort (--checkpoint.export) and checks, for every token of
+cohort's greedy continuation (TOKENS_JSON: prompt then continuation), that it is torch's most
+likely next token given the tokens before it (or within 1e-4 of it: a tie in float); prints
+{"checked", "disagree", "worst_gap"} as JSON.
 """
-import math, os, sys
+import json, math, os, sys
 
 import numpy as np
 import torch
@@ -140,7 +145,51 @@ def run_mlp(data, cfg):
     return out
 
 
+def read_safetensors(path):
+    import json, struct
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        arr = np.frombuffer(data[8 + n + b:8 + n + e], dtype=np.float32).reshape(t["shape"])
+        out[name] = torch.from_numpy(arr.copy())
+    return out
+
+
+def greedy_check(path, heads, tokens, prompt_len):
+    p = read_safetensors(path)
+    V, d = p["tok.weight"].shape
+    T = p["pos"].shape[0]
+    L = sum(1 for n in p if n.endswith(".ln1.weight"))
+    model = GPT(d, L, heads, T, V)
+    with torch.no_grad():
+        for name, param, f in gpt_mapping(model, L):
+            param.copy_(f(p[name]))
+        for i, b in enumerate(model.blocks):
+            for part, rows in qkv_parts(b, d):
+                b.qkv.weight[rows] = p[f"block{i}.attn.{part}.weight"].t()
+                b.qkv.bias[rows] = p[f"block{i}.attn.{part}.bias"]
+        checked = disagree = 0
+        worst = 0.0
+        for i in range(prompt_len, len(tokens)):
+            ctx = torch.tensor([tokens[max(0, i - T):i]], dtype=torch.long)
+            logits = model(ctx)[0, -1]
+            top = logits.max().item()
+            gap = top - logits[tokens[i]].item()
+            worst = max(worst, gap)
+            checked += 1
+            if gap > 1e-4 * logits.abs().max().item():
+                disagree += 1
+    print(json.dumps({"checked": checked, "disagree": disagree, "worst_gap": worst}))
+
+
 def main():
+    if sys.argv[1] == "greedy":
+        return greedy_check(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]), int(sys.argv[5]))
     kind, d = sys.argv[1], sys.argv[2]
     data = read(d)
     cfg = dict(line.split("=", 1) for line in open(os.path.join(d, "config.txt")).read().split())
