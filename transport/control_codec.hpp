@@ -49,7 +49,9 @@ enum class kind : std::uint8_t {
   piece = 7,
   bye = 8,
   abort_job = 9,
-  refuse = 10
+  refuse = 10,
+  membership = 11,  // the coordinator to the nodes that remain: the job goes on without a lost node
+  fenced = 12       // the coordinator to a node it declared lost: leave, the job went on without you
 };
 
 /// The frame tag of a message: (key << 8) | kind.

@@ -2,6 +2,7 @@
 // the same key: the coordinator's text to all (broadcast_text), every process's line to all
 // (all_gather_text), an exact element-wise sum (sum), and tensors gathered at the
 // coordinator by index (gather). Star-shaped through the coordinator: small messages only.
+// Among the processes still in the job (keep_going), with the membership epoch in every key.
 #include <string>
 #include <vector>
 
@@ -15,10 +16,13 @@ using control::kind;
 using control::tag_of;
 
 result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::string& t) {
+  key = epoch_key(key);
   if (process_ == 0) {
     if (t.size() > control::small_payload - 8) return make_error(errc::invalid_argument, "control: text over 1 MiB");
+    const auto live = members().live;
     for (int p = 1; p < o_.world; ++p)
-      if (auto st = send(p, tag_of(kind::text, key), control::pack_text(t)); !st) return st.error();
+      if (live[static_cast<std::size_t>(p)])
+        if (auto st = send(p, tag_of(kind::text, key), control::pack_text(t)); !st) return st.error();
     return t;
   }
   auto m = take(0, tag_of(kind::text, key), o_.join_timeout);
@@ -30,12 +34,18 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
   if (line.find('\n') != std::string::npos || line.size() > (64u << 10))
     return make_error(errc::invalid_argument, "control: all_gather_text takes one line of at most 64 KiB");
   std::string joined;
+  const std::uint64_t part_key = epoch_key(key);
   if (process_ != 0) {
-    if (auto st = send(0, tag_of(kind::text, key), control::pack_text(line)); !st) return st.error();
+    if (auto st = send(0, tag_of(kind::text, part_key), control::pack_text(line)); !st) return st.error();
   } else {
     joined = line + "\n";
+    const auto live = members().live;
     for (int p = 1; p < o_.world; ++p) {
-      auto m = take(p, tag_of(kind::text, key), o_.join_timeout);
+      if (!live[static_cast<std::size_t>(p)]) {  // a process no longer in the job: an empty line
+        joined += "\n";
+        continue;
+      }
+      auto m = take(p, tag_of(kind::text, part_key), o_.join_timeout);
       if (!m) return m.error();
       auto t = control::text_of(m->body);
       if (!t) return t.error();
@@ -57,6 +67,7 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
 }
 
 result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vector<double>& values) {
+  key = epoch_key(key);
   if (process_ != 0) {
     if (auto st = send(0, tag_of(kind::sum_part, key), control::pack_doubles(values)); !st) return st.error();
     auto m = take(0, tag_of(kind::sum_total, key), o_.join_timeout);
@@ -66,7 +77,9 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
     return total;
   }
   std::vector<double> total = values;
+  const auto live = members().live;
   for (int p = 1; p < o_.world; ++p) {
+    if (!live[static_cast<std::size_t>(p)]) continue;
     auto m = take(p, tag_of(kind::sum_part, key), o_.join_timeout);
     if (!m) return m.error();
     auto part = control::doubles_of(m->body);
@@ -77,12 +90,14 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
     for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
   }
   for (int p = 1; p < o_.world; ++p)
-    if (auto st = send(p, tag_of(kind::sum_total, key), control::pack_doubles(total)); !st) return st.error();
+    if (live[static_cast<std::size_t>(p)])
+      if (auto st = send(p, tag_of(kind::sum_total, key), control::pack_doubles(total)); !st) return st.error();
   return total;
 }
 
 result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::vector<std::pair<int, tensor>>& mine,
                                                   const std::vector<int>& owner) {
+  key = epoch_key(key);
   if (process_ != 0) {
     for (const auto& [index, t] : mine) {
       auto& pe = peers_[0];

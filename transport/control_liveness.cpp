@@ -103,6 +103,50 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
       changed_.notify_all();
       return;
     }
+    case kind::membership: {  // from the coordinator: "EPOCH PROCESS REASON", the job goes on without PROCESS
+      auto text = control::text_of(m.body);
+      std::uint64_t epoch = 0;
+      int gone = -1, used = 0;
+      if (p != 0 || !text || std::sscanf(text->c_str(), "%lu %d %n", &epoch, &gone, &used) < 2 || gone <= 0 ||
+          gone >= o_.world || gone == process_) {
+        pe.open = false;
+        declare_lost(p, "protocol violation: a malformed membership change");
+        return;
+      }
+      lost_node n;
+      std::function<void(const lost_node&)> callback;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_ || epoch != epoch_ + 1 || !live_[static_cast<std::size_t>(gone)]) return;
+        live_[static_cast<std::size_t>(gone)] = false;
+        lost_processes_.push_back(gone);
+        epoch_ = epoch;
+        n.process = -1;  // named by the coordinator's report
+        n.reason = text->substr(static_cast<std::size_t>(used));
+        n.step = step_;
+        callback = on_lost_;
+      }
+      if (callback) callback(n);  // before the waiters wake: wait_membership returns after on_lost ran
+      changed_.notify_all();
+      return;
+    }
+    case kind::fenced: {  // from the coordinator: this process was declared lost, the job went on
+      auto why = control::text_of(m.body);
+      lost_node n;
+      std::function<void(const lost_node&)> callback;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_) return;
+        n.process = -1;
+        n.reason = "fenced out of the job: " + (why ? *why : std::string("the coordinator declared this process lost"));
+        n.step = step_;
+        lost_ = n;
+        callback = on_lost_;
+      }
+      changed_.notify_all();
+      if (callback) callback(n);
+      return;
+    }
     case kind::abort_job: {  // from the coordinator: another node was lost
       auto why = control::text_of(m.body);
       lost_node n;
@@ -138,9 +182,11 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
 void control_plane::declare_lost(int p, const std::string& reason) {
   lost_node n;
   std::function<void(const lost_node&)> callback;
+  const bool goes_on = o_.keep_going && process_ == 0 && p != 0;
+  std::uint64_t epoch = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (lost_) return;
+    if (lost_ || !live_[static_cast<std::size_t>(p)]) return;
     const auto& pe = *peers_[static_cast<std::size_t>(p)];
     n.process = p;
     n.address = pe.address;
@@ -148,10 +194,31 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     n.step = step_;
     n.reason = reason;
     n.silent_s = seconds(clock::now() - pe.last_heard);
-    lost_ = n;
+    if (goes_on) {
+      live_[static_cast<std::size_t>(p)] = false;
+      lost_processes_.push_back(p);
+      epoch = ++epoch_;
+    } else {
+      lost_ = n;
+    }
     callback = on_lost_;
   }
-  changed_.notify_all();
+  if (!goes_on) changed_.notify_all();
+  if (goes_on) {
+    // fence it out: it hears so if it still can, and nothing it sends is read again
+    auto& pe = *peers_[static_cast<std::size_t>(p)];
+    (void)send(p, tag_of(kind::fenced), control::pack_text("the coordinator declared it lost: " + n.describe()));
+    pe.socket.shutdown();
+    for (int q = 1; q < o_.world; ++q) {
+      auto& other = peers_[static_cast<std::size_t>(q)];
+      if (q != p && other && other->open && members().live[static_cast<std::size_t>(q)])
+        (void)send(q, tag_of(kind::membership),
+                   control::pack_text(std::to_string(epoch) + " " + std::to_string(p) + " " + n.describe()));
+    }
+    if (callback) callback(n);
+    changed_.notify_all();  // after on_lost ran, as on the nodes
+    return;
+  }
   if (process_ == 0)  // tell the others, so they stop instead of waiting on the lost one
     for (int q = 1; q < o_.world; ++q)
       if (q != p && peers_[static_cast<std::size_t>(q)] && peers_[static_cast<std::size_t>(q)]->open)
@@ -189,14 +256,16 @@ status control_plane::finish(milliseconds timeout) {
   } else {
     auto all_left = [&] {
       for (int p = 1; p < o_.world; ++p)
-        if (!peers_[static_cast<std::size_t>(p)]->said_bye) return false;
+        if (is_live(p) && !peers_[static_cast<std::size_t>(p)]->said_bye) return false;
       return true;
     };
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait_for(lock, timeout, [&] { return all_left() || lost_.has_value(); });
     }
-    for (int p = 1; p < o_.world; ++p) (void)send(p, tag_of(kind::bye), empty_body());
+    const auto now = members();
+    for (int p = 1; p < o_.world; ++p)
+      if (now.live[static_cast<std::size_t>(p)]) (void)send(p, tag_of(kind::bye), empty_body());
   }
   stopping_ = true;
   if (monitor_.joinable()) monitor_.join();

@@ -13,6 +13,28 @@ namespace cohort::transport {
 
 control_plane::control_plane(const control_options& o, int process) : o_(o), process_(process) {
   peers_.resize(static_cast<std::size_t>(o.world));
+  live_.assign(static_cast<std::size_t>(o.world), true);
+}
+
+std::uint64_t control_plane::epoch_key(std::uint64_t key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return (key & ((std::uint64_t{1} << 48) - 1)) | (epoch_ << 48);
+}
+
+bool control_plane::is_live(int p) const { return p >= 0 && p < o_.world && live_[static_cast<std::size_t>(p)]; }
+
+membership control_plane::members() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {epoch_, live_, lost_processes_};
+}
+
+result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return epoch_ > epoch || lost_.has_value(); });
+  if (lost_) return make_error(errc::closed, lost_->describe());
+  if (epoch_ <= epoch)
+    return make_error(errc::timeout, "control: no membership change within " + std::to_string(timeout.count()) + " ms");
+  return membership{epoch_, live_, lost_processes_};
 }
 
 control_plane::~control_plane() {
@@ -35,10 +57,15 @@ result<control_plane::message> control_plane::take(int p, std::uint64_t tag, mil
     auto it = inbox_.find(key);
     return it != inbox_.end() && !it->second.empty();
   };
-  changed_.wait_for(lock, timeout, [&] { return ready() || lost_.has_value(); });
+  const std::uint64_t epoch = epoch_;
+  changed_.wait_for(lock, timeout, [&] { return ready() || lost_.has_value() || epoch_ != epoch || !is_live(p); });
   if (!ready()) {
     if (lost_)
       return make_error(errc::closed, "control: " + (lost_->process == -1 ? lost_->reason : lost_->describe()));
+    if (epoch_ != epoch || !is_live(p))
+      return make_error(errc::closed, "control: the job's membership changed (process " +
+                                          std::to_string(lost_processes_.back()) + " lost) while process " +
+                                          std::to_string(process_) + " waited for process " + std::to_string(p));
     return make_error(errc::timeout, "control: process " + std::to_string(process_) + " waited " +
                                          std::to_string(timeout.count()) + " ms for process " + std::to_string(p));
   }

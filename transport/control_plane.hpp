@@ -12,6 +12,14 @@
 // coordinator then tells the others to abort, and every process's on_lost callback runs
 // once with a report naming the node, its pid and address, the step and the reason.
 //
+// With keep_going, a lost node (not the coordinator) does not end the job: the coordinator
+// fences it out (tells it so if it can still hear, and never reads from it again), raises the
+// membership epoch and tells the others which processes remain; on_lost runs on every
+// process still in the job, a collective waiting on the lost node (or across the change)
+// fails at once with errc::closed, and later collectives run among the processes that remain
+// (their keys carry the epoch, so a message from before the change is never taken for one
+// after it). A node that learns it was fenced reports it as its loss and must leave.
+//
 //   control_options o;
 //   o.world = 2;  o.process = 0;  o.master_port = 29500;   // a node: its rank, or -1 (join order)
 //   auto data_listener = tcp_listener::open(o.master_host, 0);   // this process's data port
@@ -69,6 +77,14 @@ struct control_options {
   milliseconds join_timeout{60000};  // the coordinator waiting for every node; a node for the roster
   milliseconds auth_timeout{5000};   // one peer's handshake
   int cores = 1;                     // what this process offers: its compute cores
+  bool keep_going = false;           // a lost node leaves the job running with the others
+};
+
+/// Who is in the job after `epoch` membership changes.
+struct membership {
+  std::uint64_t epoch = 0;
+  std::vector<bool> live;  // by process
+  std::vector<int> lost;   // every process lost so far, in order
 };
 
 struct node_entry {
@@ -124,6 +140,12 @@ class control_plane {
   std::optional<lost_node> lost() const;
   /// Waits up to `timeout` for a loss to be known (after a data-plane failure, to report it).
   std::optional<lost_node> wait_lost(milliseconds timeout) const;
+  /// The job's membership now.
+  membership members() const;
+  /// Waits up to `timeout` for the membership to move past `epoch` (keep_going). Errors: the
+  /// job ended (the coordinator lost, this process fenced: errc::closed), nothing changed in
+  /// time (errc::timeout).
+  result<membership> wait_membership(std::uint64_t epoch, milliseconds timeout) const;
   /// An orderly end: goodbyes exchanged, so closing connections are not losses.
   status finish(milliseconds timeout);
 
@@ -137,6 +159,9 @@ class control_plane {
   void monitor();
   void handle_frame(int p, std::uint64_t tag, message m);
   void declare_lost(int p, const std::string& reason);
+  /// Keys carry the membership epoch (bits 48-55).
+  std::uint64_t epoch_key(std::uint64_t key) const;
+  bool is_live(int p) const;  // mutex_ held
   status send(int p, std::uint64_t tag, const tensor& body);
   result<message> take(int p, std::uint64_t tag, milliseconds timeout);
   void start_monitor();
@@ -151,7 +176,10 @@ class control_plane {
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::map<std::pair<int, std::uint64_t>, std::deque<message>> inbox_;
-  std::optional<lost_node> lost_;
+  std::optional<lost_node> lost_;  // the loss that ends the job (keep_going: the coordinator's, or being fenced)
+  std::uint64_t epoch_ = 0;
+  std::vector<bool> live_;
+  std::vector<int> lost_processes_;
   std::function<void(const lost_node&)> on_lost_;
 };
 

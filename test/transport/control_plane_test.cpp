@@ -322,3 +322,60 @@ TEST_CASE("the coordinator relays a lost node to the other nodes and they stop w
   CHECK(codes[1] == 0);
   CHECK(codes[2] == -SIGKILL);
 }
+
+TEST_CASE("with keep_going a lost node leaves the others a job whose collectives go on among them" *
+          doctest::test_suite("failure")) {
+  // process 2 dies after the first sum; 0 and 1 learn the new membership and sum again among themselves
+  auto codes = run_job(3, [](job_ports& ports, int p) -> status {
+    control_options o;
+    o.keep_going = true;
+    auto cp = join_job(ports, p, 3, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    std::atomic<int> heard{0};
+    c.on_lost([&](const lost_node&) { ++heard; });
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p == 2) ::raise(SIGKILL);
+    auto m = c.wait_membership(0, 10s);
+    if (!m) return m.error();
+    if (m->epoch != 1 || m->live != std::vector<bool>{true, true, false} || m->lost != std::vector<int>{2})
+      return expect(false, "process " + std::to_string(p) + ": the wrong membership");
+    if (heard != 1) return expect(false, "on_lost ran " + std::to_string(heard.load()) + " times");
+    auto total = c.sum(1, {static_cast<double>(p) + 1});  // the same key again: the epoch tells them apart
+    if (!total || (*total)[0] != 3.0) return expect(false, "the sum among the survivors");
+    auto lines = c.all_gather_text(2, "p" + std::to_string(p));
+    if (!lines || *lines != std::vector<std::string>{"p0", "p1", ""}) return expect(false, "all_gather_text");
+    if (c.lost()) return expect(false, "the job ended");
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == -SIGKILL);
+}
+
+TEST_CASE("with keep_going a stopped node is fenced out and learns so when it wakes" * doctest::test_suite("failure")) {
+  auto codes = run_job(2, [](job_ports& ports, int p) -> status {
+    control_options o;
+    o.keep_going = true;
+    o.heartbeat = 100ms;
+    o.heartbeat_timeout = 800ms;
+    auto cp = join_job(ports, p, 2, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p == 1) {
+      ::raise(SIGSTOP);  // continued by the coordinator once it declared this process lost
+      auto lost = c.wait_lost(5s);
+      return expect(lost && lost->describe().find("fenced out of the job") != std::string::npos,
+                    "the woken node's report: " + (lost ? lost->describe() : std::string("none")));
+    }
+    auto m = c.wait_membership(0, 10s);
+    if (!m) return m.error();
+    ::kill(static_cast<pid_t>(c.roster()[1].pid), SIGCONT);
+    auto alone = c.sum(2, {5.0});  // the coordinator alone is still a job
+    if (!alone || (*alone)[0] != 5.0) return expect(false, "the coordinator's sum alone");
+    return c.finish(5s);
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+}
