@@ -107,22 +107,31 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   if (o.process < 0 || o.process >= processes)
     return make_error(errc::invalid_argument,
                       "tcp fabric: process " + std::to_string(o.process) + " of " + std::to_string(processes));
+  // the members: every process, or after a loss the ones that remain
+  std::vector<bool> member =
+      o.members.empty() ? std::vector<bool>(static_cast<std::size_t>(processes), true) : o.members;
+  if (member.size() != static_cast<std::size_t>(processes) || !member[static_cast<std::size_t>(o.process)])
+    return make_error(errc::invalid_argument, "tcp fabric: the members must name every process, this one among them");
   for (int p : o.process_of_rank)
-    if (p < 0 || p >= processes)
-      return make_error(errc::invalid_argument, "tcp fabric: a rank on nonexistent process " + std::to_string(p));
+    if (p < 0 || p >= processes || !member[static_cast<std::size_t>(p)])
+      return make_error(errc::invalid_argument,
+                        "tcp fabric: a rank on process " + std::to_string(p) + ", which is not a member");
+  int members_before = 0;
+  for (int p = 0; p < o.process; ++p) members_before += member[static_cast<std::size_t>(p)] ? 1 : 0;
   std::shared_ptr<tcp_fabric> f(new tcp_fabric(o));
   const decode_limits limits{.max_payload_bytes = 0,
                              .check_generation = true,
                              .expected_generation = o.generation,
                              .ranks = static_cast<std::uint32_t>(processes)};
-  // Accept the processes before this one while connecting to those after it.
+  // Accept the members before this one while connecting to those after it.
   status accepted;
   std::thread acceptor([&] {
-    for (int n = 0; n < o.process; ++n) {
+    for (int n = 0; n < members_before; ++n) {
       auto s = listener.accept(o.timeout);
       if (!s) {
-        accepted = make_error(s.error().code, "tcp fabric: process " + std::to_string(o.process) + " waiting for " +
-                                                  std::to_string(o.process - n) + " more peers: " + s.error().message);
+        accepted =
+            make_error(s.error().code, "tcp fabric: process " + std::to_string(o.process) + " waiting for " +
+                                           std::to_string(members_before - n) + " more peers: " + s.error().message);
         return;
       }
       if (auto st = authenticate_server(*s, o.secret, o.timeout); !st) {
@@ -134,8 +143,8 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
       auto st = s->recv_exact(head, sizeof head, o.timeout);
       auto h = st ? decode_frame_header(head, limits) : result<frame_prefix>(st.error());
       if (h && (h->meta.tag != hello_tag || h->meta.destination != static_cast<std::uint32_t>(o.process) ||
-                h->meta.source >= static_cast<std::uint32_t>(o.process) || h->rank != 1 || h->payload_bytes != 0 ||
-                f->conns_[h->meta.source]))
+                h->meta.source >= static_cast<std::uint32_t>(o.process) || !member[h->meta.source] || h->rank != 1 ||
+                h->payload_bytes != 0 || f->conns_[h->meta.source]))
         h = make_error(errc::io_error, "unexpected hello from " + s->peer_name());
       std::byte dims[8];
       if (h) {
@@ -153,6 +162,7 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   });
   status connected;
   for (int p = o.process + 1; p < processes && connected; ++p) {
+    if (!member[static_cast<std::size_t>(p)]) continue;
     const auto& peer = o.peers[static_cast<std::size_t>(p)];
     auto s = tcp_socket::connect(peer.host, peer.port, o.timeout);
     if (s) {
@@ -180,13 +190,13 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   if (!connected) return connected.error();
   if (!accepted) return accepted.error();
   for (int p = 0; p < processes; ++p)
-    if (p != o.process) {
+    if (p != o.process && member[static_cast<std::size_t>(p)]) {
       connection& c = *f->conns_[static_cast<std::size_t>(p)];
       c.socket.set_buffers(4 << 20);  // the kernel caps it at net.core.wmem_max / rmem_max
       c.send_buffer = c.socket.send_buffer_bytes();
     }
   for (int p = 0; p < processes; ++p)
-    if (p != o.process) {
+    if (p != o.process && member[static_cast<std::size_t>(p)]) {
       connection& c = *f->conns_[static_cast<std::size_t>(p)];
       c.readers.set_interrupt([&c] { c.wake.signal(); });
       f->readers_.emplace_back([raw = f.get(), p] { raw->read_loop(p); });

@@ -41,6 +41,7 @@ struct tcp_fabric_options {
   std::vector<int> process_of_rank;    // rank -> the process hosting it
   int process = 0;                     // this process
   std::vector<process_address> peers;  // every process's data listener, by process
+  std::vector<bool> members;           // the processes to connect (empty: all; after a loss, those that remain)
   std::uint64_t generation = 1;
   std::string secret;           // the job secret ("" on loopback-only jobs)
   milliseconds timeout{30000};  // connecting, the handshake, and one frame's body
@@ -48,7 +49,7 @@ struct tcp_fabric_options {
 
 class tcp_fabric : public fabric_base {
  public:
-  /// Connects to every other process (to those after this one; accepts those before it on
+  /// Connects to every other member process (to those after this one; accepts those before it on
   /// `listener`). Errors: a peer that does not come within the timeout, fails the handshake
   /// or names itself wrongly.
   static result<std::shared_ptr<tcp_fabric>> connect(tcp_listener& listener, const tcp_fabric_options& o);

@@ -425,6 +425,7 @@ status ucx_fabric::connect(const std::vector<std::string>& addresses) {
   p.eps.assign(addresses.size(), nullptr);
   for (std::size_t q = 0; q < addresses.size(); ++q) {
     if (static_cast<int>(q) == p.o.process) continue;
+    if (!p.o.members.empty() && (q >= p.o.members.size() || !p.o.members[q])) continue;  // not in the job any more
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses[q].data());

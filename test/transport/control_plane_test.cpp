@@ -323,7 +323,7 @@ TEST_CASE("the coordinator relays a lost node to the other nodes and they stop w
   CHECK(codes[2] == -SIGKILL);
 }
 
-TEST_CASE("with keep_going a lost node leaves the others a job whose collectives go on among them" *
+TEST_CASE("with keep_going a lost node leaves the others a job whose collectives and data plane go on among them" *
           doctest::test_suite("failure")) {
   // process 2 dies after the first sum; 0 and 1 learn the new membership and sum again among themselves
   auto codes = run_job(3, [](job_ports& ports, int p) -> status {
@@ -345,6 +345,16 @@ TEST_CASE("with keep_going a lost node leaves the others a job whose collectives
     if (!total || (*total)[0] != 3.0) return expect(false, "the sum among the survivors");
     auto lines = c.all_gather_text(2, "p" + std::to_string(p));
     if (!lines || *lines != std::vector<std::string>{"p0", "p1", ""}) return expect(false, "all_gather_text");
+    // a data plane among the processes that remain: ranks on 0 and 1 only, 2 is never dialled
+    auto f = connect_data(data_plane::tcp, ports, c, {0, 1}, 2);
+    if (!f) return f.error();
+    auto& ch = (*f)->endpoint(p);
+    if (p == 0) {
+      if (auto st = ch.send(1, 9, tensor::full({3}, 7.f), 10s); !st) return st;
+    } else {
+      auto got = ch.recv(0, 9, 10s);
+      if (!got || got->numel() != 3 || got->data<float>()[2] != 7.f) return expect(false, "the survivors' data plane");
+    }
     if (c.lost()) return expect(false, "the job ended");
     return c.finish(10s);
   });

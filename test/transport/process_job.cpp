@@ -52,6 +52,7 @@ result<std::shared_ptr<fabric_base>> connect_data(data_plane plane, job_ports& p
   fo.process_of_rank = std::move(process_of_rank);
   fo.process = cp.process();
   for (const auto& n : cp.roster()) fo.peers.push_back({n.host, n.data_port});
+  fo.members = cp.members().live;  // after a loss (keep_going): the processes that remain
   fo.generation = generation;
   fo.timeout = 20s;
   if (plane == data_plane::tcp) {
@@ -65,8 +66,12 @@ result<std::shared_ptr<fabric_base>> connect_data(data_plane plane, job_ports& p
   if (!f) return f.error();
   if (!all) return all.error();
   std::vector<std::string> addresses;
-  for (const auto& hex : *all) {
-    auto a = from_hex(hex);
+  for (std::size_t q = 0; q < all->size(); ++q) {
+    if (!fo.members[q]) {  // a process no longer in the job
+      addresses.emplace_back();
+      continue;
+    }
+    auto a = from_hex((*all)[q]);
     if (!a) return make_error(errc::io_error, "a process has no UCX address (its UCX did not start)");
     addresses.push_back(std::move(*a));
   }
