@@ -53,13 +53,19 @@ worker_hdl spawn_worker(self_ptr self, int rank) {
 
 // This process's data actor, parameter actors (fresh, or holding a transition's states) and
 // workers for s.model over s.fabric.
+std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan) {
+  auto& s = self->state;
+  if (!s.options.job) return std::vector<int>(static_cast<std::size_t>(plan.ranks()), 0);
+  if (s.live.empty()) s.live.assign(static_cast<std::size_t>(s.options.job->processes), true);
+  return planner::rank_layout::placed(plan.ranks(), s.live);
+}
+
 void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
   const planner::rank_layout layout(plan);
-  s.owner = s.options.job ? layout.process_of_rank(s.options.job->processes)
-                          : std::vector<int>(static_cast<std::size_t>(ranks), 0);
+  s.owner = owners_of(self, plan);
   int local = 0;
   for (int r = 0; r < ranks; ++r) local += is_local(self, r) ? 1 : 0;
   const int kernel_threads = std::max(1, s.options.threads / std::max(1, local));
@@ -91,7 +97,9 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
     if (is_local(self, r)) {
       std::optional<piece_state> initial;
       if (states) initial = std::move((*states)[static_cast<std::size_t>(r)]);
-      s.params[static_cast<std::size_t>(r)] = self->spawn(param_actor, s.options.optimizer, std::move(initial));
+      const std::int64_t generation = s.protocol ? s.protocol->generation() : 0;
+      s.params[static_cast<std::size_t>(r)] =
+          self->spawn(param_actor, s.options.optimizer, std::move(initial), generation);
     }
     spec->params = s.params[static_cast<std::size_t>(r)];
     spec->inject = s.options.inject;
@@ -208,8 +216,9 @@ void collect(self_ptr self, const collect_action& a) {
     if (!st.options.job) return assemble(std::move(*pieces));
     auto all = std::make_shared<result<std::vector<tensor>>>(make_error(errc::closed, "not gathered"));
     auto gather = st.options.job->gather_pieces;
+    auto owner = st.owner;
     on_proxy(
-        self, [=] { *all = gather(std::move(*pieces)); },
+        self, [=] { *all = gather(std::move(*pieces), owner); },
         [=] {
           if (!*all) return fail(make_error((*all).error().code, "collecting parameters: " + (*all).error().message));
           assemble(std::move(**all));
@@ -265,6 +274,8 @@ void execute(self_ptr self, actions todo) {
             if (s.options.on_step) s.options.on_step(a.metrics);
           } else if constexpr (std::is_same_v<A, recover_action>)
             recover(self, a);
+          else if constexpr (std::is_same_v<A, rejoin_action>)
+            rejoin(self, a);
           else if constexpr (std::is_same_v<A, transition_action>)
             transition(self, a);
           else if constexpr (std::is_same_v<A, snapshot_action>)
@@ -330,6 +341,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         for (const auto& ch : o.changes) c.change_at.push_back(ch.at_step);
         c.first_step = o.first_step;
         c.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
+        c.rejoin = o.job && o.job->await_membership != nullptr;
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         return s.done;

@@ -41,9 +41,11 @@ struct coordinator_state {
   std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::vector<int> owner;            // the process of each rank
-  std::vector<piece_state> initial;  // the first plan's pieces (a resumed run), until spawned
-  control_proxy_hdl writer;          // writes checkpoints on its own thread
+  std::vector<int> owner;              // the process of each rank
+  std::vector<bool> live;              // across processes: the job's processes that remain (by process)
+  std::uint64_t membership_epoch = 0;  // the membership changes seen
+  std::vector<piece_state> initial;    // the first plan's pieces (a resumed run), until spawned
+  control_proxy_hdl writer;            // writes checkpoints on its own thread
   int writes_in_flight = 0;
   std::shared_ptr<std::atomic<bool>> run_over = std::make_shared<std::atomic<bool>>(false);  // for the writer
   bool collection_waits = false;                                                             // for the writes in flight

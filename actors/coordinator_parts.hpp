@@ -19,6 +19,7 @@ using self_ptr = coordinator_hdl::stateful_pointer<coordinator_state>;
 
 /// Tags of the state exchange between processes (the pipeline uses 2, data parallelism 3).
 constexpr std::uint64_t transition_tag_space = 5;
+constexpr std::uint64_t rejoin_tag_space = 6;
 
 double since(std::chrono::steady_clock::time_point t);
 /// Carries out the step protocol's actions, in order.
@@ -33,6 +34,11 @@ void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> t
 void spawn_plan(self_ptr self, std::vector<piece_state>* states);
 /// Stops the current plan's workers and parameter actors.
 void retire_plan(self_ptr self);
+/// The process of each rank of `plan`: blocks over the job's processes, a lost process's ranks
+/// on those that remain (planner::rank_layout::placed); all 0 in one process.
+std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan);
+/// Across processes: the processes that remain take over a lost one's ranks (coordinator_rejoin.cpp).
+void rejoin(self_ptr self, const rejoin_action& a);
 /// A plan transition at a step boundary (coordinator_transition.cpp).
 void transition(self_ptr self, const transition_action& a);
 /// A checkpoint's snapshot at a step boundary and its write in the background (coordinator_checkpoint.cpp).

@@ -42,7 +42,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   const auto& job = *s.options.job;
   exchange_options o;
   o.old_owner = s.owner;
-  o.new_owner = planner::rank_layout(t->model->plan).process_of_rank(job.processes);
+  o.new_owner = owners_of(self, t->model->plan);
   o.process = job.process;
   o.processes = job.processes;
   o.slots = slots;
@@ -53,11 +53,12 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
   auto old_fabric = s.fabric;
   auto connect = job.connect;
+  auto new_owner = o.new_owner;
   on_proxy(
       self,
       [=] {
         *exchanged = exchange_state(*old_fabric, o, t->copies, *old, t->to);
-        if (*exchanged) *fabric = connect(t->model->plan);
+        if (*exchanged) *fabric = connect(t->model->plan, new_owner);
       },
       [=]() mutable {
         if (!*exchanged) return execute(self, self->state.protocol->on_error((*exchanged).error()));

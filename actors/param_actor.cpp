@@ -79,8 +79,9 @@ std::int64_t parameter_piece::updates() const {
 }
 
 param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self,
-                                           optimizer_config optimizer, std::optional<piece_state> initial) {
-  self->state.piece = std::make_shared<parameter_piece>(optimizer, std::move(initial));
+                                           optimizer_config optimizer, std::optional<piece_state> initial,
+                                           std::int64_t generation) {
+  self->state.piece = std::make_shared<parameter_piece>(optimizer, std::move(initial), generation);
   return {
       [=](attach_atom, tensor& storage) -> caf::result<piece_ptr> {
         if (auto st = self->state.piece->attach(std::move(storage)); !st) return to_caf(st.error());

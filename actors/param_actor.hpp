@@ -8,7 +8,7 @@
 // gradients from an older generation are refused.
 //
 //   auto p = sys.spawn(param_actor, optimizer_config{adamw_config{.lr = 1e-3f}},
-//                      std::optional<piece_state>{});   // spawn passes every argument: no defaults
+//                      std::optional<piece_state>{}, /*generation=*/std::int64_t{0});   // spawn passes every argument
 //   caf::scoped_actor worker{sys};
 //   status failed;
 //   auto on_error = [&](caf::error& e) { failed = from_caf(e); };
@@ -38,8 +38,11 @@ namespace cohort::actors {
 /// The piece and its pending gradient behind a lock (the actor and its worker share it).
 class parameter_piece {
  public:
-  explicit parameter_piece(optimizer_config cfg, std::optional<piece_state> initial = std::nullopt)
-      : optimizer_(cfg), initial_(std::move(initial)) {}
+  /// `generation`: the run's generation when the piece is made (a plan spawned after a
+  /// recovery takes gradients of that generation on).
+  explicit parameter_piece(optimizer_config cfg, std::optional<piece_state> initial = std::nullopt,
+                           std::int64_t generation = 0)
+      : optimizer_(cfg), initial_(std::move(initial)), generation_(generation) {}
 
   /// The first attach adopts `storage` with its values; a later one (a respawned worker)
   /// refills `storage` with the current values and updates it from then on.
@@ -75,7 +78,8 @@ struct param_state {
 
 param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self,
                                            optimizer_config optimizer,
-                                           std::optional<piece_state> initial = std::nullopt);
+                                           std::optional<piece_state> initial = std::nullopt,
+                                           std::int64_t generation = 0);
 
 }  // namespace cohort::actors
 

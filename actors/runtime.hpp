@@ -49,6 +49,27 @@ struct transition_record {
   double bytes_across_processes = 0;  // of which sent to other processes
 };
 
+/// Who remains in a job after a process was lost (the control plane's view).
+struct job_membership {
+  std::uint64_t epoch = 0;
+  std::vector<bool> live;  // by process
+  std::vector<int> lost;   // in the order they were lost
+  std::string why;         // the report of the latest loss
+};
+
+/// One recovery of a running job (the summary's "recoveries").
+struct recovery_record {
+  std::int64_t step = 0;  // steps committed when it happened
+  std::string lost;       // "process 1 (pid 4242)"
+  std::string cause;
+  double detect_s = 0;   // from the interrupted step's start to the failure seen here
+  double recover_s = 0;  // from the failure seen to the redone step's start
+  std::int64_t steps_redone = 0;
+  std::string plan_before, plan_after;
+  std::string source;      // "replica": restored from a data-parallel peer's copy
+  double bytes_moved = 0;  // state copied into the lost ranks' new homes
+};
+
 /// One checkpoint of a run (the summary's "checkpoints").
 struct checkpoint_record {
   std::int64_t step = 0;        // steps done
@@ -73,6 +94,7 @@ struct run_summary {
   std::vector<failure_event> failures;
   std::vector<transition_record> transitions;
   std::vector<checkpoint_record> checkpoints;
+  std::vector<recovery_record> recoveries;
   std::vector<std::size_t> cuts;  // the stage cuts the first plan ran with (the planner's, or given)
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
@@ -81,20 +103,27 @@ struct run_summary {
 
 /// What a job of several processes gives the runtime: this process runs its block of ranks
 /// (planner::rank_layout::process_of_rank) over `fabric`; the calls below block and run on the
-/// control proxy's thread, never the coordinator's. A failure ends the run (recovery across
-/// processes is the fault-tolerance issue's).
+/// control proxy's thread, never the coordinator's. A failure ends the run unless the job
+/// keeps going (`await_membership`): then the processes that remain take over the lost ranks.
 struct process_hooks {
   int process = 0, processes = 1;
   fabric_ptr fabric;  // the first plan's data plane
   /// This process's share of a step's loss -> the job's loss (called in step order).
   std::function<result<double>(std::int64_t step, double local_loss)> sum_loss;
-  /// This process's parameter pieces by rank (empty where not local) -> every rank's piece
-  /// on the process that assembles the model; an empty vector elsewhere.
-  std::function<result<std::vector<tensor>>(std::vector<tensor> pieces)> gather_pieces;
+  /// This process's parameter pieces by rank (empty where not local; `owner`: each rank's
+  /// process) -> every rank's piece on the process that assembles the model; an empty vector
+  /// elsewhere.
+  std::function<result<std::vector<tensor>>(std::vector<tensor> pieces, const std::vector<int>& owner)> gather_pieces;
   /// Process 0's text to every process (the others pass "").
   std::function<result<std::string>(const std::string& text)> share_plan;
-  /// A new data plane for the ranks of `plan` (every process at the same point).
-  std::function<result<fabric_ptr>(const planner::parallel_plan& plan)> connect;
+  /// A new data plane for the ranks of `plan` placed on processes as `owner` says (every
+  /// process that remains, at the same point).
+  std::function<result<fabric_ptr>(const planner::parallel_plan& plan, const std::vector<int>& owner)> connect;
+  /// Set when the job keeps going after losing a process: waits until the job's membership
+  /// has moved past `epoch` and returns it (which processes remain, which were lost and why).
+  std::function<result<job_membership>(std::uint64_t epoch)> await_membership;
+  /// After a loss: every remaining process's line, by process ("" for the lost).
+  std::function<result<std::vector<std::string>>(const std::string& line)> gather_lines;
   /// Told the fabric now in use (after a transition), e.g. to close it when a node is lost.
   std::function<void(const fabric_ptr&)> adopt_fabric;
 };
@@ -136,6 +165,8 @@ struct run_options {
   std::optional<checkpointing> checkpoint;
   /// Called by the coordinator when a checkpoint's write ended (written or failed), in order.
   std::function<void(const checkpoint_record&)> on_checkpoint;
+  /// Called by the coordinator after each recovery of the job from a lost process.
+  std::function<void(const recovery_record&)> on_recovery;
 };
 
 /// Trains `steps` steps of `model` on `data` under `o.plan`, changing the plan where

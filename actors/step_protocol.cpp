@@ -78,8 +78,13 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
     out.insert(out.end(), next.begin(), next.end());
     return out;
   }
-  // committed: every local worker finished the step
-  committed_ = step_;
+  auto next = commit(now);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+actions step_protocol::commit(clock_type::time_point now) {
+  actions out;
   step_metrics m;
   m.step = step_;
   m.generation = generation_;
@@ -89,6 +94,16 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
     m.task_seconds.push_back(oc ? oc->report.seconds : planner::task_seconds{});
     if (oc && oc->report.reports_loss) m.loss += oc->report.loss_share;
   }
+  if (cfg_.multi_process && cfg_.rejoin) {
+    // the step commits once the job's loss is known: a process lost before that makes it the
+    // interrupted step, redone by the processes that remain
+    phase_ = phase::summing;
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss});
+    summing_ = std::move(m);
+    return out;
+  }
+  // committed: every local worker finished the step
+  committed_ = step_;
   ++step_;
   if (!cfg_.multi_process) {
     losses_.push_back(m.loss);
@@ -99,6 +114,19 @@ actions step_protocol::on_outcome(std::int64_t generation, std::int64_t step, in
     out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss});
     unreported_.push_back(std::move(m));
   }
+  auto next = after_commit(now);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+actions step_protocol::commit_with_loss(double total, clock_type::time_point now) {
+  committed_ = step_;
+  ++step_;
+  step_metrics m = std::move(summing_);
+  m.loss = total;
+  losses_.push_back(m.loss);
+  actions out = just(report_step_action{std::move(m)});
+  phase_ = phase::stepping;
   auto next = after_commit(now);
   out.insert(out.end(), next.begin(), next.end());
   return out;
@@ -116,6 +144,16 @@ actions step_protocol::on_worker_lost(int rank, const std::string& reason, const
 }
 
 actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_type::time_point now) {
+  if (phase_ == phase::summing && step == step_) {
+    if (total) return commit_with_loss(*total, now);
+    // the sum failed: a process was lost after the step's work, before its commit
+    failed_ = true;
+    detected_at_ = now;
+    first_code_ = total.error().code;
+    first_failure_ = "the job's loss: " + total.error().message;
+    failures_.push_back({-1, step_, first_failure_, between(step_start_, now), 0});
+    return decide_recovery();
+  }
   if (phase_ == phase::done || unreported_.empty() || unreported_.front().step != step) return {};
   if (!total)
     return finish(make_error(total.error().code, "step " + std::to_string(step) + ": " + total.error().message));
@@ -155,7 +193,17 @@ actions step_protocol::after_commit(clock_type::time_point now) {
 }
 
 actions step_protocol::decide_recovery() {
-  if (cfg_.multi_process)  // across processes: detection only, recovery is the fault-tolerance issue's
+  if (cfg_.multi_process && cfg_.rejoin) {  // the processes that remain take over: a new generation
+    if (++restarts_ > cfg_.max_restarts)
+      return finish(make_error(first_code_, "step " + std::to_string(step_ + 1) + " failed " +
+                                                std::to_string(restarts_) + " times (max-restarts " +
+                                                std::to_string(cfg_.max_restarts) + "); last: " + first_failure_));
+    phase_ = phase::rejoining;
+    ++generation_;
+    return just(
+        rejoin_action{generation_, committed_, "step " + std::to_string(step_ + 1) + " failed: " + first_failure_});
+  }
+  if (cfg_.multi_process)  // across processes without rejoin: a failure ends the run
     return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed: " + first_failure_));
   if (++restarts_ > cfg_.max_restarts)
     return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
@@ -179,6 +227,33 @@ actions step_protocol::on_recovered(clock_type::time_point now) {
   for (auto& f : failures_)
     if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
   return begin_step(now);
+}
+
+actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
+                                   clock_type::time_point now) {
+  if (phase_ != phase::rejoining) return {};
+  ranks_ = ranks;
+  local_ = std::move(local);
+  dead_.assign(static_cast<std::size_t>(ranks_), false);
+  for (auto& f : failures_)
+    if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
+  actions out;
+  if (committed == committed_ + 1 && committed == step_) {
+    // another process saw this step's loss before the loss: it is committed after all
+    committed_ = step_;
+    ++step_;
+    step_metrics m = std::move(summing_);
+    m.loss = loss;
+    losses_.push_back(loss);
+    out = just(report_step_action{std::move(m)});
+  } else if (committed != committed_) {
+    return finish(make_error(errc::invalid_argument, "rejoin: the processes that remain disagree on the steps done (" +
+                                                         std::to_string(committed + 1) + " and " +
+                                                         std::to_string(committed_ + 1) + ")"));
+  }
+  auto next = after_commit(now);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
 }
 
 actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now) {

@@ -86,6 +86,10 @@ struct recover_action {  // a new generation: new fabric, respawn the dead, rese
   std::int64_t generation = 0, committed = -1;
   std::vector<int> respawn, reset;
 };
+struct rejoin_action {  // across processes: wait for the job's new membership, restore the lost ranks, redo
+  std::int64_t generation = 0, committed = -1;
+  std::string failure;  // what failed (named in the error if no membership change follows)
+};
 struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
   std::size_t change = 0;  // which of the configured changes
@@ -102,7 +106,7 @@ struct finish_action {
 };
 using coordinator_action =
     std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action, recover_action,
-                 transition_action, snapshot_action, collect_action, finish_action>;
+                 rejoin_action, transition_action, snapshot_action, collect_action, finish_action>;
 using actions = std::vector<coordinator_action>;
 
 class step_protocol {
@@ -116,6 +120,10 @@ class step_protocol {
     std::vector<std::int64_t> change_at;  // plan transitions after these many steps, ascending
     std::int64_t first_step = 0;          // steps done before this run (a resumed run)
     std::int64_t checkpoint_every = 0;    // a snapshot after every this many steps (0: none)
+    /// Across processes: a failed step (a lost process) is recovered inside the job rather than
+    /// ending the run; a step then commits only once its job-wide loss is known, so that every
+    /// committed step is complete on every process that remains.
+    bool rejoin = false;
   };
 
   explicit step_protocol(config c);
@@ -132,6 +140,12 @@ class step_protocol {
   actions on_loss(std::int64_t step, result<double> total, clock_type::time_point now);
   /// Every respawned worker started, every other reset, every parameter piece rolled back.
   actions on_recovered(clock_type::time_point now);
+  /// Across processes: the job's processes that remain took over the lost ranks (`ranks`
+  /// ranks, `local` of them here) and agreed that `committed` steps are done — one more than
+  /// here when another process saw the job's loss of the step this one was summing (`loss`);
+  /// the interrupted step is redone.
+  actions on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
+                      clock_type::time_point now);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// The snapshot of a checkpoint is taken (its write goes on in the background).
@@ -144,16 +158,32 @@ class step_protocol {
   std::int64_t committed() const { return committed_; }
   std::int64_t generation() const { return generation_; }
   int restarts() const { return restarts_; }
+  /// From the latest failed step's start to its failure being seen.
+  double last_detect_seconds() const { return std::chrono::duration<double>(detected_at_ - step_start_).count(); }
   int layout() const { return layout_; }
   bool finished() const { return phase_ == phase::done; }
   const std::vector<double>& losses() const { return losses_; }
   const std::vector<failure_event>& failures() const { return failures_; }
 
  private:
-  enum class phase { idle, stepping, draining, snapshotting, recovering, transitioning, collecting, done };
+  enum class phase {
+    idle,
+    stepping,
+    summing,
+    draining,
+    snapshotting,
+    recovering,
+    rejoining,
+    transitioning,
+    collecting,
+    done
+  };
 
   actions begin_step(clock_type::time_point now);
   actions after_commit(clock_type::time_point now);
+  /// The step's outcomes are all in and good: commit it (or, with rejoin, first its loss).
+  actions commit(clock_type::time_point now);
+  actions commit_with_loss(double total, clock_type::time_point now);
   actions decide_recovery();
   actions finish(status st);
   bool is_local(int rank) const { return local_.empty() || local_[static_cast<std::size_t>(rank)]; }
@@ -172,6 +202,7 @@ class step_protocol {
   std::vector<bool> dead_;
   clock_type::time_point step_start_, detected_at_;
   std::deque<step_metrics> unreported_;  // committed steps whose job-wide loss is on its way
+  step_metrics summing_;                 // rejoin: the step whose loss is being summed before its commit
   std::vector<double> losses_;
   std::vector<failure_event> failures_;
 };

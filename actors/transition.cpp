@@ -43,9 +43,10 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
   for (const auto* c : between(copies, o, o.process, o.process))
     apply_copy(*c, old_states[static_cast<std::size_t>(c->from_rank)], out.states[static_cast<std::size_t>(c->to_rank)],
                o.slots);
+  const std::vector<int>& on = o.fabric_owner.empty() ? o.old_owner : o.fabric_owner;
   auto first_rank_of = [&](int process) {
-    for (std::size_t r = 0; r < o.old_owner.size(); ++r)
-      if (o.old_owner[r] == process) return static_cast<int>(r);
+    for (std::size_t r = 0; r < on.size(); ++r)
+      if (on[r] == process) return static_cast<int>(r);
     return -1;
   };
   const int me = first_rank_of(o.process);
@@ -53,8 +54,12 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
   for (int q = 0; q < o.processes; ++q) {
     if (q == o.process) continue;
     const int them = first_rank_of(q);
-    if (them < 0)
-      return make_error(errc::invalid_argument, "state exchange: process " + std::to_string(q) + " has no rank");
+    if (them < 0) {  // not on this fabric (a lost process): nothing may come from or go to it
+      if (!between(copies, o, q, o.process).empty() || !between(copies, o, o.process, q).empty())
+        return make_error(errc::invalid_argument,
+                          "state exchange: process " + std::to_string(q) + " is not in the job any more");
+      continue;
+    }
     transport::channel& ch = old_fabric.endpoint(me);
     auto send = [&]() -> status {
       const auto cs = between(copies, o, o.process, q);

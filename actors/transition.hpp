@@ -29,6 +29,10 @@ namespace cohort::actors {
 
 struct exchange_options {
   std::vector<int> old_owner, new_owner;  // the process of each old and new rank
+  /// The process of each rank of the fabric the messages travel on (empty: old_owner, the old
+  /// plan's data plane; after a lost process: the new placement's). Processes without a rank
+  /// in it take no part (a lost process).
+  std::vector<int> fabric_owner;
   int process = 0, processes = 1;
   std::size_t slots = 0;   // optimizer slots per piece
   std::int64_t steps = 0;  // updates every piece has had (the steps done)

@@ -11,6 +11,8 @@
 //   std::vector<int> dp_peers = l.group(5, "dp");                    // {1, 5}
 //   std::vector<int> host = l.process_of_rank(/*processes=*/2);      // {0,0,0,0,1,1,1,1}
 //   assert(r == 5 && at.dp_rank == 1 && (dp_peers == std::vector<int>{1, 5}) && host[4] == 1);
+//   std::vector<int> after = rank_layout::placed(6, {true, false, true});    // process 1 lost
+//   assert((after == std::vector<int>{0, 0, 0, 2, 2, 2}));                  // its ranks 2, 3 to 0 and 2
 #pragma once
 
 #include <string>
@@ -46,6 +48,29 @@ class rank_layout {
     std::vector<int> owner;
     const int per = processes > 0 && ranks >= processes ? ranks / processes : 1;
     for (int r = 0; r < ranks; ++r) owner.push_back(r / per);
+    return owner;
+  }
+  /// The process of each rank when only the processes with `live` true remain (all true: the
+  /// blocks): every rank stays in its block's process, and each rank of a lost process goes to
+  /// the remaining process that hosts the fewest ranks (the lowest-numbered on a tie), so that
+  /// every process that remains computes the same placement from the same membership.
+  static std::vector<int> placed(int ranks, const std::vector<bool>& live) {
+    const int processes = static_cast<int>(live.size());
+    std::vector<int> owner = blocks(ranks, processes);
+    std::vector<int> load(live.size(), 0);
+    for (int p : owner)
+      if (live[static_cast<std::size_t>(p)]) ++load[static_cast<std::size_t>(p)];
+    for (int& p : owner) {
+      if (live[static_cast<std::size_t>(p)]) continue;
+      int best = -1;
+      for (int q = 0; q < processes; ++q)
+        if (live[static_cast<std::size_t>(q)] &&
+            (best < 0 || load[static_cast<std::size_t>(q)] < load[static_cast<std::size_t>(best)]))
+          best = q;
+      if (best < 0) return {};  // nobody remains
+      p = best;
+      ++load[static_cast<std::size_t>(best)];
+    }
     return owner;
   }
 

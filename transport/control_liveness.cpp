@@ -124,6 +124,7 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
         n.process = -1;  // named by the coordinator's report
         n.reason = text->substr(static_cast<std::size_t>(used));
         n.step = step_;
+        losses_.push_back(n);
         callback = on_lost_;
       }
       if (callback) callback(n);  // before the waiters wake: wait_membership returns after on_lost ran
@@ -197,6 +198,7 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     if (goes_on) {
       live_[static_cast<std::size_t>(p)] = false;
       lost_processes_.push_back(p);
+      losses_.push_back(n);
       epoch = ++epoch_;
     } else {
       lost_ = n;
@@ -239,6 +241,12 @@ void control_plane::on_lost(std::function<void(const lost_node&)> fn) {
 std::optional<lost_node> control_plane::lost() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return lost_;
+}
+
+std::optional<lost_node> control_plane::last_loss() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (losses_.empty()) return std::nullopt;
+  return losses_.back();
 }
 
 std::optional<lost_node> control_plane::wait_lost(milliseconds timeout) const {

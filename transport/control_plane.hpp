@@ -138,6 +138,8 @@ class control_plane {
   /// Called once, from the monitor thread, when a node (or the coordinator) is lost.
   void on_lost(std::function<void(const lost_node&)> fn);
   std::optional<lost_node> lost() const;
+  /// The report of the latest node the job went on without (keep_going), if any.
+  std::optional<lost_node> last_loss() const;
   /// Waits up to `timeout` for a loss to be known (after a data-plane failure, to report it).
   std::optional<lost_node> wait_lost(milliseconds timeout) const;
   /// The job's membership now.
@@ -180,6 +182,7 @@ class control_plane {
   std::uint64_t epoch_ = 0;
   std::vector<bool> live_;
   std::vector<int> lost_processes_;
+  std::vector<lost_node> losses_;  // keep_going: the nodes the job went on without
   std::function<void(const lost_node&)> on_lost_;
 };
 

@@ -23,6 +23,7 @@ enum class control_key : std::uint64_t {
   ucx_addresses = 3,  // every process's UCX worker address (all_gather_text: takes 3 and 4)
   task_times = 6,     // every rank's task times, for the refit
   plan_change = 7,    // process 0's decision at a plan transition
+  rejoin = 8,         // every remaining process's committed step after a loss (all_gather_text: takes 8 and 9)
 };
 
 inline std::uint64_t key(control_key k) { return static_cast<std::uint64_t>(k); }

@@ -118,15 +118,19 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           out.first_cause = describe_exit(status);
           out.first_end_s = steady_seconds();
         }
-        std::fprintf(stderr, "launch: process %d (pid %d) %s\n", r, static_cast<int>(done),
-                     describe_exit(status).c_str());
-        // the coordinator reports what it saw; give it time when a node went first
+        std::fprintf(stderr, "launch: process %d (pid %d) %s%s\n", r, static_cast<int>(done),
+                     describe_exit(status).c_str(),
+                     o.recover && r != 0 ? "; the others go on without it (--fault.recover)" : "");
+        // the coordinator reports what it saw; give it time when a node went first (with
+        // --fault.recover the job goes on: nothing to stop)
         const auto grace =
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
-        kill_at = std::min(kill_at, clock::now() + grace);
+        if (r == 0 || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
       }
-      if (r == 0)
-        kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(out.codes[0] == 0 ? 15000 : 2000));
+      if (r == 0)  // the nodes follow the coordinator at once (one fenced out may never: it is stopped)
+        kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(out.codes[0] != 0 ? 2000
+                                                                             : o.recover       ? 3000
+                                                                                               : 15000));
       continue;
     }
     if (int s = forwarded_signal.exchange(0); s != 0) {
@@ -150,8 +154,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
   return out;
 }
 
-int job_exit_code(const attempt_result& a) {
-  if (a.codes[0] != 0) return a.codes[0];
+int job_exit_code(const attempt_result& a, bool recover) {
+  if (a.codes[0] != 0 || recover) return a.codes[0];  // with --fault.recover the coordinator's verdict is the job's
   return a.first_failure < 0 ? 0 : a.codes[static_cast<std::size_t>(a.first_failure)];
 }
 
@@ -196,7 +200,7 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
       // this attempt's first step closes the previous recovery (the last one the attempt itself reports)
       recoveries.back()["recover_s"] = notes.first_step_unix_s - recoveries.back()["stopped_unix_s"].get<double>();
     }
-    const int code = job_exit_code(a);
+    const int code = job_exit_code(a, o.recover);
     if (code == 0 || a.interrupted || code == 2 || attempt >= o.max_restarts) {
       if (code != 0 && !a.interrupted && code != 2 && o.max_restarts > 0)
         std::fprintf(stderr, "launch: process %d %s; no restart left (--launch.max-restarts=%lld)\n", a.first_failure,

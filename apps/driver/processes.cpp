@@ -55,6 +55,9 @@ void process_options::add_to(option_set& opts) {
       .add("dist.heartbeat-timeout-ms", heartbeat_timeout_ms,
            "a node silent this long is lost (a stopped or hung process)")
       .add("dist.join-timeout-ms", join_timeout_ms, "how long the coordinator waits for every node to join")
+      .add("fault.recover", recover,
+           "keep training when a node process is lost: the others take over its ranks, restored from a "
+           "data-parallel replica, and redo only the interrupted step (not the coordinator's loss)")
       .add("launch.max-restarts", max_restarts,
            "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
       .add("fault.signal", signal, "test hook: KILL or STOP: process --fault.signal-rank raises it ...")
@@ -128,9 +131,18 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
     return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) +
                                                   " ranks cannot be split evenly over " + std::to_string(world()) +
                                                   " processes");
+  return connect(plan, owners(plan));
+}
+
+result<std::shared_ptr<transport::fabric>> process_group::connect(const planner::parallel_plan& plan,
+                                                                  const std::vector<int>& owner) {
+  if (static_cast<int>(owner.size()) != plan.ranks())
+    return make_error(errc::invalid_argument,
+                      "a placement of " + std::to_string(owner.size()) + " ranks for " + std::to_string(plan.ranks()));
   transport::tcp_fabric_options fo;
-  fo.process_of_rank = owners(plan);
+  fo.process_of_rank = owner;
   fo.process = process();
+  fo.members = control->members().live;
   for (const auto& n : control->roster()) fo.peers.push_back({n.host, n.data_port});
   fo.secret = secret;
   fo.timeout = std::chrono::milliseconds(options.join_timeout_ms);
@@ -142,6 +154,10 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
     if (!all) return all.error();
     std::vector<std::string> addresses;
     for (int p = 0; p < world(); ++p) {
+      if (!fo.members[static_cast<std::size_t>(p)]) {  // lost: not dialled
+        addresses.emplace_back();
+        continue;
+      }
       auto a = transport::from_hex((*all)[static_cast<std::size_t>(p)]);
       if (!a)
         return make_error(errc::io_error,
@@ -179,6 +195,7 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.heartbeat_timeout = std::chrono::milliseconds(o.heartbeat_timeout_ms);
   c.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   c.cores = kernels::available_cores();
+  c.keep_going = o.recover;
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");
   if (c.process == 0) {
     auto l = transport::tcp_listener::open(o.bind, c.master_port);

@@ -49,6 +49,7 @@ struct process_options {
   std::string master_addr = "127.0.0.1";
   std::int64_t master_port = 29500;
   std::string bind = "127.0.0.1";      // where this process listens
+  bool recover = false;                // --fault.recover: a lost node leaves the job running
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
@@ -83,6 +84,8 @@ struct process_group {
   /// The data plane (options.transport) for the ranks of `plan` (a multiple of the world
   /// size). Every process calls it at the same point.
   result<std::shared_ptr<transport::fabric>> connect(const planner::parallel_plan& plan);
+  /// The same for ranks placed as `owner` says, among the processes still in the job.
+  result<std::shared_ptr<transport::fabric>> connect(const planner::parallel_plan& plan, const std::vector<int>& owner);
 };
 
 /// Joins (or, on process 0, coordinates) the job. Errors: a non-loopback bind without a job

@@ -73,6 +73,23 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       std::fprintf(stderr, "\ncheckpoint after step %lld FAILED: %s (the previous checkpoints are kept)\n",
                    static_cast<long long>(c.step), c.error.c_str());
   };
+  o.on_recovery = [&](const actors::recovery_record& c) {
+    loop.out.recoveries.push_back({{"step", c.step},
+                                   {"lost", c.lost},
+                                   {"cause", c.cause},
+                                   {"detect_s", c.detect_s},
+                                   {"recover_s", c.recover_s},
+                                   {"steps_redone", c.steps_redone},
+                                   {"plan_before", c.plan_before},
+                                   {"plan_after", c.plan_after},
+                                   {"source", c.source},
+                                   {"bytes_moved", c.bytes_moved}});
+    if (!loop.quiet)
+      std::fprintf(stderr,
+                   "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s on the processes that "
+                   "remain in %.3f s, the interrupted step redone\n",
+                   static_cast<long long>(c.step), c.lost.c_str(), c.cause.c_str(), c.source.c_str(), c.recover_s);
+  };
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
   };

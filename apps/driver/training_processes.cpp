@@ -107,8 +107,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       if (!total) return total.error();
       return (*total)[0];
     };
-    h.gather_pieces = [&g](std::vector<tensor> pieces) -> result<std::vector<tensor>> {
-      const auto owner = planner::rank_layout::blocks(static_cast<int>(pieces.size()), g.world());
+    h.gather_pieces = [&g](std::vector<tensor> pieces, const std::vector<int>& owner) -> result<std::vector<tensor>> {
       std::vector<std::pair<int, tensor>> mine;
       for (std::size_t r = 0; r < pieces.size(); ++r)
         if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
@@ -117,7 +116,30 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     h.share_plan = [&g](const std::string& text) {
       return g.control->broadcast_text(key(control_key::plan_change), text);
     };
-    h.connect = [&g](const planner::parallel_plan& plan) { return g.connect(plan); };
+    h.connect = [&g](const planner::parallel_plan& plan, const std::vector<int>& owner) {
+      return g.connect(plan, owner);
+    };
+    if (p.dist.recover) {  // a lost node leaves the job running: the coordinator hands its ranks on
+      const auto wait = std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 5000);
+      h.await_membership = [&g, wait](std::uint64_t epoch) -> result<actors::job_membership> {
+        auto m = g.control->wait_membership(epoch, wait);
+        if (!m) return m.error();
+        actors::job_membership out;
+        out.epoch = m->epoch;
+        out.live = m->live;
+        out.lost = m->lost;
+        const int gone = m->lost.empty() ? -1 : m->lost.back();
+        const auto& roster = g.control->roster();
+        out.why = gone < 0 ? ""
+                           : "lost node " + std::to_string(gone) + " (pid " +
+                                 std::to_string(roster[static_cast<std::size_t>(gone)].pid) + ")";
+        if (auto n = g.control->last_loss()) out.why = n->describe();
+        return out;
+      };
+      h.gather_lines = [&g](const std::string& line) {
+        return g.control->all_gather_text(key(control_key::rejoin), line);
+      };
+    }
     h.adopt_fabric = [current](const fabric_ptr& f) {
       std::lock_guard<std::mutex> lock(current->first);
       current->second = f;
@@ -152,8 +174,11 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     };
   };
   auto r = train_runtime(with_note, p, *choice, caf_arguments, loop, *start, with_notes);
-  if (coordinator && r)
-    r->recoveries = restart_recoveries(job.first_step, notes.first_step_unix_s(), planner::describe(choice->plan));
+  if (coordinator && r) {  // the launcher's restarts before this attempt, then the recoveries inside it
+    json all = restart_recoveries(job.first_step, notes.first_step_unix_s(), planner::describe(choice->plan));
+    for (auto& rec : r->recoveries) all.push_back(rec);
+    r->recoveries = std::move(all);
+  }
   const planner::task_totals& totals = refit->totals();
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it

@@ -1,0 +1,187 @@
+// The coordinator's recovery from a lost process (a job that keeps going): the failed
+// generation's workers stop, the control plane names the processes that remain, they agree on
+// the steps done, each lost rank's state comes from the copy a data-parallel peer holds (the
+// parameter actors keep the committed state), a data plane among the remaining processes
+// carries it to the lost ranks' new homes, and the interrupted step is redone. Nobody restarts.
+#include <cstdio>
+
+#include "actors/coordinator_parts.hpp"
+#include "actors/transition.hpp"
+#include "planner/rank_layout.hpp"
+
+namespace cohort::actors::coordination {
+namespace {
+
+void fail(self_ptr self, const std::string& failure, const error& e) {
+  execute(self, self->state.protocol->on_error(make_error(e.code, failure + "; the job cannot go on: " + e.message)));
+}
+
+// Where each rank's state comes from: the rank itself if its process remains, else a data-
+// parallel replica of it on a process that remains (the same stage and tensor-parallel rank,
+// an identical piece: only without sharding).
+result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, const std::vector<piece_layout>& layouts,
+                                        const std::vector<int>& old_owner, const std::vector<bool>& live) {
+  const planner::rank_layout layout(plan);
+  std::vector<state_copy> copies;
+  for (int r = 0; r < plan.ranks(); ++r) {
+    int from = live[static_cast<std::size_t>(old_owner[static_cast<std::size_t>(r)])] ? r : -1;
+    const auto at = layout.place_of(r);
+    for (int d = 0; from < 0 && !plan.shard_params && d < plan.dp; ++d) {
+      const int peer = layout.rank_of({d, at.stage, at.tp_rank});
+      if (live[static_cast<std::size_t>(old_owner[static_cast<std::size_t>(peer)])] &&
+          layouts[static_cast<std::size_t>(peer)].size == layouts[static_cast<std::size_t>(r)].size)
+        from = peer;
+    }
+    if (from < 0)
+      return make_error(errc::closed, "process " + std::to_string(old_owner[static_cast<std::size_t>(r)]) +
+                                          " held the only copy of rank " + std::to_string(r) + "'s state (stage " +
+                                          std::to_string(at.stage) + ", tp rank " + std::to_string(at.tp_rank) +
+                                          (plan.shard_params ? ", sharded" : ", no data-parallel replica left") +
+                                          "); restart from a checkpoint (--checkpoint.dir with --launch.max-restarts)");
+    copies.push_back({from, r, 0, 0, layouts[static_cast<std::size_t>(r)].size});
+  }
+  return copies;
+}
+
+// The states moved: the new placement's actors start from them, the interrupted step is redone.
+void install(self_ptr self, const rejoin_action& a, const job_membership& m, std::vector<piece_state> states,
+             fabric_ptr fabric, recovery_record rec, std::chrono::steady_clock::time_point started, std::int64_t agreed,
+             double agreed_loss) {
+  auto& s = self->state;
+  retire_plan(self);
+  if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
+  s.fabric = std::move(fabric);
+  spawn_plan(self, &states);  // s.owner: the new placement (s.live is the new membership)
+  rec.recover_s = since(started);
+  s.summary.recoveries.push_back(rec);
+  if (s.options.on_recovery) s.options.on_recovery(rec);
+  (void)a;
+  (void)m;
+  execute(self,
+          s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss, clock_type::now()));
+}
+
+// The membership is known: agree on the steps done, export, move, install.
+void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
+             std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  const auto& plan = s.model->plan;
+  const std::vector<int> old_owner = s.owner;
+  s.membership_epoch = m.epoch;
+  s.live = m.live;
+  const std::vector<int> new_owner = owners_of(self, plan);
+  if (s.layouts_of != s.protocol->layout()) {
+    auto l = piece_layouts(*s.model);
+    if (!l) return fail(self, a.failure, l.error());
+    s.layouts = std::move(*l);
+    s.layouts_of = s.protocol->layout();
+  }
+  auto copies = sources(plan, s.layouts, old_owner, m.live);
+  if (!copies) return fail(self, a.failure, copies.error());
+  recovery_record rec;
+  rec.step = a.committed + 1;
+  rec.cause = m.why;
+  rec.lost = m.lost.empty() ? "?" : "process " + std::to_string(m.lost.back());
+  rec.plan_before = rec.plan_after = planner::describe(plan);
+  rec.source = "replica";
+  rec.detect_s = s.protocol->last_detect_seconds();
+  // every remaining process's committed step and the job's loss of it: one may have seen the
+  // loss of the step the others were still summing
+  const std::int64_t mine = s.protocol->committed();
+  const double my_loss = s.protocol->losses().empty() ? 0.0 : s.protocol->losses().back();
+  char line[96];
+  std::snprintf(line, sizeof line, "%lld %.17g", static_cast<long long>(mine), my_loss);
+  auto lines = std::make_shared<result<std::vector<std::string>>>(make_error(errc::closed, "not gathered"));
+  auto gather = s.options.job->gather_lines;
+  const std::string text = line;
+  on_proxy(
+      self, [=] { *lines = gather(text); },
+      [=]() mutable {
+        if (!*lines) return fail(self, a.failure, (*lines).error());
+        std::int64_t agreed = mine;
+        double agreed_loss = my_loss;
+        for (const auto& l : **lines) {
+          long long c = 0;
+          double loss = 0;
+          if (l.empty()) continue;  // a lost process
+          if (std::sscanf(l.c_str(), "%lld %lf", &c, &loss) != 2)
+            return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
+          if (c > agreed) agreed = c, agreed_loss = loss;
+        }
+        // every local piece: roll back what was not committed (or commit the step agreed), then export
+        auto& st = self->state;
+        auto old = std::make_shared<std::vector<piece_state>>(st.params.size());
+        auto left = std::make_shared<std::size_t>(0);
+        for (auto& p : st.params) *left += p ? 1 : 0;
+        auto exchange = [=]() mutable {
+          auto& st2 = self->state;
+          exchange_options o;
+          o.old_owner = old_owner;
+          o.new_owner = new_owner;
+          o.fabric_owner = new_owner;
+          o.process = st2.options.job->process;
+          o.processes = st2.options.job->processes;
+          o.slots = static_cast<std::size_t>(state_slots(st2.options.optimizer));
+          o.steps = agreed + 1;
+          o.tag = (rejoin_tag_space << 40) | m.epoch;
+          o.timeout = st2.options.timeout;
+          auto moved = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
+          auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+          auto connect = st2.options.job->connect;
+          auto layouts = st2.layouts;
+          auto cs = *copies;
+          on_proxy(
+              self,
+              [=] {
+                *fabric = connect(plan, new_owner);
+                if (*fabric) *moved = exchange_state(***fabric, o, cs, *old, layouts);
+              },
+              [=]() mutable {
+                if (!*fabric) return fail(self, a.failure, (*fabric).error());
+                if (!*moved) return fail(self, a.failure, (*moved).error());
+                rec.bytes_moved = bytes_across_processes(cs, o);
+                install(self, a, m, std::move((*moved)->states), **fabric, rec, started, agreed, agreed_loss);
+              });
+        };
+        if (*left == 0) return exchange();
+        for (std::size_t r = 0; r < st.params.size(); ++r) {
+          if (!st.params[r]) continue;
+          auto param = st.params[r];
+          self->request(param, st.options.timeout, rollback_atom::value, a.generation, agreed)
+              .then(
+                  [=](ok_atom) mutable {
+                    self->request(param, self->state.options.timeout, export_atom::value, agreed)
+                        .then(
+                            [=](piece_state& p) mutable {
+                              (*old)[r] = std::move(p);
+                              if (--*left == 0) exchange();
+                            },
+                            [=](caf::error& e) { fail(self, a.failure, from_caf(e)); });
+                  },
+                  [=](caf::error& e) { fail(self, a.failure, from_caf(e)); });
+        }
+      });
+}
+
+}  // namespace
+
+void rejoin(self_ptr self, const rejoin_action& a) {
+  auto& s = self->state;
+  const auto started = std::chrono::steady_clock::now();
+  // the failed generation's workers stop (their data plane is closed); the parameter actors
+  // keep the committed state
+  for (auto& w : s.workers)
+    if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
+  std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
+  auto m = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
+  auto await = s.options.job->await_membership;
+  const std::uint64_t epoch = s.membership_epoch;
+  on_proxy(
+      self, [=] { *m = await(epoch); },
+      [=] {
+        if (!*m) return fail(self, a.failure, (*m).error());
+        restore(self, a, **m, started);
+      });
+}
+
+}  // namespace cohort::actors::coordination
