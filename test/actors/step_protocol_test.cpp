@@ -253,3 +253,49 @@ TEST_CASE("a resumed run starts after its checkpoint's step and does not save th
   step_protocol finished(done);
   CHECK(only<finish_action>(finished.start(t0)).outcome.error().message.find("nothing left") != std::string::npos);
 }
+
+TEST_CASE("with rejoin a step commits once its job-wide loss is known, and a lost sum makes it the interrupted step") {
+  auto c = config(4, 2, {true, false}, /*multi_process=*/true);
+  c.rejoin = true;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  auto a = p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0);
+  CHECK(only<combine_loss_action>(a).step == 0);  // no next step before the sum
+  CHECK(p.committed() == -1);
+  a = p.on_loss(0, 1.25, t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<report_step_action>(a[0]).metrics.loss == 1.25);
+  CHECK(std::get<start_step_action>(a[1]).step == 1);
+  CHECK(p.committed() == 0);
+  // step 1's work is done here, but its sum fails: a process was lost
+  only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
+  auto r = only<rejoin_action>(p.on_loss(1, make_error(errc::closed, "membership changed"), t0));
+  CHECK(r.generation == 1);
+  CHECK(r.committed == 0);
+  CHECK(r.failure.find("membership changed") != std::string::npos);
+  // another process saw step 1's loss: it is committed after all, then step 2 starts
+  a = p.on_rejoined(2, {true, true}, /*committed=*/1, /*loss=*/0.75, t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<report_step_action>(a[0]).metrics.loss == 0.75);
+  const auto s = std::get<start_step_action>(a[1]);
+  CHECK(s.step == 2);
+  CHECK(s.generation == 1);
+  CHECK(p.losses() == std::vector<double>{1.25, 0.75});
+}
+
+TEST_CASE("with rejoin a failed step is redone after the rejoin and a disagreement ends the run") {
+  auto c = config(4, 1, {}, /*multi_process=*/true);
+  c.rejoin = true;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  auto a = p.on_outcome(0, 0, 0, failed(0, "recv: channel closed"), "lost node 1", t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::holds_alternative<close_fabric_action>(a[0]));
+  CHECK(std::get<rejoin_action>(a[1]).committed == -1);
+  CHECK(only<start_step_action>(p.on_rejoined(1, {}, -1, 0, t0)).step == 0);  // the same step again
+  step_protocol q(c);
+  q.start(t0);
+  q.on_outcome(0, 0, 0, failed(0, "x"), "", t0);
+  auto done = only<finish_action>(q.on_rejoined(1, {}, /*committed=*/5, 0, t0));
+  CHECK(done.outcome.error().message.find("disagree") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "planner/rank_layout.hpp"
 #include "planner/search.hpp"
 #include "toy_models.hpp"
 
@@ -253,4 +254,14 @@ TEST_CASE("near ties go to the plan with fewer synchronisations, clear differenc
     CHECK(prefer_simpler_near_ties(none) == 0);
     CHECK(none[0].step_s == 1.0);
   }
+}
+
+TEST_CASE("ranks of a lost process go to the processes that remain, fewest ranks first") {
+  using planner::rank_layout;
+  CHECK(rank_layout::placed(4, {true, true}) == rank_layout::blocks(4, 2));  // nobody lost: the blocks
+  CHECK(rank_layout::placed(2, {true, false}) == std::vector<int>{0, 0});
+  CHECK(rank_layout::placed(4, {true, true, false, true}) == std::vector<int>{0, 1, 0, 3});
+  CHECK(rank_layout::placed(6, {true, false, true}) == std::vector<int>{0, 0, 0, 2, 2, 2});
+  CHECK(rank_layout::placed(8, {false, true, true, false}) == std::vector<int>{1, 2, 1, 1, 2, 2, 1, 2});
+  CHECK(rank_layout::placed(2, {false, false}).empty());
 }
