@@ -183,8 +183,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it
     error e = r.error();
-    if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
-      e = make_error(errc::closed, lost->describe());
+    // (a job that kept going has had its verdict: the error names the loss it could not get over)
+    if (!p.dist.recover || !g.control->last_loss())
+      if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
+        e = make_error(errc::closed, lost->describe());
     if (coordinator) notes.failed(loop.last_committed, planner::describe(choice->plan), e.message);
     return e;
   }

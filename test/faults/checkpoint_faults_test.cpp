@@ -165,7 +165,7 @@ TEST_SUITE("failure") {
       CAPTURE(killed);
       const std::string dir = fresh_dir("restart-" + killed);
       auto r = run(MLP_BINARY, job2 + " --checkpoint.dir=" + dir +
-                                   " --launch.max-restarts=1 --fault.signal=KILL --fault.signal-step=12 "
+                                   " --launch.max-restarts=1 --fault.signal=KILL --fault.signal-step=25 "
                                    "--fault.signal-rank=" +
                                    killed);
       REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -187,9 +187,12 @@ TEST_SUITE("failure") {
       if (killed == "1") {  // the coordinator lived to note where it was
         CHECK(rec[0]["plan_before"] == "dp2 tp1 pp1 m1");
         CHECK(rec[0]["steps_redone"].get<int>() >= 0);
-        CHECK(rec[0]["steps_redone"].get<int>() <= 12 - 5);
+        CHECK(rec[0]["steps_redone"].get<int>() <= 25 - 5);
       }
+      // a checkpoint is written behind the steps: the newest complete one when the process died
+      // (step 20, or an earlier one when the machine is slow)
       CHECK(r.summary["resumed_from"]["step"].get<int>() % 5 == 0);
+      CHECK(r.summary["resumed_from"]["step"].get<int>() <= 20);
     }
   }
 

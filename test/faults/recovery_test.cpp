@@ -123,6 +123,9 @@ TEST_SUITE("failure") {
     const auto& rec = restarted.summary["recoveries"];
     REQUIRE(rec.size() == 1);
     CHECK(rec[0]["source"] == "restart");
-    CHECK(restarted.summary["resumed_from"]["step"] == 10);
+    // the newest checkpoint complete on both processes: step 10, or 5 when process 1 died before
+    // its step-10 file was written (its write runs behind the steps)
+    const int from = restarted.summary["resumed_from"]["step"].get<int>();
+    CHECK((from == 10 || from == 5));
   }
 }
