@@ -76,6 +76,10 @@ void control_plane::monitor() {
         auto& pe = peers_[static_cast<std::size_t>(p)];
         if (!pe || !pe->open || pe->said_bye) continue;
         if (now - pe->last_heard > o_.heartbeat_timeout) {
+          // something waiting to be read is not silence (this process may itself have been
+          // stopped, e.g. a node that wakes to find it was fenced out): read it first
+          pollfd waiting{pe->socket.fd(), POLLIN, 0};
+          if (::poll(&waiting, 1, 0) > 0 && waiting.revents != 0) continue;
           pe->open = false;
           declare_lost(p, "no heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
                               " ms (the process is stopped, hung or unreachable)");
