@@ -7,8 +7,11 @@
 #           left, the launcher restarts, as torchrun does)
 #   torch   ../shared/bench/elastic_torch.py: the same model, DDP over gloo under torchrun
 #           (--max_restarts=3), rank 1 SIGKILLed at step 120, a checkpoint every C steps
-# Per round: cohort without checkpoints, with them, with them and the kill; then torch's
-# fault-free and faulted job. Reports the time lost to the failure (faulted wall time minus
+#   cohort --fault.recover  the same job, no checkpoints: process 0 takes over process 1's rank
+#           (restored from its data-parallel replica) and redoes only the interrupted step; nobody
+#           restarts (a step then commits once its job-wide loss is known: measured fault-free too)
+# Per round: cohort without checkpoints, with them, with them and the kill; cohort recovering
+# in the job, fault-free and with the kill; then torch's fault-free and faulted job. Reports the time lost to the failure (faulted wall time minus
 # the fault-free one) for both and their ratio, steps redone, whether the final loss equals the
 # fault-free run's, and cohort's checkpoint cost (with against without, per checkpoint and at
 # one checkpoint a minute).
@@ -39,6 +42,9 @@ for ((r = 1; r <= rounds; r++)); do
   rm -rf "$work/ck"
   timed cohort fault "$root/build/apps/mlp" "${job[@]}" --checkpoint.dir="$work/ck" --checkpoint.every="$every" \
     --launch.max-restarts=3 --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=119
+  timed cohort recover-none "$root/build/apps/mlp" "${job[@]}" --fault.recover=true
+  timed cohort recover-fault "$root/build/apps/mlp" "${job[@]}" --fault.recover=true \
+    --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=119
   line=$($py "$peers/elastic_torch.py" --rounds 1 --ckpt-every "$every" --kill-step 120 --steps 300 2>/dev/null | tail -n 1)
   echo "{\"side\":\"torch\",\"kind\":\"both\",\"every\":$every,\"round\":$r,\"result\":${line:-{\}}}" | tee -a "$out"
 done
@@ -49,6 +55,7 @@ med = lambda v: statistics.median(v) if v else float("nan")
 def pick(side, kind): return [r for r in rows if r["side"] == side and r["kind"] == kind]
 rounds = sorted({r["round"] for r in rows})
 lost_c, lost_t, over, per_ck, redone, equal = [], [], [], [], [], []
+lost_r, rec_s, equal_r, over_r = [], [], [], []
 for n in rounds:
     c = {r["kind"]: r for r in rows if r["side"] == "cohort" and r["round"] == n}
     if {"none", "faultfree", "fault"} <= set(c):
@@ -60,6 +67,12 @@ for n in rounds:
         rec = c["fault"]["result"].get("recoveries", [])
         if rec: redone.append(rec[0].get("steps_redone"))
         equal.append(c["fault"]["result"].get("final_loss") == c["faultfree"]["result"].get("final_loss"))
+    if {"recover-none", "recover-fault", "none"} <= set(c):
+        lost_r.append(c["recover-fault"]["wall_s"] - c["recover-none"]["wall_s"])
+        over_r.append(c["recover-none"]["wall_s"] / c["none"]["wall_s"] - 1)
+        rec = c["recover-fault"]["result"].get("recoveries", [])
+        if rec: rec_s.append(rec[0].get("recover_s"))
+        equal_r.append(c["recover-fault"]["result"].get("final_loss") == c["none"]["result"].get("final_loss"))
     t = [r for r in rows if r["side"] == "torch" and r["round"] == n]
     if t and t[0]["result"].get("results"):
         lw = t[0]["result"]["results"][0].get("lost_wall_s")
@@ -69,6 +82,10 @@ print(f"checkpoint every {rows[0]['every']} steps, {len(rounds)} rounds (medians
 print(f"time lost to one SIGKILL: cohort {med(lost_c):.3f} s, torchrun {med(lost_t):.3f} s, "
       f"torchrun / cohort {med(lost_t) / med(lost_c):.1f}x")
 print(f"cohort steps redone {redone}, final loss equal to the fault-free run's: {equal}")
+if lost_r:
+    print(f"recovery inside the job (--fault.recover): {med(lost_r):.3f} s lost, torchrun / cohort "
+          f"{med(lost_t) / med(lost_r):.1f}x; detection to the redone step {rec_s}; final loss equal: {equal_r}; "
+          f"fault-free cost of committing after the loss sum {100 * med(over_r):+.1f} %")
 print(f"cohort checkpoint cost: {100 * med(over):.2f} % of the run, {1e3 * med(per_ck):.1f} ms per checkpoint, "
       f"{100 * med(per_ck) / 60:.3f} % at one a minute")
 print(f"\nruns: {sys.argv[1]}")
