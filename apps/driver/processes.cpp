@@ -60,9 +60,10 @@ void process_options::add_to(option_set& opts) {
            "data-parallel replica, and redo only the interrupted step (not the coordinator's loss)")
       .add("launch.max-restarts", max_restarts,
            "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
-      .add("fault.signal", signal, "test hook: KILL or STOP: process --fault.signal-rank raises it ...")
-      .add("fault.signal-rank", signal_rank, "... this process ...")
-      .add("fault.signal-step", signal_step, "... after this step (1-based), in the job's first attempt");
+      .add("fault.signal", signal, "test hook: KILL or STOP: each process of --fault.signal-rank raises it ...")
+      .add("fault.signal-rank", signal_rank, "... these processes (e.g. 2,3) ...")
+      .add("fault.signal-step", signal_step,
+           "... after these steps (1-based, one per process), in the job's first attempt");
 }
 
 status process_options::finish(const option_set& opts) {
@@ -118,6 +119,8 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
+  if (signal_rank.size() != signal_step.size())
+    return make_error(errc::invalid_argument, "--fault.signal-rank and --fault.signal-step need one step per process");
   return {};
 }
 

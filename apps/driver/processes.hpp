@@ -53,9 +53,9 @@ struct process_options {
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
-  // Test hook: process `signal_rank` raises `signal` (KILL or STOP) after step `signal_step`.
+  // Test hook: process signal_rank[i] raises `signal` (KILL or STOP) after step signal_step[i].
   std::string signal;
-  std::int64_t signal_rank = -1, signal_step = -1;
+  std::vector<std::int64_t> signal_rank, signal_step;
 
   void add_to(option_set& opts);
   /// After parsing: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT where the command line

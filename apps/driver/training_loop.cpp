@@ -84,6 +84,11 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                    {"plan_after", c.plan_after},
                                    {"source", c.source},
                                    {"bytes_moved", c.bytes_moved}});
+    if (!loop.quiet) {  // an event line in the metrics file too, beside the steps
+      json event = loop.out.recoveries.back();
+      event["event"] = "recovery";
+      loop.metrics.write(event);
+    }
     if (!loop.quiet)
       std::fprintf(stderr,
                    "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s on the processes that "

@@ -152,12 +152,13 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
     o.on_step_start = [&](std::int64_t step) {
       const auto& d = p.dist;
-      if (!d.signal.empty() && d.signal_rank == g.process() && d.signal_step == step && launch_attempt() == 0) {
-        std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
-                     static_cast<long long>(step));
-        std::fflush(stderr);
-        ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
-      }
+      for (std::size_t i = 0; i < d.signal_rank.size() && !d.signal.empty() && launch_attempt() == 0; ++i)
+        if (d.signal_rank[i] == g.process() && d.signal_step[i] == step) {
+          std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
+                       static_cast<long long>(step));
+          std::fflush(stderr);
+          ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
+        }
       g.control->set_step(step + 1);  // 1-based
     };
   };

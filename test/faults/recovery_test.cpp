@@ -23,7 +23,19 @@ std::string temp_path(const std::string& name) {
 std::vector<double> losses(const std::string& metrics_path) {
   std::vector<double> out;
   std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (!j.contains("event")) out.push_back(j["loss"].get<double>());  // a recovery's event line: no step
+  }
+  return out;
+}
+
+// The metrics file's event lines.
+std::vector<nlohmann::json> events(const std::string& metrics_path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(metrics_path);
+  for (std::string line; std::getline(in, line);)
+    if (auto j = nlohmann::json::parse(line); j.contains("event")) out.push_back(j);
   return out;
 }
 
@@ -74,7 +86,31 @@ TEST_SUITE("failure") {
       CHECK(rec[0]["cause"].get<std::string>().find("connection closed without a goodbye") != std::string::npos);
       CHECK(rec[0]["recover_s"].get<double>() > 0);
       CHECK(r.summary["restarts"] == 1);  // the interrupted step, redone once
+      const auto ev = events(metrics);
+      REQUIRE(ev.size() == 1);
+      CHECK(ev[0]["event"] == "recovery");
+      CHECK(ev[0]["lost"] == "process " + k);
     }
+  }
+
+  TEST_CASE("two nodes lost one after the other: the two that remain finish with the same losses") {
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("two-clean.jsonl"), metrics = temp_path("two.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --fault.signal=KILL --fault.signal-rank=2,3 --fault.signal-step=10,20 "
+                                 "--metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(losses(metrics) == losses(clean_metrics));
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 2);
+    CHECK(rec[0]["lost"] == "process 2");
+    CHECK(rec[0]["step"] == 10);
+    CHECK(rec[1]["lost"] == "process 3");
+    CHECK(rec[1]["step"] == 20);
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
   TEST_CASE("a stopped node is fenced out at the heartbeat timeout and the job goes on") {
