@@ -149,8 +149,9 @@ void start_step(self_ptr self, const start_step_action& a) {
 void combine_loss(self_ptr self, const combine_loss_action& a) {
   auto total = std::make_shared<result<double>>(make_error(errc::closed, "not combined"));
   auto sum = self->state.options.job->sum_loss;
+  const std::uint64_t epoch = self->state.membership_epoch;
   on_proxy(
-      self, [=] { *total = sum(a.step, a.local_loss); },
+      self, [=] { *total = sum(a.step, a.local_loss, epoch); },
       [=] { execute(self, self->state.protocol->on_loss(a.step, *total, clock_type::now())); });
 }
 

@@ -95,7 +95,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   auto gather = s.options.job->gather_lines;
   const std::string text = line;
   on_proxy(
-      self, [=] { *lines = gather(text); },
+      self, [=] { *lines = gather(text, m.epoch); },
       [=]() mutable {
         if (!*lines) return fail(self, a.failure, (*lines).error());
         std::int64_t agreed = mine;

@@ -125,7 +125,9 @@ void transition(self_ptr self, const transition_action& a) {
     return;
   }
   // across processes the first process decides and shares the plan; every process prepares it
-  auto share = s.options.job->share_plan;
+  auto share_in = s.options.job->share_plan;
+  const std::uint64_t epoch = s.membership_epoch;
+  auto share = [share_in, epoch](const std::string& text) { return share_in(text, epoch); };
   auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
   // process 0's message: {"plan": ..., "replan_s": ...} or {"error": {"code": ..., "message": ...}}
   auto received = [=] {

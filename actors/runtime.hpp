@@ -108,22 +108,23 @@ struct run_summary {
 struct process_hooks {
   int process = 0, processes = 1;
   fabric_ptr fabric;  // the first plan's data plane
-  /// This process's share of a step's loss -> the job's loss (called in step order).
-  std::function<result<double>(std::int64_t step, double local_loss)> sum_loss;
+  /// This process's share of a step's loss -> the job's loss (called in step order), among the
+  /// processes of membership `epoch` (a later membership fails it at once).
+  std::function<result<double>(std::int64_t step, double local_loss, std::uint64_t epoch)> sum_loss;
   /// This process's parameter pieces by rank (empty where not local; `owner`: each rank's
   /// process) -> every rank's piece on the process that assembles the model; an empty vector
   /// elsewhere.
   std::function<result<std::vector<tensor>>(std::vector<tensor> pieces, const std::vector<int>& owner)> gather_pieces;
-  /// Process 0's text to every process (the others pass "").
-  std::function<result<std::string>(const std::string& text)> share_plan;
+  /// Process 0's text to every process (the others pass ""), in membership `epoch`.
+  std::function<result<std::string>(const std::string& text, std::uint64_t epoch)> share_plan;
   /// A new data plane for the ranks of `plan` placed on processes as `owner` says (every
   /// process that remains, at the same point).
   std::function<result<fabric_ptr>(const planner::parallel_plan& plan, const std::vector<int>& owner)> connect;
   /// Set when the job keeps going after losing a process: waits until the job's membership
   /// has moved past `epoch` and returns it (which processes remain, which were lost and why).
   std::function<result<job_membership>(std::uint64_t epoch)> await_membership;
-  /// After a loss: every remaining process's line, by process ("" for the lost).
-  std::function<result<std::vector<std::string>>(const std::string& line)> gather_lines;
+  /// After a loss: every remaining process's line, by process ("" for the lost), in `epoch`.
+  std::function<result<std::vector<std::string>>(const std::string& line, std::uint64_t epoch)> gather_lines;
   /// Told the fabric now in use (after a transition), e.g. to close it when a node is lost.
   std::function<void(const fabric_ptr&)> adopt_fabric;
 };

@@ -15,8 +15,11 @@ namespace cohort::transport {
 using control::kind;
 using control::tag_of;
 
-result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::string& t) {
-  key = epoch_key(key);
+result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::string& t,
+                                                  std::optional<std::uint64_t> epoch) {
+  auto e = call_epoch(epoch);
+  if (!e) return e.error();
+  key = epoch_key(key, *e);
   if (process_ == 0) {
     if (t.size() > control::small_payload - 8) return make_error(errc::invalid_argument, "control: text over 1 MiB");
     const auto live = members().live;
@@ -25,16 +28,19 @@ result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::
         if (auto st = send(p, tag_of(kind::text, key), control::pack_text(t)); !st) return st.error();
     return t;
   }
-  auto m = take(0, tag_of(kind::text, key), o_.join_timeout);
+  auto m = take(0, tag_of(kind::text, key), o_.join_timeout, *e);
   if (!m) return m.error();
   return control::text_of(m->body);
 }
 
-result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t key, const std::string& line) {
+result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t key, const std::string& line,
+                                                                std::optional<std::uint64_t> epoch) {
   if (line.find('\n') != std::string::npos || line.size() > (64u << 10))
     return make_error(errc::invalid_argument, "control: all_gather_text takes one line of at most 64 KiB");
   std::string joined;
-  const std::uint64_t part_key = epoch_key(key);
+  auto e = call_epoch(epoch);
+  if (!e) return e.error();
+  const std::uint64_t part_key = epoch_key(key, *e);
   if (process_ != 0) {
     if (auto st = send(0, tag_of(kind::text, part_key), control::pack_text(line)); !st) return st.error();
   } else {
@@ -45,7 +51,7 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
         joined += "\n";
         continue;
       }
-      auto m = take(p, tag_of(kind::text, part_key), o_.join_timeout);
+      auto m = take(p, tag_of(kind::text, part_key), o_.join_timeout, *e);
       if (!m) return m.error();
       auto t = control::text_of(m->body);
       if (!t) return t.error();
@@ -54,7 +60,7 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
       joined += *t + "\n";
     }
   }
-  auto all = broadcast_text(key + 1, joined);
+  auto all = broadcast_text(key + 1, joined, *e);
   if (!all) return all.error();
   std::vector<std::string> lines;
   std::size_t start = 0;
@@ -66,11 +72,14 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
   return lines;
 }
 
-result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vector<double>& values) {
-  key = epoch_key(key);
+result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vector<double>& values,
+                                               std::optional<std::uint64_t> epoch) {
+  auto e = call_epoch(epoch);
+  if (!e) return e.error();
+  key = epoch_key(key, *e);
   if (process_ != 0) {
     if (auto st = send(0, tag_of(kind::sum_part, key), control::pack_doubles(values)); !st) return st.error();
-    auto m = take(0, tag_of(kind::sum_total, key), o_.join_timeout);
+    auto m = take(0, tag_of(kind::sum_total, key), o_.join_timeout, *e);
     if (!m) return m.error();
     auto total = control::doubles_of(m->body);
     if (total.size() != values.size()) return make_error(errc::io_error, "control: a sum of the wrong length");
@@ -80,7 +89,7 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
   const auto live = members().live;
   for (int p = 1; p < o_.world; ++p) {
     if (!live[static_cast<std::size_t>(p)]) continue;
-    auto m = take(p, tag_of(kind::sum_part, key), o_.join_timeout);
+    auto m = take(p, tag_of(kind::sum_part, key), o_.join_timeout, *e);
     if (!m) return m.error();
     auto part = control::doubles_of(m->body);
     if (part.size() != values.size())
@@ -97,7 +106,9 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
 
 result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::vector<std::pair<int, tensor>>& mine,
                                                   const std::vector<int>& owner) {
-  key = epoch_key(key);
+  auto e = call_epoch(std::nullopt);
+  if (!e) return e.error();
+  key = epoch_key(key, *e);
   if (process_ != 0) {
     for (const auto& [index, t] : mine) {
       auto& pe = peers_[0];
@@ -120,7 +131,7 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
   }
   for (std::size_t i = 0; i < owner.size(); ++i) {
     if (owner[i] == 0) continue;
-    auto m = take(owner[i], tag_of(kind::piece, key), o_.join_timeout);
+    auto m = take(owner[i], tag_of(kind::piece, key), o_.join_timeout, *e);
     if (!m) return m.error();
     const std::size_t index = m->source;
     if (index >= owner.size() || owner[index] != owner[i] || have[index])

@@ -16,9 +16,17 @@ control_plane::control_plane(const control_options& o, int process) : o_(o), pro
   live_.assign(static_cast<std::size_t>(o.world), true);
 }
 
-std::uint64_t control_plane::epoch_key(std::uint64_t key) const {
+std::uint64_t control_plane::epoch_key(std::uint64_t key, std::uint64_t epoch) {
+  return (key & ((std::uint64_t{1} << 48) - 1)) | (epoch << 48);
+}
+
+result<std::uint64_t> control_plane::call_epoch(std::optional<std::uint64_t> wanted) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return (key & ((std::uint64_t{1} << 48) - 1)) | (epoch_ << 48);
+  if (wanted && *wanted != epoch_)
+    return make_error(errc::closed, "control: the job's membership changed (process " +
+                                        std::to_string(lost_processes_.empty() ? -1 : lost_processes_.back()) +
+                                        " lost) before this collective");
+  return epoch_;
 }
 
 bool control_plane::is_live(int p) const { return p >= 0 && p < o_.world && live_[static_cast<std::size_t>(p)]; }
@@ -50,14 +58,14 @@ status control_plane::send(int p, std::uint64_t tag, const tensor& body) {
                                 std::max(o_.heartbeat_timeout, milliseconds(1000)));
 }
 
-result<control_plane::message> control_plane::take(int p, std::uint64_t tag, milliseconds timeout) {
+result<control_plane::message> control_plane::take(int p, std::uint64_t tag, milliseconds timeout,
+                                                   std::uint64_t epoch) {
   std::unique_lock<std::mutex> lock(mutex_);
   const auto key = std::make_pair(p, tag);
   auto ready = [&] {
     auto it = inbox_.find(key);
     return it != inbox_.end() && !it->second.empty();
   };
-  const std::uint64_t epoch = epoch_;
   changed_.wait_for(lock, timeout, [&] { return ready() || lost_.has_value() || epoch_ != epoch || !is_live(p); });
   if (!ready()) {
     if (lost_)

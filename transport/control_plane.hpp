@@ -123,11 +123,16 @@ class control_plane {
 
   /// Collectives: every process calls them in the same order with the same key.
   /// The coordinator's text, on every process (at most 1 MiB).
-  result<std::string> broadcast_text(std::uint64_t key, const std::string& text);
+  /// `epoch` (keep_going): the membership the caller acts in; a collective of another one fails
+  /// at once with errc::closed (a process that has not yet seen a change must not wait on it).
+  result<std::string> broadcast_text(std::uint64_t key, const std::string& text,
+                                     std::optional<std::uint64_t> epoch = std::nullopt);
   /// Every process's line of text (no newlines, at most 64 KiB), by process, on every process.
-  result<std::vector<std::string>> all_gather_text(std::uint64_t key, const std::string& line);
+  result<std::vector<std::string>> all_gather_text(std::uint64_t key, const std::string& line,
+                                                   std::optional<std::uint64_t> epoch = std::nullopt);
   /// The element-wise sum over processes, on every process (exact in double).
-  result<std::vector<double>> sum(std::uint64_t key, const std::vector<double>& values);
+  result<std::vector<double>> sum(std::uint64_t key, const std::vector<double>& values,
+                                  std::optional<std::uint64_t> epoch = std::nullopt);
   /// Tensors by index: each process gives the ones it holds; the coordinator gets all
   /// `total` (owner[i] = the process that must send index i), the others an empty vector.
   result<std::vector<tensor>> gather(std::uint64_t key, const std::vector<std::pair<int, tensor>>& mine,
@@ -162,10 +167,13 @@ class control_plane {
   void handle_frame(int p, std::uint64_t tag, message m);
   void declare_lost(int p, const std::string& reason);
   /// Keys carry the membership epoch (bits 48-55).
-  std::uint64_t epoch_key(std::uint64_t key) const;
+  static std::uint64_t epoch_key(std::uint64_t key, std::uint64_t epoch);
+  /// The epoch a collective runs in: `wanted`, or the current one. Errors: `wanted` is past.
+  result<std::uint64_t> call_epoch(std::optional<std::uint64_t> wanted) const;
   bool is_live(int p) const;  // mutex_ held
   status send(int p, std::uint64_t tag, const tensor& body);
-  result<message> take(int p, std::uint64_t tag, milliseconds timeout);
+  /// The next message of `tag` from `p`; fails at once when the membership leaves `epoch`.
+  result<message> take(int p, std::uint64_t tag, milliseconds timeout, std::uint64_t epoch);
   void start_monitor();
 
   control_options o_;

@@ -102,8 +102,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     h.process = g.process();
     h.processes = world;
     h.fabric = data_plane;
-    h.sum_loss = [&g](std::int64_t step, double local) -> result<double> {
-      auto total = g.control->sum(step_loss_key(step), {local});
+    h.sum_loss = [&g](std::int64_t step, double local, std::uint64_t epoch) -> result<double> {
+      auto total = g.control->sum(step_loss_key(step), {local}, epoch);
       if (!total) return total.error();
       return (*total)[0];
     };
@@ -113,8 +113,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         if (owner[r] == g.process()) mine.emplace_back(static_cast<int>(r), pieces[r]);
       return g.control->gather(key(control_key::parameters), mine, owner);
     };
-    h.share_plan = [&g](const std::string& text) {
-      return g.control->broadcast_text(key(control_key::plan_change), text);
+    h.share_plan = [&g](const std::string& text, std::uint64_t epoch) {
+      return g.control->broadcast_text(key(control_key::plan_change), text, epoch);
     };
     h.connect = [&g](const planner::parallel_plan& plan, const std::vector<int>& owner) {
       return g.connect(plan, owner);
@@ -136,8 +136,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         if (auto n = g.control->last_loss()) out.why = n->describe();
         return out;
       };
-      h.gather_lines = [&g](const std::string& line) {
-        return g.control->all_gather_text(key(control_key::rejoin), line);
+      h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
+        return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
     }
     h.adopt_fabric = [current](const fabric_ptr& f) {
