@@ -94,6 +94,16 @@ result<written> save(const store_settings& s, const contents& c, int process) {
   const auto started = std::chrono::steady_clock::now();
   const std::string final_dir = s.dir + "/" + step_dir_name(c.step);
   const std::string tmp = s.dir + "/.tmp-" + step_dir_name(c.step);
+  // the writers: the processes that own a primary piece (with replicated data parallelism only
+  // the first; after a lost process, among the ones that remain)
+  std::vector<bool> writes(static_cast<std::size_t>(c.processes), false);
+  for (const auto& l : c.layouts)
+    if (l.primary) writes[static_cast<std::size_t>(c.owner[static_cast<std::size_t>(l.rank)])] = true;
+  if (process != 0 && !writes[static_cast<std::size_t>(process)]) {
+    written nothing;
+    nothing.step = c.step;
+    return nothing;  // no piece of its own to store
+  }
   std::error_code ec;
   fs::create_directories(tmp, ec);
   if (ec) return io(tmp, "cannot create: " + ec.message());
@@ -113,10 +123,11 @@ result<written> save(const store_settings& s, const contents& c, int process) {
     w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return w;
   }
-  // the first process: every other file, then the manifest, then the rename
+  // the first process: every other writer's file, then the manifest, then the rename
   std::vector<file_digest> files{{process_file_name(0), w.bytes, *digest}};
   const auto deadline = started + s.timeout;
   for (int p = 1; p < c.processes; ++p) {
+    if (!writes[static_cast<std::size_t>(p)]) continue;
     for (;;) {
       auto m = read_marker(tmp, p);
       if (!m) return fail(m.error());

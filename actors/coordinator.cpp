@@ -248,7 +248,7 @@ void finish(self_ptr self, const finish_action& a) {
   if (s.data) self->send_exit(s.data, caf::exit_reason::user_shutdown);
   if (s.planner) self->send_exit(s.planner, caf::exit_reason::user_shutdown);
   if (s.proxy) self->send_exit(s.proxy, caf::exit_reason::user_shutdown);
-  s.run_over->store(true);  // a write still waiting for another process gives up
+  s.writes_cancelled->store(true);  // a write still waiting for another process gives up
   if (s.writer) self->send_exit(s.writer, caf::exit_reason::user_shutdown);
   if (a.outcome)
     s.done.deliver(s.summary);

@@ -47,8 +47,10 @@ struct coordinator_state {
   std::vector<piece_state> initial;    // the first plan's pieces (a resumed run), until spawned
   control_proxy_hdl writer;            // writes checkpoints on its own thread
   int writes_in_flight = 0;
-  std::shared_ptr<std::atomic<bool>> run_over = std::make_shared<std::atomic<bool>>(false);  // for the writer
-  bool collection_waits = false;                                                             // for the writes in flight
+  /// Set when the run ends or the job's membership changes: a write waiting for another
+  /// process's file gives up (a new flag for the writes after a change).
+  std::shared_ptr<std::atomic<bool>> writes_cancelled = std::make_shared<std::atomic<bool>>(false);
+  bool collection_waits = false;      // for the writes in flight
   std::vector<piece_layout> layouts;  // the current plan's pieces (for checkpoints)
   int layouts_of = -1;                // the plan (protocol layout) they are of
   run_summary summary;

@@ -40,7 +40,7 @@ void write(self_ptr self, std::shared_ptr<checkpoint::contents> c, std::chrono::
   settings.dir = s.options.checkpoint->dir;
   settings.keep = s.options.checkpoint->keep;
   settings.timeout = s.options.timeout;
-  settings.cancelled = s.run_over;
+  settings.cancelled = s.writes_cancelled;
   const int process = s.options.job ? s.options.job->process : 0;
   auto out = std::make_shared<result<checkpoint::written>>(make_error(errc::closed, "not written"));
   ++s.writes_in_flight;

@@ -2,9 +2,12 @@
 // generation's workers stop, the control plane names the processes that remain, they agree on
 // the steps done, each lost rank's state comes from the copy a data-parallel peer holds (the
 // parameter actors keep the committed state), a data plane among the remaining processes
-// carries it to the lost ranks' new homes, and the interrupted step is redone. Nobody restarts.
+// carries it to the lost ranks' new homes, and the interrupted step is redone. Where no replica
+// holds a lost rank's state, the newest checkpoint every remaining process has is loaded into
+// the new placement and the steps since it are trained again. Nobody restarts.
 #include <cstdio>
 
+#include "actors/checkpoint_store.hpp"
 #include "actors/coordinator_parts.hpp"
 #include "actors/transition.hpp"
 #include "planner/rank_layout.hpp"
@@ -37,7 +40,7 @@ result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, cons
                                           " held the only copy of rank " + std::to_string(r) + "'s state (stage " +
                                           std::to_string(at.stage) + ", tp rank " + std::to_string(at.tp_rank) +
                                           (plan.shard_params ? ", sharded" : ", no data-parallel replica left") +
-                                          "); restart from a checkpoint (--checkpoint.dir with --launch.max-restarts)");
+                                          "); with --checkpoint.dir the job falls back on its newest checkpoint");
     copies.push_back({from, r, 0, 0, layouts[static_cast<std::size_t>(r)].size});
   }
   return copies;
@@ -46,7 +49,7 @@ result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, cons
 // The states moved: the new placement's actors start from them, the interrupted step is redone.
 void install(self_ptr self, const rejoin_action& a, const job_membership& m, std::vector<piece_state> states,
              fabric_ptr fabric, recovery_record rec, std::chrono::steady_clock::time_point started, std::int64_t agreed,
-             double agreed_loss) {
+             double agreed_loss, bool from_checkpoint = false) {
   auto& s = self->state;
   retire_plan(self);
   if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
@@ -57,8 +60,71 @@ void install(self_ptr self, const rejoin_action& a, const job_membership& m, std
   if (s.options.on_recovery) s.options.on_recovery(rec);
   (void)a;
   (void)m;
-  execute(self,
-          s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss, clock_type::now()));
+  execute(self, s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss,
+                                        clock_type::now(), from_checkpoint));
+}
+
+// No replica of a lost rank: the newest checkpoint every remaining process sees (the oldest of
+// their newest), loaded into the new placement; the steps after it are trained again.
+void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_membership& m, std::vector<int> new_owner,
+                             recovery_record rec, std::chrono::steady_clock::time_point started, const error& no_copy) {
+  auto& s = self->state;
+  if (!s.options.checkpoint || s.options.checkpoint->dir.empty()) return fail(self, a.failure, no_copy);
+  const std::string dir = s.options.checkpoint->dir;
+  auto lines = std::make_shared<result<std::vector<std::string>>>(make_error(errc::closed, "not gathered"));
+  auto gather = s.options.job->gather_lines;
+  on_proxy(
+      self,
+      [=] {
+        auto newest = checkpoint::find_newest(dir);
+        *lines = gather(newest.ck ? std::to_string(newest.ck->step) : "-1", m.epoch);
+      },
+      [=]() mutable {
+        if (!*lines) return fail(self, a.failure, (*lines).error());
+        std::int64_t agreed = -1;
+        for (const auto& l : **lines) {
+          if (l.empty()) continue;  // a lost process
+          char* end = nullptr;
+          const long long step = std::strtoll(l.c_str(), &end, 10);
+          if (end == l.c_str() || *end != 0 || step < 0)
+            return fail(self, a.failure,
+                        make_error(no_copy.code, no_copy.message + ", and no checkpoint in " + dir +
+                                                     " that every remaining process sees"));
+          agreed = agreed < 0 ? step : std::min<std::int64_t>(agreed, step);
+        }
+        auto& st = self->state;
+        const auto& plan = st.model->plan;
+        const int me = st.options.job->process;
+        std::vector<bool> local;
+        for (int o : new_owner) local.push_back(o == me);
+        auto states = std::make_shared<result<std::vector<piece_state>>>(make_error(errc::closed, "not loaded"));
+        auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+        auto connect = st.options.job->connect;
+        auto layouts = st.layouts;
+        const auto optimizer = st.options.optimizer;
+        const std::string path = dir + "/" + checkpoint::step_dir_name(agreed);
+        on_proxy(
+            self,
+            [=] {
+              auto ck = checkpoint::open(path);
+              if (!ck) {
+                *states = ck.error();
+              } else if (auto c = checkpoint::check_compatible(*ck, layouts, optimizer); !c) {
+                *states = c.error();
+              } else {
+                *states =
+                    checkpoint::load_pieces(*ck, layouts, local, static_cast<std::size_t>(state_slots(optimizer)));
+              }
+              if (*states) *fabric = connect(plan, new_owner);
+            },
+            [=]() mutable {
+              if (!*states) return fail(self, a.failure, (*states).error());
+              if (!*fabric) return fail(self, a.failure, (*fabric).error());
+              rec.source = "checkpoint";
+              rec.steps_redone = a.committed + 1 - agreed;
+              install(self, a, m, std::move(**states), **fabric, rec, started, agreed - 1, 0, true);
+            });
+      });
 }
 
 // The membership is known: agree on the steps done, export, move, install.
@@ -77,7 +143,6 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
     s.layouts_of = s.protocol->layout();
   }
   auto copies = sources(plan, s.layouts, old_owner, m.live);
-  if (!copies) return fail(self, a.failure, copies.error());
   recovery_record rec;
   rec.step = a.committed + 1;
   rec.cause = m.why;
@@ -85,6 +150,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
   rec.detect_s = s.protocol->last_detect_seconds();
+  if (!copies) return restore_from_checkpoint(self, a, m, new_owner, rec, started, copies.error());
   // every remaining process's committed step and the job's loss of it: one may have seen the
   // loss of the step the others were still summing
   const std::int64_t mine = s.protocol->committed();
@@ -173,6 +239,9 @@ void rejoin(self_ptr self, const rejoin_action& a) {
   for (auto& w : s.workers)
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
+  // a checkpoint still waiting for a lost process's file never gets it
+  s.writes_cancelled->store(true);
+  s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);
   auto m = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
   auto await = s.options.job->await_membership;
   const std::uint64_t epoch = s.membership_epoch;

@@ -15,7 +15,10 @@ status data_state::prepare(std::int64_t step) {
     t = t.contiguous();
   }
   cached[step] = std::move(*batch);
-  while (cached.size() > 2) cached.erase(cached.begin());
+  // keep this step and the one prefetched after it (a job rolled back to a checkpoint asks for
+  // an earlier step again: the later ones go, never the one just made)
+  for (auto it = cached.begin(); cached.size() > 2 && it != cached.end();)
+    it = it->first != step && it->first != step + 1 ? cached.erase(it) : std::next(it);
   return {};
 }
 

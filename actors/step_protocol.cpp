@@ -230,8 +230,20 @@ actions step_protocol::on_recovered(clock_type::time_point now) {
 }
 
 actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
-                                   clock_type::time_point now) {
+                                   clock_type::time_point now, bool from_checkpoint) {
   if (phase_ != phase::rejoining) return {};
+  if (from_checkpoint && committed <= committed_ && committed + 1 >= cfg_.first_step) {
+    ranks_ = ranks;
+    local_ = std::move(local);
+    dead_.assign(static_cast<std::size_t>(ranks_), false);
+    for (auto& f : failures_)
+      if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
+    committed_ = committed;
+    step_ = committed + 1;
+    snapshot_at_ = step_;  // the state it starts from is that checkpoint
+    losses_.resize(static_cast<std::size_t>(step_ - cfg_.first_step));
+    return after_commit(now);
+  }
   ranks_ = ranks;
   local_ = std::move(local);
   dead_.assign(static_cast<std::size_t>(ranks_), false);

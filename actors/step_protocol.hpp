@@ -143,9 +143,10 @@ class step_protocol {
   /// Across processes: the job's processes that remain took over the lost ranks (`ranks`
   /// ranks, `local` of them here) and agreed that `committed` steps are done — one more than
   /// here when another process saw the job's loss of the step this one was summing (`loss`);
-  /// the interrupted step is redone.
+  /// the interrupted step is redone. `from_checkpoint`: the state came from a checkpoint of
+  /// `committed` + 1 steps, and the steps after it are trained again (their losses replaced).
   actions on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
-                      clock_type::time_point now);
+                      clock_type::time_point now, bool from_checkpoint = false);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// The snapshot of a checkpoint is taken (its write goes on in the background).

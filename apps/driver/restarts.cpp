@@ -1,6 +1,7 @@
 // The notes between a restarted job's attempts and its launcher.
 #include "apps/driver/restarts.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -71,7 +72,8 @@ json restart_recoveries(std::int64_t resumed_step, double first_step_unix_s, con
   if (list.is_discarded() || !list.is_array() || list.empty() || !list.back().is_object()) return json::array();
   json& last = list.back();
   if (last.contains("step") && last["step"].is_number_integer())
-    last["steps_redone"] = last["step"].get<std::int64_t>() - resumed_step;
+    // (the failed attempt's count can lag its checkpoint by the loss sums still in flight)
+    last["steps_redone"] = std::max<std::int64_t>(0, last["step"].get<std::int64_t>() - resumed_step);
   if (last.contains("stopped_unix_s") && last["stopped_unix_s"].is_number() && first_step_unix_s > 0)
     last["recover_s"] = first_step_unix_s - last["stopped_unix_s"].get<double>();
   last["plan_after"] = plan_after;

@@ -184,10 +184,12 @@ TEST_CASE("a write that fails leaves the previous checkpoint as it was" * doctes
   CHECK(w.error().message.find(".tmp-step-000020") != std::string::npos);
   CHECK(read_text(dir + "/latest") == "step-000010\n");
   CHECK(ck::open(first).ok());
-  // another process's file that never comes: the first process gives up in time, keeps the rest
+  // another process's file that never comes (sharded: both processes write): the first process
+  // gives up in time, keeps the rest
   fs::remove(dir + "/.tmp-step-000020");
   s.timeout = std::chrono::milliseconds(50);
-  auto late = ck::save(s, coded_contents(layouts, plan, 2, 20), 0);
+  const parallel_plan sharded{.dp = 2, .shard_params = true};
+  auto late = ck::save(s, coded_contents(layouts_of(mlp, sharded), sharded, 2, 20), 0);
   REQUIRE_FALSE(late.ok());
   CHECK(late.error().code == errc::timeout);
   CHECK(late.error().message.find("process 1") != std::string::npos);

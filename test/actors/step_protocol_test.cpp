@@ -299,3 +299,28 @@ TEST_CASE("with rejoin a failed step is redone after the rejoin and a disagreeme
   auto done = only<finish_action>(q.on_rejoined(1, {}, /*committed=*/5, 0, t0));
   CHECK(done.outcome.error().message.find("disagree") != std::string::npos);
 }
+
+TEST_CASE("with rejoin from a checkpoint the steps after it are trained again and their losses replaced") {
+  auto c = config(6, 1, {}, /*multi_process=*/true);
+  c.rejoin = true;
+  c.checkpoint_every = 2;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  for (std::int64_t k = 0; k < 3; ++k) {  // steps 0-2 done, a snapshot after step 2
+    only<combine_loss_action>(p.on_outcome(0, k, 0, ok(0, 1, true), "", t0));
+    auto a = p.on_loss(k, 1.0 + static_cast<double>(k), t0);
+    if (k == 1) {
+      CHECK(std::get<snapshot_action>(a.back()).step == 2);
+      p.on_snapshot_taken(t0);
+    }
+  }
+  CHECK(p.committed() == 2);
+  auto a = p.on_outcome(0, 3, 0, failed(0, "lost node"), "", t0);
+  CHECK(std::get<rejoin_action>(a.back()).committed == 2);
+  // the newest checkpoint has 2 steps: step 2 is trained again, its loss replaced
+  const auto s2 = only<start_step_action>(p.on_rejoined(1, {}, /*committed=*/1, 0, t0, /*from_checkpoint=*/true));
+  CHECK(s2.step == 2);
+  CHECK(s2.committed == 1);
+  CHECK(s2.generation == 1);
+  CHECK(p.losses() == std::vector<double>{1.0, 2.0});
+}
