@@ -12,37 +12,17 @@
 
 #include "actors/safetensors.hpp"
 #include "run_app.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("cohort-ckcli-" + std::to_string(::getpid()) + "-" + name)).string();
-}
-
-std::string fresh_dir(const std::string& name) {
-  const std::string d = temp_path(name);
-  fs::remove_all(d);
-  return d;
-}
-
-std::vector<double> losses(const std::string& metrics_path) {
-  std::vector<double> out;
-  std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  return out;
-}
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("ckcli", name); }
+std::string fresh_dir(const std::string& name) { return cohort::test::fresh_dir("ckcli", name); }
 
 std::vector<double> tail(const std::vector<double>& v, std::size_t from) { return {v.begin() + from, v.end()}; }
-
-double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
-}
 
 const std::string mlp_job =
     "--data.name=digits --train.steps=20 --train.threads=1 --train.optimizer=adamw --train.lr=0.01";
@@ -68,9 +48,9 @@ TEST_CASE("a resumed mlp run continues the uninterrupted run bit for bit under t
     REQUIRE_MESSAGE(b.exit_code == 0, b.err);
     CHECK(b.summary["resumed_from"]["step"] == 10);
     CHECK(b.err.find("resuming from " + dir + "/step-000010 after step 10") != std::string::npos);
-    const auto rest = losses(resumed);
+    const auto rest = cohort::test::metrics_losses(resumed);
     REQUIRE(rest.size() == 10);
-    CHECK(rest == tail(losses(full), 10));  // bit for bit
+    CHECK(rest == tail(cohort::test::metrics_losses(full), 10));  // bit for bit
     CHECK(b.summary["final_loss"] == a.summary["final_loss"]);
     CHECK(b.summary["test_accuracy"] == a.summary["test_accuracy"]);
   }
@@ -81,7 +61,7 @@ TEST_CASE("a checkpoint of 2 processes resumes under other plans and process cou
   auto a = run(MLP_BINARY, mlp_job + " --plan.dp=2 --plan.shard-params=true --launch.nproc=2 --checkpoint.dir=" + dir +
                                " --checkpoint.every=10 --metrics.file=" + full);
   REQUIRE_MESSAGE(a.exit_code == 0, a.err);
-  const auto expected = tail(losses(full), 10);
+  const auto expected = tail(cohort::test::metrics_losses(full), 10);
   for (const std::string plan :
        {" --plan.tp=2 --plan.pp=2 --plan.micro-batches=4", " --plan.dp=4 --launch.nproc=4", " --plan.mode=auto"}) {
     CAPTURE(plan);
@@ -89,7 +69,7 @@ TEST_CASE("a checkpoint of 2 processes resumes under other plans and process cou
     auto b = run(MLP_BINARY, mlp_job + plan + " --checkpoint.dir=" + dir + " --checkpoint.resume=" + dir +
                                  "/step-000010 --metrics.file=" + resumed);
     REQUIRE_MESSAGE(b.exit_code == 0, b.err);
-    const double worst = worst_relative(losses(resumed), expected);
+    const double worst = cohort::test::worst_relative(cohort::test::metrics_losses(resumed), expected);
     MESSAGE("resumed under" << plan << ": max relative loss difference " << worst);
     CHECK(worst <= 1e-5);
   }
@@ -106,7 +86,8 @@ TEST_CASE("gpt resumed from dp2 over 2 processes as pp2 1f1b m4 in one: the same
   auto b = run(GPT_BINARY, job + " --plan.pp=2 --plan.micro-batches=4 --plan.schedule=1f1b --checkpoint.dir=" + dir +
                                " --checkpoint.resume=" + dir + "/step-000008 --metrics.file=" + resumed);
   REQUIRE_MESSAGE(b.exit_code == 0, b.err);
-  const double worst = worst_relative(losses(resumed), tail(losses(full), 8));
+  const double worst =
+      cohort::test::worst_relative(cohort::test::metrics_losses(resumed), tail(cohort::test::metrics_losses(full), 8));
   MESSAGE("gpt dp2 x2 processes -> pp2 1f1b m4: max relative loss difference " << worst);
   CHECK(worst <= 1e-5);
 }
@@ -129,7 +110,7 @@ TEST_CASE("resume=auto continues from the newest checkpoint, and a run that fini
                           " --checkpoint.every=5 --metrics.file=" + resumed);
   REQUIRE_MESSAGE(longer.exit_code == 0, longer.err);
   CHECK(longer.summary["resumed_from"]["step"] == 15);
-  CHECK(losses(resumed).size() == 5);
+  CHECK(cohort::test::metrics_losses(resumed).size() == 5);
   CHECK(longer.summary["checkpoints"].size() == 1);  // step 20 (15 is where it started)
 }
 

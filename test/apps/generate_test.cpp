@@ -8,15 +8,14 @@
 #include <filesystem>
 
 #include "run_app.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("cohort-gen-" + std::to_string(::getpid()) + "-" + name)).string();
-}
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("gen", name); }
 
 const std::string model = "--model.layers=2 --model.d=64 --model.heads=4 --model.seq=32 --train.threads=1";
 

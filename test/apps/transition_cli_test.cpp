@@ -10,33 +10,18 @@
 #include <fstream>
 
 #include "run_app.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 
 namespace {
 
-std::string temp_file(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("cohort-tr-" + std::to_string(::getpid()) + "-" + name)).string();
-}
+std::string temp_file(const std::string& name) { return cohort::test::temp_path("tr", name); }
 
 std::string plan_file(const std::string& name, const std::string& json) {
   const std::string path = temp_file(name);
   std::ofstream(path) << json << "\n";
   return path;
-}
-
-std::vector<double> losses(const std::string& metrics_path) {
-  std::vector<double> out;
-  std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  return out;
-}
-
-double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
 }
 
 }  // namespace
@@ -54,7 +39,8 @@ TEST_CASE("mlp dp2 sharded then tp2 pp2 m4, in one process and across 2: the ser
         run(MLP_BINARY, model + " --plan.dp=2 --plan.shard-params=true --plan.change-at=10 --plan.change-to=" + to +
                             " --metrics.file=" + metrics + where);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    const double worst = worst_relative(losses(metrics), losses(serial_metrics));
+    const double worst = cohort::test::worst_relative(cohort::test::metrics_losses(metrics),
+                                                      cohort::test::metrics_losses(serial_metrics));
     MESSAGE("dp2 sharded -> tp2 pp2 m4" << where << ": max relative loss difference " << worst);
     CHECK(worst <= 1e-5);
     const auto& t = r.summary["transitions"];
@@ -86,7 +72,8 @@ TEST_CASE("gpt dp2 then pp2 1f1b m4 then dp2 across 2 processes: the serial run'
   auto r = run(GPT_BINARY, model + " --plan.dp=2 --launch.nproc=2 --plan.change-at=10,20 --plan.change-to=" + pp2 +
                                "," + dp2 + " --metrics.file=" + metrics);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  const double worst = worst_relative(losses(metrics), losses(serial_metrics));
+  const double worst =
+      cohort::test::worst_relative(cohort::test::metrics_losses(metrics), cohort::test::metrics_losses(serial_metrics));
   MESSAGE("gpt dp2 -> pp2 1f1b m4 -> dp2 over 2 processes: max relative loss difference " << worst);
   CHECK(worst <= 1e-5);
   const auto& t = r.summary["transitions"];

@@ -12,28 +12,15 @@
 
 #include "actors/checkpoint.hpp"
 #include "apps/run_app.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("cohort-ckf-" + std::to_string(::getpid()) + "-" + name)).string();
-}
-
-std::string fresh_dir(const std::string& name) {
-  const std::string d = temp_path(name);
-  fs::remove_all(d);
-  return d;
-}
-
-std::vector<double> losses(const std::string& metrics_path) {
-  std::vector<double> out;
-  std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  return out;
-}
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("ckf", name); }
+std::string fresh_dir(const std::string& name) { return cohort::test::fresh_dir("ckf", name); }
 
 void flip_a_byte(const std::string& path) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -66,7 +53,7 @@ TEST_SUITE("failure") {
           std::string::npos);
     CHECK(b.err.find("checkpoint refused: " + dir + "/step-000020/manifest.json: cannot open") != std::string::npos);
     CHECK(b.summary["resumed_from"]["step"] == 10);
-    const auto before = losses(full), after = losses(resumed);
+    const auto before = cohort::test::metrics_losses(full), after = cohort::test::metrics_losses(resumed);
     REQUIRE(after.size() == 30);
     CHECK(std::vector<double>(after.begin(), after.begin() + 20) ==
           std::vector<double>(before.begin() + 10, before.end()));

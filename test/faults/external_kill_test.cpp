@@ -20,28 +20,17 @@
 #include <thread>
 
 #include "apps/run_app.hpp"
+#include "support/run_files.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("cohort-ext-" + std::to_string(::getpid()) + "-" + name)).string();
-}
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("ext", name); }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<double> losses(const std::string& path) {
-  std::vector<double> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && !j.contains("event")) out.push_back(j["loss"].get<double>());
-  }
-  return out;
 }
 
 std::size_t lines_in(const std::string& path) {
@@ -69,7 +58,7 @@ TEST_SUITE("failure") {
     const std::string clean_metrics = temp_path("clean.jsonl");
     auto clean = cohort::test::run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    const auto expected = losses(clean_metrics);
+    const auto expected = cohort::test::metrics_losses(clean_metrics);
     for (unsigned seed : seeds()) {
       CAPTURE(seed);
       std::mt19937 rng(seed);
@@ -109,7 +98,7 @@ TEST_SUITE("failure") {
       ::waitpid(launcher, &status, 0);
       const std::string stderr_text = read_text(err);
       REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), stderr_text);
-      CHECK(losses(metrics) == expected);
+      CHECK(cohort::test::metrics_losses(metrics) == expected);
       const std::string stdout_text = read_text(out);
       const auto last_line = stdout_text.find_last_of('\n', stdout_text.size() >= 2 ? stdout_text.size() - 2 : 0);
       auto summary =

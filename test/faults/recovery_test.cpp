@@ -11,34 +11,14 @@
 #include <map>
 
 #include "apps/run_app.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("cohort-rec-" + std::to_string(::getpid()) + "-" + name)).string();
-}
-
-std::vector<double> losses(const std::string& metrics_path) {
-  std::vector<double> out;
-  std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (!j.contains("event")) out.push_back(j["loss"].get<double>());  // a recovery's event line: no step
-  }
-  return out;
-}
-
-// The metrics file's event lines.
-std::vector<nlohmann::json> events(const std::string& metrics_path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(metrics_path);
-  for (std::string line; std::getline(in, line);)
-    if (auto j = nlohmann::json::parse(line); j.contains("event")) out.push_back(j);
-  return out;
-}
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("rec", name); }
 
 const std::string mlp_job =
     "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
@@ -74,7 +54,8 @@ TEST_SUITE("failure") {
       CHECK(r.err.find("launch: process " + k + " (pid ") != std::string::npos);
       CHECK(r.err.find("the others go on without it (--fault.recover)") != std::string::npos);
       CHECK(r.err.find("recovered at step 12: process " + k + " lost") != std::string::npos);
-      CHECK(losses(metrics) == losses(clean_metrics));  // bit for bit, every step
+      CHECK(cohort::test::metrics_losses(metrics) ==
+            cohort::test::metrics_losses(clean_metrics));  // bit for bit, every step
       CHECK(r.summary["final_loss"] == clean.summary["final_loss"]);
       CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
       const auto& rec = r.summary["recoveries"];
@@ -87,7 +68,7 @@ TEST_SUITE("failure") {
       CHECK(rec[0]["cause"].get<std::string>().find("connection closed without a goodbye") != std::string::npos);
       CHECK(rec[0]["recover_s"].get<double>() > 0);
       CHECK(r.summary["restarts"] == 1);  // the interrupted step, redone once
-      const auto ev = events(metrics);
+      const auto ev = cohort::test::metrics_events(metrics);
       REQUIRE(ev.size() == 1);
       CHECK(ev[0]["event"] == "recovery");
       CHECK(ev[0]["lost"] == "process " + k);
@@ -104,7 +85,7 @@ TEST_SUITE("failure") {
                                  "--metrics.file=" +
                                  metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    CHECK(losses(metrics) == losses(clean_metrics));
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
     const auto& rec = r.summary["recoveries"];
     REQUIRE(rec.size() == 2);
     CHECK(rec[0]["lost"] == "process 2");
@@ -123,7 +104,7 @@ TEST_SUITE("failure") {
     auto r = run(MLP_BINARY,
                  job + " --fault.signal=STOP --fault.signal-rank=1 --fault.signal-step=12 --metrics.file=" + metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    CHECK(losses(metrics) == losses(clean_metrics));
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
     const auto& rec = r.summary["recoveries"];
     REQUIRE(rec.size() == 1);
     CHECK(rec[0]["cause"].get<std::string>().find("no heartbeat for 1000 ms") != std::string::npos);
@@ -140,7 +121,7 @@ TEST_SUITE("failure") {
     auto r = run(GPT_BINARY,
                  job + " --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=6 --metrics.file=" + metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    CHECK(losses(metrics) == losses(clean_metrics));
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
     CHECK(r.summary["recoveries"].size() == 1);
   }
 
@@ -176,7 +157,7 @@ TEST_SUITE("failure") {
     for (std::string line; std::getline(in, line);)
       if (auto j = nlohmann::json::parse(line); !j.contains("event"))
         last[j["step"].get<int>()] = j["loss"].get<double>();
-    const auto expected = losses(clean_metrics);
+    const auto expected = cohort::test::metrics_losses(clean_metrics);
     REQUIRE(last.size() == expected.size());
     for (std::size_t k = 0; k < expected.size(); ++k) CHECK(last[static_cast<int>(k) + 1] == expected[k]);
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);

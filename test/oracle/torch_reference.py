@@ -99,16 +99,21 @@ def qkv_parts(b, d):
     return [(name, slice(j * d, (j + 1) * d)) for j, name in enumerate(("q", "k", "v"))]
 
 
+def load_gpt(model, p, L, d):
+    """cohort's parameters (by cohort name) into the torch model."""
+    with torch.no_grad():
+        for name, param, f in gpt_mapping(model, L):
+            param.copy_(f(p[name]))
+        for i, b in enumerate(model.blocks):
+            for part, rows in qkv_parts(b, d):
+                b.qkv.weight[rows] = p[f"block{i}.attn.{part}.weight"].t()
+                b.qkv.bias[rows] = p[f"block{i}.attn.{part}.bias"]
+
+
 def run_gpt(data, cfg):
     L, d, h, T = (int(cfg[k]) for k in ("layers", "d", "heads", "seq"))
     model = GPT(d, L, h, T, 256)
-    with torch.no_grad():
-        for name, param, f in gpt_mapping(model, L):
-            param.copy_(f(data[name]))
-        for i, b in enumerate(model.blocks):
-            for part, rows in qkv_parts(b, d):
-                b.qkv.weight[rows] = data[f"block{i}.attn.{part}.weight"].t()
-                b.qkv.bias[rows] = data[f"block{i}.attn.{part}.bias"]
+    load_gpt(model, data, L, d)
     logits = model(data["tokens"].long())
     loss = F.cross_entropy(logits.view(-1, 256), data["targets"].long().view(-1))
     loss.backward()
@@ -166,13 +171,8 @@ def greedy_check(path, heads, tokens, prompt_len):
     T = p["pos"].shape[0]
     L = sum(1 for n in p if n.endswith(".ln1.weight"))
     model = GPT(d, L, heads, T, V)
+    load_gpt(model, p, L, d)
     with torch.no_grad():
-        for name, param, f in gpt_mapping(model, L):
-            param.copy_(f(p[name]))
-        for i, b in enumerate(model.blocks):
-            for part, rows in qkv_parts(b, d):
-                b.qkv.weight[rows] = p[f"block{i}.attn.{part}.weight"].t()
-                b.qkv.bias[rows] = p[f"block{i}.attn.{part}.bias"]
         checked = disagree = 0
         worst = 0.0
         for i in range(prompt_len, len(tokens)):
