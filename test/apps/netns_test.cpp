@@ -14,10 +14,9 @@
 #include <thread>
 
 #include "run_app.hpp"
+#include "support/netns.hpp"
 
 namespace {
-
-int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
 
 std::vector<double> losses(const std::string& path) {
   std::vector<double> out;
@@ -26,46 +25,10 @@ std::vector<double> losses(const std::string& path) {
   return out;
 }
 
-struct namespaces {
-  std::string a, b;
-  bool ok = false;
-  std::string why;
-  namespaces() {
-    const std::string id = std::to_string(::getpid() % 100000);
-    a = "cohort-a" + id;
-    b = "cohort-b" + id;
-    const std::string va = "cva" + id, vb = "cvb" + id;
-    const std::string steps[] = {"ip netns add " + a,
-                                 "ip netns add " + b,
-                                 "ip link add " + va + " type veth peer name " + vb,
-                                 "ip link set " + va + " netns " + a,
-                                 "ip link set " + vb + " netns " + b,
-                                 "ip -n " + a + " addr add 10.231.0.1/24 dev " + va,
-                                 "ip -n " + b + " addr add 10.231.0.2/24 dev " + vb,
-                                 "ip -n " + a + " link set " + va + " up",
-                                 "ip -n " + b + " link set " + vb + " up",
-                                 "ip -n " + a + " link set lo up",
-                                 "ip -n " + b + " link set lo up"};
-    for (const auto& s : steps)
-      if (sh(s) != 0) {
-        why = "'" + s + "' failed";
-        return;
-      }
-    ok = true;
-  }
-  ~namespaces() {
-    sh("ip netns del " + a);
-    sh("ip netns del " + b);
-    // `ip netns add` makes /run/netns a mount point; leave none behind when no namespace is left
-    std::error_code ec;
-    if (std::filesystem::is_empty("/run/netns", ec) && !ec) sh("umount /run/netns");
-  }
-};
-
 }  // namespace
 
 TEST_CASE("a dp2 job across two network namespaces (two hosts in miniature) trains like the serial run") {
-  namespaces ns;
+  cohort::test::namespaces ns;
   if (!ns.ok) {
     const char* skip = std::getenv("COHORT_SKIP_NETNS");
     if (skip != nullptr && std::string(skip) == "1") {
@@ -89,8 +52,8 @@ TEST_CASE("a dp2 job across two network namespaces (two hosts in miniature) trai
   REQUIRE(serial.exit_code == 0);
   const std::string env = "env WORLD_SIZE=2 MASTER_ADDR=10.231.0.1 MASTER_PORT=29731 COHORT_JOB_SECRET_FILE=" + secret;
   std::thread node([&] {
-    sh("ip netns exec " + ns.b + " " + env + " RANK=1 " + common +
-       " --dist.bind=10.231.0.2 --dist.join-timeout-ms=30000");
+    cohort::test::sh("ip netns exec " + ns.b + " " + env + " RANK=1 " + common +
+                     " --dist.bind=10.231.0.2 --dist.join-timeout-ms=30000");
   });
   auto coordinator = cohort::test::run(
       "ip netns exec " + ns.a + " " + env + " RANK=0 " + common,
