@@ -41,11 +41,12 @@ struct coordinator_state {
   std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::vector<int> owner;              // the process of each rank
-  std::vector<bool> live;              // across processes: the job's processes that remain (by process)
-  std::uint64_t membership_epoch = 0;  // the membership changes seen
-  std::vector<piece_state> initial;    // the first plan's pieces (a resumed run), until spawned
-  control_proxy_hdl writer;            // writes checkpoints on its own thread
+  std::vector<int> owner;                // the process of each rank
+  std::vector<bool> live;                // across processes: the job's processes that remain (by process)
+  std::uint64_t membership_epoch = 0;    // the membership changes seen
+  std::vector<bool> live_before_rejoin;  // the membership a recovery in progress started from
+  std::vector<piece_state> initial;      // the first plan's pieces (a resumed run), until spawned
+  control_proxy_hdl writer;              // writes checkpoints on its own thread
   int writes_in_flight = 0;
   /// Set when the run ends or the job's membership changes: a write waiting for another
   /// process's file gives up (a new flag for the writes after a change).

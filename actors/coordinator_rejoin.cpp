@@ -19,6 +19,23 @@ void fail(self_ptr self, const std::string& failure, const error& e) {
   execute(self, self->state.protocol->on_error(make_error(e.code, failure + "; the job cannot go on: " + e.message)));
 }
 
+void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
+             std::chrono::steady_clock::time_point started);
+
+// A step of the recovery failed: when another process was lost meanwhile (the membership moved
+// past `epoch`), the recovery starts again for the new membership; otherwise the job ends.
+void retry_or_fail(self_ptr self, const rejoin_action& a, std::uint64_t epoch,
+                   std::chrono::steady_clock::time_point started, const error& e) {
+  auto m = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
+  auto await = self->state.options.job->await_membership;
+  on_proxy(
+      self, [=] { *m = await(epoch); },
+      [=] {
+        if (*m && (*m)->epoch > epoch) return restore(self, a, **m, started);
+        fail(self, a.failure, e);
+      });
+}
+
 // Where each rank's state comes from: the rank itself if its process remains, else a data-
 // parallel replica of it on a process that remains (the same stage and tensor-parallel rank,
 // an identical piece: only without sharding).
@@ -80,7 +97,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
         *lines = gather(newest.ck ? std::to_string(newest.ck->step) : "-1", m.epoch);
       },
       [=]() mutable {
-        if (!*lines) return fail(self, a.failure, (*lines).error());
+        if (!*lines) return retry_or_fail(self, a, m.epoch, started, (*lines).error());
         std::int64_t agreed = -1;
         for (const auto& l : **lines) {
           if (l.empty()) continue;  // a lost process
@@ -119,7 +136,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
             },
             [=]() mutable {
               if (!*states) return fail(self, a.failure, (*states).error());
-              if (!*fabric) return fail(self, a.failure, (*fabric).error());
+              if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
               rec.source = "checkpoint";
               rec.steps_redone = a.committed + 1 - agreed;
               install(self, a, m, std::move(**states), **fabric, rec, started, agreed - 1, 0, true);
@@ -146,7 +163,10 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   recovery_record rec;
   rec.step = a.committed + 1;
   rec.cause = m.why;
-  rec.lost = m.lost.empty() ? "?" : "process " + std::to_string(m.lost.back());
+  // every process lost since the recovery began (two may go at once: "process 2, process 3")
+  for (std::size_t p = 0; p < m.live.size(); ++p)
+    if (!m.live[p] && (s.live_before_rejoin.size() <= p || s.live_before_rejoin[p]))
+      rec.lost += (rec.lost.empty() ? "process " : ", process ") + std::to_string(p);
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
   rec.detect_s = s.protocol->last_detect_seconds();
@@ -163,7 +183,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   on_proxy(
       self, [=] { *lines = gather(text, m.epoch); },
       [=]() mutable {
-        if (!*lines) return fail(self, a.failure, (*lines).error());
+        if (!*lines) return retry_or_fail(self, a, m.epoch, started, (*lines).error());
         std::int64_t agreed = mine;
         double agreed_loss = my_loss;
         for (const auto& l : **lines) {
@@ -203,8 +223,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
                 if (*fabric) *moved = exchange_state(***fabric, o, cs, *old, layouts);
               },
               [=]() mutable {
-                if (!*fabric) return fail(self, a.failure, (*fabric).error());
-                if (!*moved) return fail(self, a.failure, (*moved).error());
+                if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
+                if (!*moved) return retry_or_fail(self, a, m.epoch, started, (*moved).error());
                 rec.bytes_moved = bytes_across_processes(cs, o);
                 install(self, a, m, std::move((*moved)->states), **fabric, rec, started, agreed, agreed_loss);
               });
@@ -239,6 +259,8 @@ void rejoin(self_ptr self, const rejoin_action& a) {
   for (auto& w : s.workers)
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
+  s.live_before_rejoin =
+      s.live.empty() ? std::vector<bool>(static_cast<std::size_t>(s.options.job->processes), true) : s.live;
   // a checkpoint still waiting for a lost process's file never gets it
   s.writes_cancelled->store(true);
   s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);

@@ -95,6 +95,25 @@ TEST_SUITE("failure") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
+  TEST_CASE("two nodes lost at once: a loss during the recovery starts it again and the job goes on") {
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("once-clean.jsonl"), metrics = temp_path("once.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    for (int round = 0; round < 3; ++round) {  // the second loss lands before, during or after the first recovery
+      CAPTURE(round);
+      auto r = run(MLP_BINARY, job +
+                                   " --fault.signal=KILL --fault.signal-rank=2,3 --fault.signal-step=10,10 "
+                                   "--metrics.file=" +
+                                   metrics);
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+      std::string lost;
+      for (const auto& rec : r.summary["recoveries"]) lost += rec["lost"].get<std::string>() + ";";
+      CHECK((lost == "process 2, process 3;" || lost == "process 2;process 3;" || lost == "process 3;process 2;"));
+    }
+  }
+
   TEST_CASE("a stopped node is fenced out at the heartbeat timeout and the job goes on") {
     const std::string clean_metrics = temp_path("stop-clean.jsonl"), metrics = temp_path("stop.jsonl");
     const std::string job =
