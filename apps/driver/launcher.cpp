@@ -120,7 +120,7 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
         }
         std::fprintf(stderr, "launch: process %d (pid %d) %s%s\n", r, static_cast<int>(done),
                      describe_exit(status).c_str(),
-                     o.recover && r != 0 ? "; the others go on without it (--fault.recover)" : "");
+                     o.recover && r != 0 && out.codes[0] < 0 ? "; the others go on without it (--fault.recover)" : "");
         // the coordinator reports what it saw; give it time when a node went first (with
         // --fault.recover the job goes on: nothing to stop)
         const auto grace =

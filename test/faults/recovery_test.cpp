@@ -114,6 +114,27 @@ TEST_SUITE("failure") {
     }
   }
 
+  TEST_CASE("the coordinator lost: the nodes stop and the launcher restarts the job from its checkpoint") {
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("lead-clean.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    const std::string dir = temp_path("lead-ck");
+    fs::remove_all(dir);
+    auto r = run(MLP_BINARY, job + " --checkpoint.dir=" + dir +
+                                 " --checkpoint.every=5 --launch.max-restarts=1 --fault.signal=KILL "
+                                 "--fault.signal-rank=0 --fault.signal-step=22");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("lost the coordinator (process 0") != std::string::npos);
+    CHECK(r.err.find("restarting all 4 processes (restart 1 of 1)") != std::string::npos);
+    CHECK(r.err.find("the others go on without it") == std::string::npos);  // they do not: no leader left
+    CHECK(r.summary["final_loss"] == clean.summary["final_loss"]);
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0]["source"] == "restart");
+    CHECK(rec[0]["lost"].get<std::string>().rfind("process 0", 0) == 0);
+  }
+
   TEST_CASE("a stopped node is fenced out at the heartbeat timeout and the job goes on") {
     const std::string clean_metrics = temp_path("stop-clean.jsonl"), metrics = temp_path("stop.jsonl");
     const std::string job =
