@@ -145,22 +145,132 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
 }
 
 // The membership is known: agree on the steps done, export, move, install.
+// One recovery's facts, shared by its steps (each runs when the one before has answered).
+struct recovery {
+  rejoin_action action;
+  job_membership members;
+  std::chrono::steady_clock::time_point started;
+  std::vector<int> old_owner, new_owner;  // each rank's process before and after
+  std::vector<state_copy> copies;         // each rank's whole piece from where it survives
+  recovery_record record;
+  std::int64_t agreed = -1;  // the steps done, as the remaining processes agreed
+  double agreed_loss = 0;    // the job's loss of the last of them
+};
+using recovery_ptr = std::shared_ptr<recovery>;
+
+// Step 4: a data plane among the remaining processes, every piece moved over it, then install.
+void move_pieces(self_ptr self, recovery_ptr r, std::shared_ptr<std::vector<piece_state>> old) {
+  auto& s = self->state;
+  exchange_options o;
+  o.old_owner = r->old_owner;
+  o.new_owner = r->new_owner;
+  o.fabric_owner = r->new_owner;
+  o.process = s.options.job->process;
+  o.processes = s.options.job->processes;
+  o.slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
+  o.steps = r->agreed + 1;
+  o.tag = (rejoin_tag_space << 40) | r->members.epoch;
+  o.timeout = s.options.timeout;
+  auto moved = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
+  auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+  auto connect = s.options.job->connect;
+  auto layouts = s.layouts;
+  const auto plan = s.model->plan;
+  on_proxy(
+      self,
+      [=] {
+        *fabric = connect(plan, r->new_owner);
+        if (*fabric) *moved = exchange_state(***fabric, o, r->copies, *old, layouts);
+      },
+      [=] {
+        const auto& a = r->action;
+        if (!*fabric) return retry_or_fail(self, a, r->members.epoch, r->started, (*fabric).error());
+        if (!*moved) return retry_or_fail(self, a, r->members.epoch, r->started, (*moved).error());
+        r->record.bytes_moved = bytes_across_processes(r->copies, o);
+        install(self, a, r->members, std::move((*moved)->states), **fabric, r->record, r->started, r->agreed,
+                r->agreed_loss);
+      });
+}
+
+// Step 3: every local piece rolled back to what was agreed (the uncommitted dropped, or the step
+// another process saw committed applied), then exported.
+void export_pieces(self_ptr self, recovery_ptr r) {
+  auto& s = self->state;
+  auto old = std::make_shared<std::vector<piece_state>>(s.params.size());
+  auto left = std::make_shared<std::size_t>(0);
+  for (auto& p : s.params) *left += p ? 1 : 0;
+  if (*left == 0) return move_pieces(self, r, old);
+  auto failed = [=](caf::error& e) { fail(self, r->action.failure, from_caf(e)); };
+  for (std::size_t k = 0; k < s.params.size(); ++k) {
+    if (!s.params[k]) continue;
+    auto param = s.params[k];
+    self->request(param, s.options.timeout, rollback_atom::value, r->action.generation, r->agreed)
+        .then(
+            [=](ok_atom) {
+              self->request(param, self->state.options.timeout, export_atom::value, r->agreed)
+                  .then(
+                      [=](piece_state& p) {
+                        (*old)[k] = std::move(p);
+                        if (--*left == 0) move_pieces(self, r, old);
+                      },
+                      failed);
+            },
+            failed);
+  }
+}
+
+// Step 2: every remaining process's committed step and the job's loss of it — one may have seen
+// the loss of the step the others were still summing: the most steps done count.
+void agree(self_ptr self, recovery_ptr r) {
+  auto& s = self->state;
+  const std::int64_t mine = s.protocol->committed();
+  const double my_loss = s.protocol->losses().empty() ? 0.0 : s.protocol->losses().back();
+  char line[96];
+  std::snprintf(line, sizeof line, "%lld %.17g", static_cast<long long>(mine), my_loss);
+  auto lines = std::make_shared<result<std::vector<std::string>>>(make_error(errc::closed, "not gathered"));
+  auto gather = s.options.job->gather_lines;
+  const std::string text = line;
+  on_proxy(
+      self, [=] { *lines = gather(text, r->members.epoch); },
+      [=] {
+        const auto& a = r->action;
+        if (!*lines) return retry_or_fail(self, a, r->members.epoch, r->started, (*lines).error());
+        r->agreed = mine;
+        r->agreed_loss = my_loss;
+        for (const auto& l : **lines) {
+          long long c = 0;
+          double loss = 0;
+          if (l.empty()) continue;  // a lost process
+          if (std::sscanf(l.c_str(), "%lld %lf", &c, &loss) != 2)
+            return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
+          if (c > r->agreed) r->agreed = c, r->agreed_loss = loss;
+        }
+        export_pieces(self, r);
+      });
+}
+
+// Step 1: the membership is known — the new placement, where each rank's state survives, the
+// record; then agree (or, without a replica, fall back on a checkpoint).
 void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
              std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
-  const std::vector<int> old_owner = s.owner;
+  auto r = std::make_shared<recovery>();
+  r->action = a;
+  r->members = m;
+  r->started = started;
+  r->old_owner = s.owner;
   s.membership_epoch = m.epoch;
   s.live = m.live;
-  const std::vector<int> new_owner = owners_of(self, plan);
+  r->new_owner = owners_of(self, plan);
   if (s.layouts_of != s.protocol->layout()) {
     auto l = piece_layouts(*s.model);
     if (!l) return fail(self, a.failure, l.error());
     s.layouts = std::move(*l);
     s.layouts_of = s.protocol->layout();
   }
-  auto copies = sources(plan, s.layouts, old_owner, m.live);
-  recovery_record rec;
+  auto copies = sources(plan, s.layouts, r->old_owner, m.live);
+  recovery_record& rec = r->record;
   rec.step = a.committed + 1;
   rec.cause = m.why;
   // every process lost since the recovery began (two may go at once: "process 2, process 3")
@@ -170,83 +280,9 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
   rec.detect_s = s.protocol->last_detect_seconds();
-  if (!copies) return restore_from_checkpoint(self, a, m, new_owner, rec, started, copies.error());
-  // every remaining process's committed step and the job's loss of it: one may have seen the
-  // loss of the step the others were still summing
-  const std::int64_t mine = s.protocol->committed();
-  const double my_loss = s.protocol->losses().empty() ? 0.0 : s.protocol->losses().back();
-  char line[96];
-  std::snprintf(line, sizeof line, "%lld %.17g", static_cast<long long>(mine), my_loss);
-  auto lines = std::make_shared<result<std::vector<std::string>>>(make_error(errc::closed, "not gathered"));
-  auto gather = s.options.job->gather_lines;
-  const std::string text = line;
-  on_proxy(
-      self, [=] { *lines = gather(text, m.epoch); },
-      [=]() mutable {
-        if (!*lines) return retry_or_fail(self, a, m.epoch, started, (*lines).error());
-        std::int64_t agreed = mine;
-        double agreed_loss = my_loss;
-        for (const auto& l : **lines) {
-          long long c = 0;
-          double loss = 0;
-          if (l.empty()) continue;  // a lost process
-          if (std::sscanf(l.c_str(), "%lld %lf", &c, &loss) != 2)
-            return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
-          if (c > agreed) agreed = c, agreed_loss = loss;
-        }
-        // every local piece: roll back what was not committed (or commit the step agreed), then export
-        auto& st = self->state;
-        auto old = std::make_shared<std::vector<piece_state>>(st.params.size());
-        auto left = std::make_shared<std::size_t>(0);
-        for (auto& p : st.params) *left += p ? 1 : 0;
-        auto exchange = [=]() mutable {
-          auto& st2 = self->state;
-          exchange_options o;
-          o.old_owner = old_owner;
-          o.new_owner = new_owner;
-          o.fabric_owner = new_owner;
-          o.process = st2.options.job->process;
-          o.processes = st2.options.job->processes;
-          o.slots = static_cast<std::size_t>(state_slots(st2.options.optimizer));
-          o.steps = agreed + 1;
-          o.tag = (rejoin_tag_space << 40) | m.epoch;
-          o.timeout = st2.options.timeout;
-          auto moved = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
-          auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
-          auto connect = st2.options.job->connect;
-          auto layouts = st2.layouts;
-          auto cs = *copies;
-          on_proxy(
-              self,
-              [=] {
-                *fabric = connect(plan, new_owner);
-                if (*fabric) *moved = exchange_state(***fabric, o, cs, *old, layouts);
-              },
-              [=]() mutable {
-                if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
-                if (!*moved) return retry_or_fail(self, a, m.epoch, started, (*moved).error());
-                rec.bytes_moved = bytes_across_processes(cs, o);
-                install(self, a, m, std::move((*moved)->states), **fabric, rec, started, agreed, agreed_loss);
-              });
-        };
-        if (*left == 0) return exchange();
-        for (std::size_t r = 0; r < st.params.size(); ++r) {
-          if (!st.params[r]) continue;
-          auto param = st.params[r];
-          self->request(param, st.options.timeout, rollback_atom::value, a.generation, agreed)
-              .then(
-                  [=](ok_atom) mutable {
-                    self->request(param, self->state.options.timeout, export_atom::value, agreed)
-                        .then(
-                            [=](piece_state& p) mutable {
-                              (*old)[r] = std::move(p);
-                              if (--*left == 0) exchange();
-                            },
-                            [=](caf::error& e) { fail(self, a.failure, from_caf(e)); });
-                  },
-                  [=](caf::error& e) { fail(self, a.failure, from_caf(e)); });
-        }
-      });
+  if (!copies) return restore_from_checkpoint(self, a, m, r->new_owner, rec, started, copies.error());
+  r->copies = std::move(*copies);
+  agree(self, r);
 }
 
 }  // namespace
