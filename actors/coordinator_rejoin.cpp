@@ -64,9 +64,9 @@ result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, cons
 }
 
 // The states moved: the new placement's actors start from them, the interrupted step is redone.
-void install(self_ptr self, const rejoin_action& a, const job_membership& m, std::vector<piece_state> states,
-             fabric_ptr fabric, recovery_record rec, std::chrono::steady_clock::time_point started, std::int64_t agreed,
-             double agreed_loss, bool from_checkpoint = false) {
+void install(self_ptr self, std::vector<piece_state> states, fabric_ptr fabric, recovery_record rec,
+             std::chrono::steady_clock::time_point started, std::int64_t agreed, double agreed_loss,
+             bool from_checkpoint = false) {
   auto& s = self->state;
   retire_plan(self);
   if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
@@ -75,8 +75,6 @@ void install(self_ptr self, const rejoin_action& a, const job_membership& m, std
   rec.recover_s = since(started);
   s.summary.recoveries.push_back(rec);
   if (s.options.on_recovery) s.options.on_recovery(rec);
-  (void)a;
-  (void)m;
   execute(self, s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss,
                                         clock_type::now(), from_checkpoint));
 }
@@ -139,7 +137,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
               if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
               rec.source = "checkpoint";
               rec.steps_redone = a.committed + 1 - agreed;
-              install(self, a, m, std::move(**states), **fabric, rec, started, agreed - 1, 0, true);
+              install(self, std::move(**states), **fabric, rec, started, agreed - 1, 0, true);
             });
       });
 }
@@ -187,8 +185,7 @@ void move_pieces(self_ptr self, recovery_ptr r, std::shared_ptr<std::vector<piec
         if (!*fabric) return retry_or_fail(self, a, r->members.epoch, r->started, (*fabric).error());
         if (!*moved) return retry_or_fail(self, a, r->members.epoch, r->started, (*moved).error());
         r->record.bytes_moved = bytes_across_processes(r->copies, o);
-        install(self, a, r->members, std::move((*moved)->states), **fabric, r->record, r->started, r->agreed,
-                r->agreed_loss);
+        install(self, std::move((*moved)->states), **fabric, r->record, r->started, r->agreed, r->agreed_loss);
       });
 }
 
