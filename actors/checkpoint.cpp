@@ -55,25 +55,39 @@ bool is_plain_file_name(const std::string& n) {
   return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos && n.find('\0') == std::string::npos;
 }
 
+// A sha256 fed piece by piece (libcrypto's EVP), its digest in hex.
+class sha256 {
+ public:
+  sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~sha256() { EVP_MD_CTX_free(ctx_); }
+  sha256(const sha256&) = delete;
+  sha256& operator=(const sha256&) = delete;
+  void add(const void* data, std::size_t bytes) { EVP_DigestUpdate(ctx_, data, bytes); }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_, digest, &len);
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < len; ++i) out += {digits[digest[i] >> 4], digits[digest[i] & 15]};
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
 result<std::string> sha256_of(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return bad(path, std::string("cannot open: ") + std::strerror(errno));
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  sha256 h;
   std::vector<unsigned char> chunk(1 << 20);
   std::size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0) EVP_DigestUpdate(ctx, chunk.data(), n);
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0) h.add(chunk.data(), n);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &len);
-  EVP_MD_CTX_free(ctx);
   if (failed) return bad(path, "read failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) out += {hex[digest[i] >> 4], hex[digest[i] & 15]};
-  return out;
+  return h.hex();
 }
 
 nlohmann::json optimizer_json(const optimizer_config& o) {
@@ -216,8 +230,12 @@ result<std::string> write_process_file(const std::string& dir, const contents& c
     }
   }
   const std::string path = dir + "/" + process_file_name(process);
-  if (auto st = safetensors::write_file(path, out, {{"format", "cohort"}}, /*sync=*/true); !st) return st.error();
-  return sha256_of(path);
+  sha256 h;  // hashed as it is written: the file is not read back
+  if (auto st = safetensors::write_file(path, out, {{"format", "cohort"}}, /*sync=*/true,
+                                        [&](const std::byte* data, std::size_t bytes) { h.add(data, bytes); });
+      !st)
+    return st.error();
+  return h.hex();
 }
 
 result<std::vector<file_digest>> file_digests(const std::string& dir, int processes) {

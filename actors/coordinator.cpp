@@ -56,7 +56,6 @@ worker_hdl spawn_worker(self_ptr self, int rank) {
 std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan) {
   auto& s = self->state;
   if (!s.options.job) return std::vector<int>(static_cast<std::size_t>(plan.ranks()), 0);
-  if (s.live.empty()) s.live.assign(static_cast<std::size_t>(s.options.job->processes), true);
   return planner::rank_layout::placed(plan.ranks(), s.live);
 }
 
@@ -318,6 +317,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         const auto& o = s.options;
         s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
         if (o.job) s.proxy = self->spawn<caf::detached>(control_proxy);
+        if (o.job) s.live.assign(static_cast<std::size_t>(o.job->processes), true);  // every process, at first
         planner_inputs in;
         in.model = s.model->source;
         in.batch = s.model->batch;

@@ -272,7 +272,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   rec.cause = m.why;
   // every process lost since the recovery began (two may go at once: "process 2, process 3")
   for (std::size_t p = 0; p < m.live.size(); ++p)
-    if (!m.live[p] && (s.live_before_rejoin.size() <= p || s.live_before_rejoin[p]))
+    if (!m.live[p] && s.live_before_rejoin[p])
       rec.lost += (rec.lost.empty() ? "process " : ", process ") + std::to_string(p);
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
@@ -292,8 +292,7 @@ void rejoin(self_ptr self, const rejoin_action& a) {
   for (auto& w : s.workers)
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
-  s.live_before_rejoin =
-      s.live.empty() ? std::vector<bool>(static_cast<std::size_t>(s.options.job->processes), true) : s.live;
+  s.live_before_rejoin = s.live;
   // a checkpoint still waiting for a lost process's file never gets it
   s.writes_cancelled->store(true);
   s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);

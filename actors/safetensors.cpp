@@ -129,7 +129,7 @@ const char* dtype_name(dtype t) {
 }
 
 status write_file(const std::string& path, const std::vector<named_tensor>& tensors,
-                  const std::map<std::string, std::string>& metadata, bool sync) {
+                  const std::map<std::string, std::string>& metadata, bool sync, const byte_observer& written) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
@@ -155,12 +155,14 @@ status write_file(const std::string& path, const std::vector<named_tensor>& tens
   descriptor f;
   f.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (f.fd < 0) return system_error(path, "cannot create");
-  if (auto st = write_all(f.fd, length, 8, path); !st) return st;
-  if (auto st = write_all(f.fd, reinterpret_cast<const std::byte*>(text.data()), text.size(), path); !st) return st;
+  auto put = [&](const std::byte* data, std::size_t bytes) {
+    if (written) written(data, bytes);
+    return write_all(f.fd, data, bytes, path);
+  };
+  if (auto st = put(length, 8); !st) return st;
+  if (auto st = put(reinterpret_cast<const std::byte*>(text.data()), text.size()); !st) return st;
   for (const auto& t : packed)
-    if (auto st = write_all(f.fd, t.data<std::byte>(), static_cast<std::size_t>(t.numel()) * size_of(t.type()), path);
-        !st)
-      return st;
+    if (auto st = put(t.data<std::byte>(), static_cast<std::size_t>(t.numel()) * size_of(t.type())); !st) return st;
   if (sync && ::fsync(f.fd) != 0) return system_error(path, "fsync failed");
   const int fd = f.fd;
   f.fd = -1;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -55,11 +56,14 @@ struct named_tensor {
 /// The format's name of a dtype ("F32", "I32", "BF16", "F16").
 const char* dtype_name(dtype t);
 
+/// Every byte written, in file order (e.g. to hash the file as it is written).
+using byte_observer = std::function<void(const std::byte* data, std::size_t bytes)>;
+
 /// Writes `tensors` (unique names) to `path`, the header padded with spaces to 8 bytes. With
 /// `sync` the file is flushed to the disk before this returns. Errors: a duplicate or empty
 /// name, a file that cannot be written (the path and the system's reason).
 status write_file(const std::string& path, const std::vector<named_tensor>& tensors,
-                  const std::map<std::string, std::string>& metadata, bool sync);
+                  const std::map<std::string, std::string>& metadata, bool sync, const byte_observer& written = {});
 
 /// The header of `path`, checked against the file. Errors (io_error, the file named): shorter
 /// than 8 bytes, a header longer than the file or max_header_bytes, not a JSON object, an entry

@@ -193,24 +193,18 @@ actions step_protocol::after_commit(clock_type::time_point now) {
 }
 
 actions step_protocol::decide_recovery() {
-  if (cfg_.multi_process && cfg_.rejoin) {  // the processes that remain take over: a new generation
-    if (++restarts_ > cfg_.max_restarts)
-      return finish(make_error(first_code_, "step " + std::to_string(step_ + 1) + " failed " +
-                                                std::to_string(restarts_) + " times (max-restarts " +
-                                                std::to_string(cfg_.max_restarts) + "); last: " + first_failure_));
-    phase_ = phase::rejoining;
-    ++generation_;
-    return just(
-        rejoin_action{generation_, committed_, "step " + std::to_string(step_ + 1) + " failed: " + first_failure_});
-  }
-  if (cfg_.multi_process)  // across processes without rejoin: a failure ends the run
+  if (cfg_.multi_process && !cfg_.rejoin)  // across processes without rejoin: a failure ends the run
     return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed: " + first_failure_));
   if (++restarts_ > cfg_.max_restarts)
     return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
                                               " times (max-restarts " + std::to_string(cfg_.max_restarts) +
                                               "); last: " + first_failure_));
-  phase_ = phase::recovering;
   ++generation_;
+  if (cfg_.multi_process) {  // the processes that remain take over
+    phase_ = phase::rejoining;
+    return just(rejoin_action{generation_, committed_, "step " + std::to_string(step_) + " failed: " + first_failure_});
+  }
+  phase_ = phase::recovering;
   recover_action a;
   a.generation = generation_;
   a.committed = committed_;
@@ -229,50 +223,37 @@ actions step_protocol::on_recovered(clock_type::time_point now) {
   return begin_step(now);
 }
 
+void step_protocol::adopt_ranks(int ranks, std::vector<bool> local) {
+  ranks_ = ranks;
+  local_ = std::move(local);
+  dead_.assign(static_cast<std::size_t>(ranks_), false);
+}
+
 actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
                                    clock_type::time_point now, bool from_checkpoint) {
   if (phase_ != phase::rejoining) return {};
+  adopt_ranks(ranks, std::move(local));
+  for (auto& f : failures_)
+    if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
   if (from_checkpoint && committed <= committed_ && committed + 1 >= cfg_.first_step) {
-    ranks_ = ranks;
-    local_ = std::move(local);
-    dead_.assign(static_cast<std::size_t>(ranks_), false);
-    for (auto& f : failures_)
-      if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
     committed_ = committed;
     step_ = committed + 1;
     snapshot_at_ = step_;  // the state it starts from is that checkpoint
     losses_.resize(static_cast<std::size_t>(step_ - cfg_.first_step));
     return after_commit(now);
   }
-  ranks_ = ranks;
-  local_ = std::move(local);
-  dead_.assign(static_cast<std::size_t>(ranks_), false);
-  for (auto& f : failures_)
-    if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
-  actions out;
-  if (committed == committed_ + 1 && committed == step_) {
-    // another process saw this step's loss before the loss: it is committed after all
-    committed_ = step_;
-    ++step_;
-    step_metrics m = std::move(summing_);
-    m.loss = loss;
-    losses_.push_back(loss);
-    out = just(report_step_action{std::move(m)});
-  } else if (committed != committed_) {
+  // another process saw the job's loss of the step this one was summing: committed after all
+  if (committed == committed_ + 1 && committed == step_) return commit_with_loss(loss, now);
+  if (committed != committed_)
     return finish(make_error(errc::invalid_argument, "rejoin: the processes that remain disagree on the steps done (" +
                                                          std::to_string(committed + 1) + " and " +
                                                          std::to_string(committed_ + 1) + ")"));
-  }
-  auto next = after_commit(now);
-  out.insert(out.end(), next.begin(), next.end());
-  return out;
+  return after_commit(now);
 }
 
 actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now) {
   if (phase_ != phase::transitioning) return {};
-  ranks_ = ranks;
-  local_ = std::move(local);
-  dead_.assign(static_cast<std::size_t>(ranks_), false);
+  adopt_ranks(ranks, std::move(local));
   ++layout_;
   return begin_step(now);
 }

@@ -185,6 +185,8 @@ class step_protocol {
   /// The step's outcomes are all in and good: commit it (or, with rejoin, first its loss).
   actions commit(clock_type::time_point now);
   actions commit_with_loss(double total, clock_type::time_point now);
+  /// A new placement of the ranks (a transition or a rejoin): `ranks`, `local` of them here.
+  void adopt_ranks(int ranks, std::vector<bool> local);
   actions decide_recovery();
   actions finish(status st);
   bool is_local(int rank) const { return local_.empty() || local_[static_cast<std::size_t>(rank)]; }

@@ -49,7 +49,7 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   if (!parsed) return fail(name_, parsed.error().message, 2);
   if (*parsed == parse_outcome::help_shown) return 0;
   if (auto st = plan_.finish(options_); !st) return fail(name_, st.error().message, 2);
-  if (plan_.dist.launches()) return launch_processes(argc, argv, plan_.dist, options_);
+  if (plan_.dist.launches()) return launch_processes(argc, argv, plan_.dist, options_, plan_.checkpoint.dir);
   if (eval_only_ && plan_.checkpoint.init_from.empty())
     return fail(name_, "--eval.only needs the trained model: --init.from=FILE_OR_CHECKPOINT", 2);
   const bool evaluate_only = eval_only_ || (train_.steps == 0 && !plan_.checkpoint.init_from.empty());

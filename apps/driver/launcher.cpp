@@ -159,19 +159,10 @@ int job_exit_code(const attempt_result& a, bool recover) {
   return a.first_failure < 0 ? 0 : a.codes[static_cast<std::size_t>(a.first_failure)];
 }
 
-std::string checkpoint_dir_of(const std::vector<std::string>& args) {
-  std::string dir;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--checkpoint.dir=", 0) == 0) dir = a.substr(17);
-    if (a == "--checkpoint.dir" && i + 1 < args.size()) dir = args[i + 1];
-  }
-  return dir;
-}
-
 }  // namespace
 
-int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts) {
+int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts,
+                     const std::string& checkpoint_dir) {
   const int n = static_cast<int>(o.nproc);
   const bool port_given = opts.was_set("dist.master-port") || std::getenv("MASTER_PORT") != nullptr;
   std::vector<std::string> args;
@@ -183,7 +174,6 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
     args.push_back("--train.threads=" + std::to_string(threads));
   std::signal(SIGINT, remember_signal);
   std::signal(SIGTERM, remember_signal);
-  const std::string checkpoints = checkpoint_dir_of(args);
   const std::string notes_path =
       (std::filesystem::temp_directory_path() / ("cohort-launch-" + std::to_string(::getpid()) + ".json")).string();
   json recoveries = json::array();
@@ -219,8 +209,8 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
     recoveries.push_back(r);
     std::fprintf(stderr, "launch: process %d %s; restarting all %d processes (restart %d of %lld) %s\n",
                  a.first_failure, a.first_cause.c_str(), n, attempt + 1, static_cast<long long>(o.max_restarts),
-                 checkpoints.empty() ? "from the start (no --checkpoint.dir)"
-                                     : ("from the newest checkpoint in " + checkpoints).c_str());
+                 checkpoint_dir.empty() ? "from the start (no --checkpoint.dir)"
+                                        : ("from the newest checkpoint in " + checkpoint_dir).c_str());
   }
 }
 

@@ -98,6 +98,8 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
 /// report, then stops the rest (none is left behind) and, up to --launch.max-restarts times
 /// (not after bad input, exit 2, or the user's signal), starts them all again, resuming from
 /// the newest checkpoint (launcher.cpp). Returns the job's exit code.
-int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts);
+/// `checkpoint_dir`: where the job's checkpoints go (--checkpoint.dir, named when it restarts).
+int launch_processes(int argc, char** argv, const process_options& o, const option_set& opts,
+                     const std::string& checkpoint_dir = "");
 
 }  // namespace cohort::apps

@@ -128,12 +128,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         out.epoch = m->epoch;
         out.live = m->live;
         out.lost = m->lost;
-        const int gone = m->lost.empty() ? -1 : m->lost.back();
-        const auto& roster = g.control->roster();
-        out.why = gone < 0 ? ""
-                           : "lost node " + std::to_string(gone) + " (pid " +
-                                 std::to_string(roster[static_cast<std::size_t>(gone)].pid) + ")";
-        if (auto n = g.control->last_loss()) out.why = n->describe();
+        if (auto n = g.control->last_loss()) out.why = n->describe();  // every change has its report
         return out;
       };
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {

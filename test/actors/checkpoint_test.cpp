@@ -14,6 +14,7 @@
 #include "apps/models/mlp.hpp"
 #include "planner/rank_layout.hpp"
 #include "support/coded_pieces.hpp"
+#include "support/run_files.hpp"
 
 using namespace cohort;
 using namespace cohort::actors;
@@ -72,11 +73,6 @@ std::string save(const std::string& dir, const ck::contents& c) {
 }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string refusal(const std::string& dir) {
   auto o = ck::open(dir);
@@ -167,7 +163,7 @@ TEST_CASE("the directory keeps the newest checkpoints and points latest at the n
   REQUIRE(all.size() == 2);
   CHECK(fs::path(all[0]).filename() == "step-000040");
   CHECK(fs::path(all[1]).filename() == "step-000030");
-  CHECK(read_text(dir + "/latest") == "step-000040\n");
+  CHECK(cohort::test::read_text(dir + "/latest") == "step-000040\n");
   for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);
 }
 
@@ -182,7 +178,7 @@ TEST_CASE("a write that fails leaves the previous checkpoint as it was" * doctes
   auto w = ck::save(s, coded_contents(layouts, plan, 1, 20), 0);
   REQUIRE_FALSE(w.ok());
   CHECK(w.error().message.find(".tmp-step-000020") != std::string::npos);
-  CHECK(read_text(dir + "/latest") == "step-000010\n");
+  CHECK(cohort::test::read_text(dir + "/latest") == "step-000010\n");
   CHECK(ck::open(first).ok());
   // another process's file that never comes (sharded: both processes write): the first process
   // gives up in time, keeps the rest
@@ -203,7 +199,7 @@ TEST_CASE("bad checkpoints are refused naming the file and what is wrong" * doct
   const std::string file0 = "/" + ck::process_file_name(0);
   {
     const std::string d = fresh("flipped");
-    std::string b = read_text(d + file0);
+    std::string b = cohort::test::read_text(d + file0);
     b[b.size() - 3] ^= 0x10;
     write_text(d + file0, b);
     const auto why = refusal(d);
@@ -212,7 +208,7 @@ TEST_CASE("bad checkpoints are refused naming the file and what is wrong" * doct
   }
   {
     const std::string d = fresh("truncated");
-    std::string b = read_text(d + file0);
+    std::string b = cohort::test::read_text(d + file0);
     write_text(d + file0, b.substr(0, b.size() - 100));
     CHECK(refusal(d).find("truncated") != std::string::npos);
   }
@@ -228,7 +224,7 @@ TEST_CASE("bad checkpoints are refused naming the file and what is wrong" * doct
   }
   auto edit = [&](const std::string& name, const std::function<void(nlohmann::json&)>& f) {
     const std::string d = fresh(name);
-    auto m = nlohmann::json::parse(read_text(d + "/manifest.json"));
+    auto m = nlohmann::json::parse(cohort::test::read_text(d + "/manifest.json"));
     f(m);
     write_text(d + "/manifest.json", m.dump());
     return refusal(d);
@@ -255,10 +251,10 @@ TEST_CASE("bad checkpoints are refused naming the file and what is wrong" * doct
         }).find("the manifest says F32") != std::string::npos);
   {  // the safetensors header of a process file longer than the file
     const std::string d = fresh("header");
-    std::string b = read_text(d + file0);
+    std::string b = cohort::test::read_text(d + file0);
     b[3] = 0x01;  // the length grows by 16 MiB: under the limit, past the end
     write_text(d + file0, b);
-    auto m = nlohmann::json::parse(read_text(d + "/manifest.json"));
+    auto m = nlohmann::json::parse(cohort::test::read_text(d + "/manifest.json"));
     auto digests =
         ck::file_digests(d, 1);  // the manifest agrees with the damaged file: only the header check refuses it
     REQUIRE(digests.ok());

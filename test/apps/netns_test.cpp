@@ -29,15 +29,7 @@ std::vector<double> losses(const std::string& path) {
 
 TEST_CASE("a dp2 job across two network namespaces (two hosts in miniature) trains like the serial run") {
   cohort::test::namespaces ns;
-  if (!ns.ok) {
-    const char* skip = std::getenv("COHORT_SKIP_NETNS");
-    if (skip != nullptr && std::string(skip) == "1") {
-      MESSAGE("skipped: cannot create network namespaces here (" << ns.why << "); COHORT_SKIP_NETNS=1");
-      return;
-    }
-    FAIL("cannot create network namespaces (needs root and iproute2): "
-         << ns.why << "; set COHORT_SKIP_NETNS=1 to skip this test");
-  }
+  if (cohort::test::skip_without(ns)) return;
   const auto dir = std::filesystem::temp_directory_path() / ("cohort-netns-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string secret = (dir / "secret").string();

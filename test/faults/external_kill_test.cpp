@@ -28,18 +28,6 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("ext", name); }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::size_t lines_in(const std::string& path) {
-  std::ifstream in(path);
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) n += line.empty() ? 0 : 1;
-  return n;
-}
-
 std::vector<unsigned> seeds() {
   std::vector<unsigned> out;
   std::stringstream list(std::getenv("COHORT_FAULT_SEEDS") ? std::getenv("COHORT_FAULT_SEEDS") : "1,2,3");
@@ -83,12 +71,12 @@ TEST_SUITE("failure") {
       const std::regex who(std::to_string(victim) + ": pid ([0-9]+) at");
       while (pid < 0 && std::chrono::steady_clock::now() < deadline) {
         std::smatch m;
-        const std::string text = read_text(err);
+        const std::string text = cohort::test::read_text(err);
         if (std::regex_search(text, m, who)) pid = static_cast<pid_t>(std::stol(m[1]));
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      REQUIRE_MESSAGE(pid > 0, read_text(err));
-      while (lines_in(metrics) < after && std::chrono::steady_clock::now() < deadline)
+      REQUIRE_MESSAGE(pid > 0, cohort::test::read_text(err));
+      while (cohort::test::count_lines(metrics) < after && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       std::this_thread::sleep_for(delay);
       MESSAGE("seed " << seed << ": SIGKILL to process " << victim << " (pid " << pid << ") after " << after
@@ -96,10 +84,10 @@ TEST_SUITE("failure") {
       ::kill(pid, SIGKILL);
       int status = 0;
       ::waitpid(launcher, &status, 0);
-      const std::string stderr_text = read_text(err);
+      const std::string stderr_text = cohort::test::read_text(err);
       REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), stderr_text);
       CHECK(cohort::test::metrics_losses(metrics) == expected);
-      const std::string stdout_text = read_text(out);
+      const std::string stdout_text = cohort::test::read_text(out);
       const auto last_line = stdout_text.find_last_of('\n', stdout_text.size() >= 2 ? stdout_text.size() - 2 : 0);
       auto summary =
           nlohmann::json::parse(last_line == std::string::npos ? stdout_text : stdout_text.substr(last_line + 1));

@@ -19,34 +19,10 @@
 #include "support/netns.hpp"
 #include "support/run_files.hpp"
 
-namespace {
-
-std::size_t lines_in(const std::string& path) {
-  std::ifstream in(path);
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) n += line.empty() ? 0 : 1;
-  return n;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
-
 TEST_SUITE("failure") {
   TEST_CASE("a partitioned node is fenced out and the coordinator's side finishes with the fault-free losses") {
     cohort::test::namespaces ns;
-    if (!ns.ok) {
-      const char* skip = std::getenv("COHORT_SKIP_NETNS");
-      if (skip != nullptr && std::string(skip) == "1") {
-        MESSAGE("skipped: cannot create network namespaces here (" << ns.why << "); COHORT_SKIP_NETNS=1");
-        return;
-      }
-      FAIL("cannot create network namespaces (needs root and iproute2): " << ns.why
-                                                                          << "; set COHORT_SKIP_NETNS=1 to skip");
-    }
+    if (cohort::test::skip_without(ns)) return;
     const std::string dir = cohort::test::fresh_dir("part", "job");
     std::filesystem::create_directories(dir);
     const std::string secret = dir + "/secret";
@@ -74,7 +50,7 @@ TEST_SUITE("failure") {
     });
     std::thread cutter([&] {  // the partition, once 50 steps are done
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      while (lines_in(metrics) < 50 && std::chrono::steady_clock::now() < deadline)
+      while (cohort::test::count_lines(metrics) < 50 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       ns.cut();
     });
@@ -89,7 +65,7 @@ TEST_SUITE("failure") {
     REQUIRE(rec.size() == 1);
     CHECK(rec[0]["lost"] == "process 1");
     CHECK(rec[0]["cause"].get<std::string>().find("no heartbeat for 1000 ms") != std::string::npos);
-    const std::string node_err = read_text(dir + "/node.err");
+    const std::string node_err = cohort::test::read_text(dir + "/node.err");
     CAPTURE(node_err);
     CHECK(node_status != 0);  // the minority side stops
     CHECK(node_err.find("lost the coordinator") != std::string::npos);

@@ -9,7 +9,9 @@
 //   ns.cut();                                                  // nothing passes between a and b
 #pragma once
 
+#include <doctest/doctest.h>
 #include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -60,5 +62,19 @@ struct namespaces {
     if (std::filesystem::is_empty("/run/netns", ec) && !ec) sh("umount /run/netns");
   }
 };
+
+/// True when the test must skip because namespaces cannot be made and COHORT_SKIP_NETNS=1 says
+/// so (it says it skipped); fails the test when they cannot be made otherwise.
+inline bool skip_without(const namespaces& ns) {
+  if (ns.ok) return false;
+  const char* skip = std::getenv("COHORT_SKIP_NETNS");
+  if (skip != nullptr && std::string(skip) == "1") {
+    MESSAGE("skipped: cannot create network namespaces here (" << ns.why << "); COHORT_SKIP_NETNS=1");
+    return true;
+  }
+  FAIL("cannot create network namespaces (needs root and iproute2): " << ns.why
+                                                                      << "; set COHORT_SKIP_NETNS=1 to skip this test");
+  return true;
+}
 
 }  // namespace cohort::test

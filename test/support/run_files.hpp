@@ -55,6 +55,20 @@ inline std::vector<nlohmann::json> metrics_events(const std::string& path) {
   return out;
 }
 
+/// A file's whole text ("" when it is not there).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The non-empty lines of a file a running job is writing (its metrics file: the steps so far).
+inline std::size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.empty() ? 0 : 1;
+  return n;
+}
+
 /// The largest |a - b| / |b| over two curves of the same length.
 inline double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
