@@ -59,7 +59,7 @@ std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan) {
   return planner::rank_layout::placed(plan.ranks(), s.live);
 }
 
-void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
+void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<param_actor_hdl>* kept) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
@@ -69,7 +69,12 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
   for (int r = 0; r < ranks; ++r) local += is_local(self, r) ? 1 : 0;
   const int kernel_threads = std::max(1, s.options.threads / std::max(1, local));
   kernels::set_math_threads(kernel_threads);
-  const bool spare_core = kernel_threads * local < kernels::available_cores();
+  const int cores = kernels::available_cores();
+  const bool spare_core = kernel_threads * local < cores;
+  // Tensor-parallel peers wait on each other inside every operation: where the process's
+  // workers outnumber its cores, two peers sharing a core would hand it back and forth at
+  // each collective, so each peer gets its own core (the rest of a group's time is shared).
+  const bool bind_tp_peers = plan.tp > 1 && plan.tp <= cores && kernel_threads == 1 && local > cores;
   // one data actor for the whole run: a new plan only splits the same batches another way (and
   // the app's batch function is never called from two actors at once)
   if (s.data)
@@ -88,12 +93,15 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states) {
     spec->at = layout.place_of(r);
     spec->seed = s.options.seed;
     spec->kernel_threads = kernel_threads;
+    spec->core = bind_tp_peers ? spec->at.tp_rank : -1;
     spec->timeout = s.options.timeout;
     spec->table = table;
     spec->coordinator = caf::actor_cast<caf::actor>(self);
     spec->data = s.data;
     spec->restore = states != nullptr;
-    if (is_local(self, r)) {
+    if (kept && (*kept)[static_cast<std::size_t>(r)]) {
+      s.params[static_cast<std::size_t>(r)] = std::move((*kept)[static_cast<std::size_t>(r)]);
+    } else if (is_local(self, r)) {
       std::optional<piece_state> initial;
       if (states) initial = std::move((*states)[static_cast<std::size_t>(r)]);
       const std::int64_t generation = s.protocol ? s.protocol->generation() : 0;

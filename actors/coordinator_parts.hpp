@@ -31,7 +31,9 @@ std::vector<bool> local_flags(self_ptr self);
 void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> then);
 /// This process's data actor (configured), parameter actors (fresh, or holding `states`) and
 /// workers for the current plan over the current fabric.
-void spawn_plan(self_ptr self, std::vector<piece_state>* states);
+/// `kept` (by rank, may be null): parameter actors that carry over from the previous plan;
+/// the others are spawned (from `states` where given).
+void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<param_actor_hdl>* kept = nullptr);
 /// Stops the current plan's workers and parameter actors.
 void retire_plan(self_ptr self);
 /// The process of each rank of `plan`: blocks over the job's processes, a lost process's ranks

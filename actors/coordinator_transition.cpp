@@ -6,12 +6,21 @@
 #include "planner/rank_layout.hpp"
 #include "transport/in_process.hpp"
 
+#include <utility>
+
 namespace cohort::actors::coordination {
 
 // The last step of a transition: the old plan retires, the new one starts from `states`.
 void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_state> states, fabric_ptr fabric,
                   transition_record rec, std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
+  // the parameter actors whose pieces stay as they are carry over; the rest retire
+  std::vector<param_actor_hdl> kept(t.to.size());
+  for (std::size_t r = 0; r < t.kept.size(); ++r)
+    if (t.kept[r] >= 0) kept[r] = std::exchange(s.params[static_cast<std::size_t>(t.kept[r])], param_actor_hdl{});
+  for (const auto& p : kept) rec.params_kept += p ? 1 : 0;
+  for (const auto& p : s.params) rec.params_retired += p ? 1 : 0;
+  for (const auto& w : s.workers) rec.workers_retired += w ? 1 : 0;
   retire_plan(self);
   if (s.options.job) {
     s.fabric->close("plan transition at step " + std::to_string(rec.step));
@@ -19,7 +28,9 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   }
   s.fabric = std::move(fabric);
   s.model = t.model;
-  spawn_plan(self, &states);
+  spawn_plan(self, &states, &kept);
+  for (const auto& w : s.workers) rec.workers_spawned += w ? 1 : 0;
+  rec.params_spawned = rec.workers_spawned - rec.params_kept;  // a worker per local rank, each with its actor
   rec.seconds = since(started);
   s.summary.transitions.push_back(rec);
   if (s.options.on_transition) s.options.on_transition(rec);
@@ -33,7 +44,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto& s = self->state;
   const auto slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
   if (!s.options.job) {
-    auto moved = apply_state_transfer(t->copies, *old, t->to, slots, rec.step);
+    auto moved = apply_state_transfer(t->copies, *old, t->to, slots, rec.step, t->kept);
     rec.bytes_moved = transfer_bytes(t->copies, slots);
     install_plan(self, *t, std::move(moved), std::make_shared<transport::in_process_fabric>(t->model->plan.ranks()),
                  rec, started);
@@ -49,6 +60,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   o.steps = rec.step;
   o.tag = (transition_tag_space << 40) | static_cast<std::uint64_t>(rec.step);
   o.timeout = s.options.timeout;
+  o.kept = t->kept;
   auto exchanged = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
   auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
   auto old_fabric = s.fabric;
@@ -69,16 +81,22 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
       });
 }
 
-// The transition planned: export every primary piece of this process.
+// The transition planned: the parameter actors that stay are chosen (the same pieces on the
+// same process, on every process alike), and the pieces of this process that the copies read
+// are exported.
 void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_record rec,
                   std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
+  t->kept = kept_pieces(t->from, t->to, s.owner, owners_of(self, t->model->plan));
+  t->copies = without_kept(t->copies, t->kept);
+  std::vector<bool> read(s.params.size(), false);
+  for (const auto& c : t->copies) read[static_cast<std::size_t>(c.from_rank)] = true;
   auto old = std::make_shared<std::vector<piece_state>>(s.params.size());
   auto left = std::make_shared<std::size_t>(0);
-  for (std::size_t r = 0; r < s.params.size(); ++r) *left += s.params[r] && t->from[r].primary ? 1 : 0;
+  for (std::size_t r = 0; r < s.params.size(); ++r) *left += s.params[r] && read[r] ? 1 : 0;
   if (*left == 0) return move_state(self, t, old, rec, started);
   for (std::size_t r = 0; r < s.params.size(); ++r) {
-    if (!s.params[r] || !t->from[r].primary) continue;
+    if (!s.params[r] || !read[r]) continue;
     self->request(s.params[r], s.options.timeout, export_atom::value, s.protocol->committed())
         .then(
             [=](piece_state& p) {

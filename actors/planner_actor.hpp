@@ -66,6 +66,9 @@ struct transition_plan {
   std::shared_ptr<const compiled_model> model;  // the new plan, compiled
   std::vector<piece_layout> from, to;
   std::vector<state_copy> copies;
+  /// By new rank: the old rank whose parameter actor stays (kept_pieces; the coordinator sets
+  /// it, knowing each rank's process, and drops the copies into those ranks), -1: a new one.
+  std::vector<int> kept;
   planner::plan_choice choice;
   double prepare_seconds = 0;  // compiling it and planning the copies
 };

@@ -47,6 +47,10 @@ struct transition_record {
   double prepare_seconds = 0;         // compiling it and planning the copies
   double bytes_moved = 0;             // parameters and optimizer state copied into the new pieces
   double bytes_across_processes = 0;  // of which sent to other processes
+  /// This process's actors: parameter actors that stayed (their pieces the same in both plans,
+  /// nothing copied), were spawned and filled, or retired; workers are always replaced (their
+  /// programs, groups and data plane change with the plan).
+  int params_kept = 0, params_spawned = 0, params_retired = 0, workers_spawned = 0, workers_retired = 0;
 };
 
 /// Who remains in a job after a process was lost (the control plane's view).

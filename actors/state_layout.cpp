@@ -88,6 +88,39 @@ result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layo
   return copies;
 }
 
+bool same_elements(const piece_layout& a, const piece_layout& b) {
+  if (a.size != b.size || a.parts.size() != b.parts.size()) return false;
+  for (std::size_t i = 0; i < a.parts.size(); ++i) {
+    const param_part &x = a.parts[i], &y = b.parts[i];
+    if (x.name != y.name || x.whole != y.whole || x.offset != y.offset || x.elements != y.elements) return false;
+  }
+  return true;
+}
+
+std::vector<int> kept_pieces(const std::vector<piece_layout>& from, const std::vector<piece_layout>& to,
+                             const std::vector<int>& old_owner, const std::vector<int>& new_owner) {
+  std::vector<int> kept(to.size(), -1);
+  std::vector<bool> taken(from.size(), false);
+  auto fits = [&](std::size_t o, std::size_t n) {
+    return !taken[o] && o < old_owner.size() && n < new_owner.size() && old_owner[o] == new_owner[n] &&
+           same_elements(from[o], to[n]);
+  };
+  for (std::size_t n = 0; n < to.size() && n < from.size(); ++n)  // its own number first
+    if (fits(n, n)) kept[n] = static_cast<int>(n), taken[n] = true;
+  for (std::size_t n = 0; n < to.size(); ++n)
+    for (std::size_t o = 0; o < from.size() && kept[n] < 0; ++o)
+      if (fits(o, n)) kept[n] = static_cast<int>(o), taken[o] = true;
+  return kept;
+}
+
+std::vector<state_copy> without_kept(const std::vector<state_copy>& copies, const std::vector<int>& kept) {
+  std::vector<state_copy> out;
+  for (const auto& c : copies)
+    if (static_cast<std::size_t>(c.to_rank) >= kept.size() || kept[static_cast<std::size_t>(c.to_rank)] < 0)
+      out.push_back(c);
+  return out;
+}
+
 piece_state empty_piece(std::int64_t size, std::size_t slots, std::int64_t steps) {
   piece_state p;
   p.values = tensor::zeros({size});
@@ -104,9 +137,10 @@ void apply_copy(const state_copy& c, const piece_state& src, piece_state& dst, s
 
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,
                                               const std::vector<piece_state>& old, const std::vector<piece_layout>& to,
-                                              std::size_t slots, std::int64_t steps) {
+                                              std::size_t slots, std::int64_t steps, const std::vector<int>& kept) {
   std::vector<piece_state> out;
-  for (const auto& p : to) out.push_back(empty_piece(p.size, slots, steps));
+  for (std::size_t r = 0; r < to.size(); ++r)
+    out.push_back(r < kept.size() && kept[r] >= 0 ? piece_state{} : empty_piece(to[r].size, slots, steps));
   for (const auto& c : copies)
     apply_copy(c, old[static_cast<std::size_t>(c.from_rank)], out[static_cast<std::size_t>(c.to_rank)], slots);
   return out;

@@ -19,6 +19,7 @@
 //   std::vector<piece_state> old_states;               // by old rank: each parameter actor's export_state
 //   for (const piece_layout& l : *from) old_states.push_back({tensor::zeros({l.size}), {}, /*steps=*/10});
 //   std::vector<piece_state> moved = apply_state_transfer(*copies, old_states, *to, /*slots=*/0, /*steps=*/10);
+//   std::vector<int> kept = kept_pieces(*from, *to, {0, 0}, {0, 0});   // -1, -1: no piece stays as it was
 #pragma once
 
 #include <cstdint>
@@ -77,17 +78,32 @@ struct state_copy {
 result<std::vector<state_copy>> plan_state_transfer(const std::vector<piece_layout>& from,
                                                     const std::vector<piece_layout>& to);
 
+/// Whether two pieces hold the same elements of the same parameters at the same offsets: the
+/// parameter actor that owns one can serve the other as it is.
+bool same_elements(const piece_layout& a, const piece_layout& b);
+
+/// A plan transition's parameter actors that stay: for each rank of `to`, the rank of `from`
+/// whose actor keeps serving it (the same elements, on the same process: `old_owner` and
+/// `new_owner` give each rank's process), -1 where a new actor is filled by copies. Each old
+/// rank serves one new rank at most, the one of its own number first.
+std::vector<int> kept_pieces(const std::vector<piece_layout>& from, const std::vector<piece_layout>& to,
+                             const std::vector<int>& old_owner, const std::vector<int>& new_owner);
+
+/// `copies` less those into new ranks that keep their actor (kept[rank] >= 0).
+std::vector<state_copy> without_kept(const std::vector<state_copy>& copies, const std::vector<int>& kept);
+
 /// A zeroed piece of `size` elements with `slots` optimizer slots that has had `steps` updates.
 piece_state empty_piece(std::int64_t size, std::size_t slots, std::int64_t steps);
 
 /// One copy from `src` into `dst`: the values and each of `slots` optimizer slots.
 void apply_copy(const state_copy& c, const piece_state& src, piece_state& dst, std::size_t slots);
 
-/// In one process: the new pieces, filled by `copies` from `old` (by old rank; only primary
-/// pieces are read). Every new piece has `slots` optimizer slots and has had `steps` updates.
+/// In one process: the new pieces, filled by `copies` from `old` (by old rank; only the
+/// copies' sources are read). Every new piece has `slots` optimizer slots and has had `steps`
+/// updates; a rank that keeps its actor (kept[rank] >= 0, `kept` empty: none) is left empty.
 std::vector<piece_state> apply_state_transfer(const std::vector<state_copy>& copies,
                                               const std::vector<piece_state>& old, const std::vector<piece_layout>& to,
-                                              std::size_t slots, std::int64_t steps);
+                                              std::size_t slots, std::int64_t steps, const std::vector<int>& kept = {});
 
 /// Bytes a copy list moves for values and `slots` optimizer slots (f32).
 double transfer_bytes(const std::vector<state_copy>& copies, std::size_t slots);

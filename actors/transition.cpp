@@ -39,7 +39,8 @@ result<exchanged_state> exchange_state(transport::fabric& old_fabric, const exch
   exchanged_state out;
   out.states.resize(to.size());
   for (std::size_t r = 0; r < to.size(); ++r)
-    if (o.new_owner[r] == o.process) out.states[r] = empty_piece(to[r].size, o.slots, o.steps);
+    if (o.new_owner[r] == o.process && (r >= o.kept.size() || o.kept[r] < 0))
+      out.states[r] = empty_piece(to[r].size, o.slots, o.steps);
   for (const auto* c : between(copies, o, o.process, o.process))
     apply_copy(*c, old_states[static_cast<std::size_t>(c->from_rank)], out.states[static_cast<std::size_t>(c->to_rank)],
                o.slots);

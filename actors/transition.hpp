@@ -33,6 +33,9 @@ struct exchange_options {
   /// plan's data plane; after a lost process: the new placement's). Processes without a rank
   /// in it take no part (a lost process).
   std::vector<int> fabric_owner;
+  /// By new rank: the old rank whose parameter actor stays (kept_pieces), -1 where the piece is
+  /// filled here; empty: none stays. A kept rank's state is left empty.
+  std::vector<int> kept;
   int process = 0, processes = 1;
   std::size_t slots = 0;   // optimizer slots per piece
   std::int64_t steps = 0;  // updates every piece has had (the steps done)

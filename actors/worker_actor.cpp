@@ -2,7 +2,9 @@
 #include "actors/worker_actor.hpp"
 
 #include <optional>
+
 #include <stdexcept>
+#include "kernels/threads.hpp"
 
 namespace cohort::actors {
 
@@ -12,6 +14,7 @@ worker_actor::worker_actor(caf::actor_config& cfg, std::shared_ptr<const worker_
 
 status worker_actor::start() {
   const worker_spec& s = *spec_;
+  if (s.core >= 0) kernels::pin_current_thread(s.core);  // a hint: unbound if refused
   const auto& plan = s.model->plan;
   auto prog = s.model->program(s.at.stage, s.at.tp_rank);
   if (!prog) return prog.error();

@@ -48,6 +48,8 @@ struct worker_spec {
   int rank = 0;
   std::uint64_t seed = 0;
   int kernel_threads = 1;
+  /// The core (of the process's) its thread is bound to; -1: the OS places it.
+  int core = -1;
   std::chrono::milliseconds timeout{60000};
   kernels::dispatch_table table{"cpu"};
   caf::actor coordinator;

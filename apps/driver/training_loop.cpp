@@ -39,19 +39,24 @@ result<training_result> train_runtime(const training_job& job, const plan_option
         {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
   };
   o.on_transition = [&](const actors::transition_record& t) {
-    loop.out.transitions.push_back({{"step", t.step},
-                                    {"from", t.from},
-                                    {"to", t.to},
-                                    {"seconds", t.seconds},
-                                    {"replan_s", t.replan_seconds},
-                                    {"prepare_s", t.prepare_seconds},
-                                    {"bytes_moved", t.bytes_moved},
-                                    {"bytes_across_processes", t.bytes_across_processes},
-                                    {"plan", t.plan}});
+    loop.out.transitions.push_back(
+        {{"step", t.step},
+         {"from", t.from},
+         {"to", t.to},
+         {"seconds", t.seconds},
+         {"replan_s", t.replan_seconds},
+         {"prepare_s", t.prepare_seconds},
+         {"bytes_moved", t.bytes_moved},
+         {"bytes_across_processes", t.bytes_across_processes},
+         {"param_actors", {{"kept", t.params_kept}, {"spawned", t.params_spawned}, {"retired", t.params_retired}}},
+         {"workers", {{"spawned", t.workers_spawned}, {"retired", t.workers_retired}}},
+         {"plan", t.plan}});
     if (!loop.quiet)
-      std::fprintf(stderr, "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved)\n",
+      std::fprintf(stderr,
+                   "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved, %d of "
+                   "%d parameter actors kept)\n",
                    static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds,
-                   t.bytes_moved);
+                   t.bytes_moved, t.params_kept, t.params_kept + t.params_spawned);
   };
   set_checkpointing(p.checkpoint, start, o);
   if (start.checkpoint) loop.out.resumed_from = {{"path", start.checkpoint->dir}, {"step", start.first_step}};

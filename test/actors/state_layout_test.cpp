@@ -142,3 +142,70 @@ TEST_CASE("an exchange message of the wrong size is refused") {
   CHECK(got.error().code == errc::io_error);
   CHECK(got.error().message.find("process 0 sent 3 values") != std::string::npos);
 }
+
+TEST_CASE("the parameter actors a transition keeps: the same pieces on the same process") {
+  struct keep_case {
+    const char* name;
+    parallel_plan from, to;
+    int processes;
+    std::vector<int> kept;
+  };
+  const std::vector<keep_case> keep_cases = {
+      {"dp2 -> dp4 in one process", {.dp = 2}, {.dp = 4}, 1, {0, 1, -1, -1}},
+      // process 0 has old rank 0 and new ranks 0, 1; process 1 old rank 1 and new ranks 2, 3
+      {"dp2 -> dp4 over 2 processes", {.dp = 2}, {.dp = 4}, 2, {0, -1, 1, -1}},
+      {"only the micro-batches change",
+       {.dp = 2, .tp = 2, .micro_batches = 2},
+       {.dp = 2, .tp = 2, .micro_batches = 4},
+       2,
+       {0, 1, 2, 3}},
+      {"dp2 -> dp2 sharded", {.dp = 2}, {.dp = 2, .shard_params = true}, 1, {-1, -1}},
+      {"dp2 sharded -> tp2 pp2 m4",
+       {.dp = 2, .shard_params = true},
+       {.tp = 2, .pp = 2, .micro_batches = 4},
+       1,
+       {-1, -1, -1, -1}},
+      {"dp4 -> dp2 in one process", {.dp = 4}, {.dp = 2}, 1, {0, 1}}};
+  for (const auto& c : keep_cases) {
+    const std::string pair = c.name;
+    CAPTURE(pair);
+    auto from = *piece_layouts(*compiled(gpt, c.from));
+    auto to = *piece_layouts(*compiled(gpt, c.to));
+    const auto old_owner = planner::rank_layout(c.from).process_of_rank(c.processes);
+    const auto new_owner = planner::rank_layout(c.to).process_of_rank(c.processes);
+    const auto kept = kept_pieces(from, to, old_owner, new_owner);
+    CHECK(kept == c.kept);
+    auto copies = without_kept(*plan_state_transfer(from, to), kept);
+    for (const auto& k : copies) CHECK(kept[static_cast<std::size_t>(k.to_rank)] < 0);
+    // the others are filled exactly; the kept ones are left to their actors
+    auto moved = apply_state_transfer(copies, coded_states(from, 1), to, 1, 4, kept);
+    for (std::size_t r = 0; r < to.size(); ++r) CHECK(moved[r].values.defined() == (kept[r] < 0));
+    check_coded(to, moved, 1);
+    if (c.processes == 1) continue;
+    // across processes the exchange leaves the same ranks empty
+    exchange_options o;
+    o.old_owner = old_owner, o.new_owner = new_owner, o.kept = kept;
+    o.processes = 2, o.slots = 1, o.steps = 4, o.tag = 98, o.timeout = std::chrono::milliseconds(20000);
+    transport::in_process_fabric fabric(c.from.ranks());
+    auto all = coded_states(from, 1);
+    std::vector<result<exchanged_state>> got(2, make_error(errc::closed, "not run"));
+    std::vector<std::thread> processes;
+    for (int p = 0; p < 2; ++p)
+      processes.emplace_back([&, p] {
+        exchange_options mine = o;
+        mine.process = p;
+        std::vector<piece_state> local(all.size());
+        for (std::size_t r = 0; r < all.size(); ++r)
+          if (old_owner[r] == p) local[r] = all[r];
+        got[static_cast<std::size_t>(p)] = exchange_state(fabric, mine, copies, local, to);
+      });
+    for (auto& t : processes) t.join();
+    for (int p = 0; p < 2; ++p) {
+      REQUIRE(got[static_cast<std::size_t>(p)].ok());
+      const auto& states = got[static_cast<std::size_t>(p)]->states;
+      for (std::size_t r = 0; r < to.size(); ++r)
+        CHECK(states[r].values.defined() == (new_owner[r] == p && kept[r] < 0));
+      check_coded(to, states, 1);
+    }
+  }
+}

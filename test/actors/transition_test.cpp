@@ -65,9 +65,36 @@ TEST_CASE("MLP: dp2 sharded, then tp2 pp2 m4 from step 10: the losses equal the 
   const double params = 24 * 36 + 36 + 36 * 30 + 30 + 30 * 10 + 10, replicated = 30 + 30 * 10 + 10;
   CHECK(t.bytes_moved == doctest::Approx((params + replicated) * 4 * 2));
   CHECK(t.bytes_across_processes == 0);
+  CHECK(t.params_kept == 0);  // no piece is the same in both plans
+  CHECK(t.params_retired == 2);
+  CHECK(t.params_spawned == 4);
   CHECK(t.plan["cuts"].size() == 1);  // the planner's cut, executed as planned
   MESSAGE("transition " << t.seconds << " s, re-plan " << t.replan_seconds << " s, prepare " << t.prepare_seconds
                         << " s");
+}
+
+TEST_CASE("MLP: dp2, then dp4, then dp4 m2: parameter actors whose pieces stay are kept, the losses the serial run's") {
+  const optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
+  auto serial = serial_losses(mlp, 24, steps, opt, 3, mlp_data(24));
+  runtime_run run;
+  run.plan = {.dp = 2};
+  run.changes = {to_plan(10, {.dp = 4}), to_plan(20, {.dp = 4, .micro_batches = 2})};
+  run.planning = setup_for(mlp, 24, 1);
+  auto s = runtime_summary(mlp, run, 24, steps, opt, 3, mlp_data(24));
+  check_same_losses(serial, std::vector<float>(s.losses.begin(), s.losses.end()), "dp2 -> dp4 -> dp4 m2");
+  REQUIRE(s.transitions.size() == 2);
+  const double params = 24 * 36 + 36 + 36 * 30 + 30 + 30 * 10 + 10;
+  const auto& grow = s.transitions[0];
+  CHECK(grow.params_kept == 2);  // the replicas 0 and 1 stay, 2 and 3 are filled from replica 0
+  CHECK(grow.params_spawned == 2);
+  CHECK(grow.params_retired == 0);
+  CHECK(grow.workers_retired == 2);
+  CHECK(grow.workers_spawned == 4);
+  CHECK(grow.bytes_moved == doctest::Approx(2 * params * 4 * 2));  // values and momentum, twice
+  const auto& same_pieces = s.transitions[1];
+  CHECK(same_pieces.params_kept == 4);
+  CHECK(same_pieces.params_spawned == 0);
+  CHECK(same_pieces.bytes_moved == 0);
 }
 
 TEST_CASE("GPT: dp2, then pp2 1f1b m4, then dp2 tp2: the losses equal the serial run's") {

@@ -60,6 +60,30 @@ TEST_CASE("mlp dp2 sharded then tp2 pp2 m4, in one process and across 2: the ser
   }
 }
 
+TEST_CASE("mlp dp2 then dp4 across 2 processes: each process keeps the parameter actor of its replica") {
+  const std::string model = "--data.name=digits --train.steps=20 --train.threads=1";
+  const std::string serial_metrics = temp_file("mlp-keep-serial.jsonl");
+  REQUIRE(run(MLP_BINARY, model + " --plan.mode=serial --metrics.file=" + serial_metrics).exit_code == 0);
+  const std::string to = plan_file("dp4.json", R"({"dp":4})");
+  const std::string metrics = temp_file("mlp-keep.jsonl");
+  auto r = run(MLP_BINARY, model + " --plan.dp=2 --launch.nproc=2 --plan.change-at=8 --plan.change-to=" + to +
+                               " --metrics.file=" + metrics);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const double worst =
+      cohort::test::worst_relative(cohort::test::metrics_losses(metrics), cohort::test::metrics_losses(serial_metrics));
+  MESSAGE("mlp dp2 -> dp4 over 2 processes: max relative loss difference " << worst);
+  CHECK(worst <= 1e-5);
+  const auto& t = r.summary["transitions"];
+  REQUIRE(t.size() == 1);
+  // process 0 (whose summary this is) keeps old rank 0 as new rank 0 and fills new rank 1
+  CHECK(t[0]["param_actors"]["kept"] == 1);
+  CHECK(t[0]["param_actors"]["spawned"] == 1);
+  CHECK(t[0]["param_actors"]["retired"] == 0);
+  CHECK(t[0]["workers"]["spawned"] == 2);
+  CHECK(t[0]["workers"]["retired"] == 1);
+  CHECK(r.err.find("1 of 2 parameter actors kept") != std::string::npos);
+}
+
 TEST_CASE("gpt dp2 then pp2 1f1b m4 then dp2 across 2 processes: the serial run's losses") {
   const std::string model =
       "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 "
