@@ -110,6 +110,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
     }
     spec->params = s.params[static_cast<std::size_t>(r)];
     spec->inject = s.options.inject;
+    spec->trace = s.options.trace;
     s.specs.push_back(spec);
   }
   for (int r = 0; r < ranks; ++r)
@@ -140,6 +141,9 @@ void start_step(self_ptr self, const start_step_action& a) {
     self->request(s.workers[r], step_timeout, step_atom::value, a.generation, a.step, a.committed)
         .then(
             [=](done_atom, std::int64_t g, std::int64_t k, step_outcome& o) {
+              auto& opts = self->state.options;
+              if (opts.on_spans && !o.report.spans.empty())
+                opts.on_spans(rank, planner::rank_layout(self->state.model->plan).place_of(rank), k, o.report.spans);
               execute(self, self->state.protocol->on_outcome(g, k, rank, std::move(o), fabric_reason(self),
                                                              clock_type::now()));
             },

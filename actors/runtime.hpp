@@ -29,9 +29,11 @@
 #include "actors/planner_actor.hpp"
 #include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
+#include "actors/task_trace.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
 #include "planner/plan_choice.hpp"
+#include "planner/rank_layout.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -148,6 +150,11 @@ struct run_options {
   std::function<void(const step_metrics&)> on_step;      // called by the coordinator, in order
   std::function<void(std::int64_t step)> on_step_start;  // before the coordinator starts a step (0-based)
   std::function<void()> on_start;                        // once the plan compiled, before any actor runs
+  /// Steps whose task spans the workers record, and who gets them: each local worker's spans
+  /// of a step, on the coordinator's thread as its outcome arrives (a redone step's again).
+  trace_window trace;
+  std::function<void(int rank, const planner::rank_place& at, std::int64_t step, std::vector<task_span>& spans)>
+      on_spans;
 
   /// Plan transitions at step boundaries (ascending at_step), decided by the planner actor.
   std::vector<plan_change> changes;

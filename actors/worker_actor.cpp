@@ -46,6 +46,7 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     return out;
   }
   step_io io;
+  io.trace = s.trace.covers(step);
   // the replica's rows for the whole step, asked for once at its first micro-batch
   std::optional<std::map<std::string, tensor>> rows;
   io.inputs = [&](int mb) -> result<std::map<std::string, tensor>> {

@@ -3,6 +3,8 @@
 
 #include "transport/collectives.hpp"
 
+#include <algorithm>
+
 namespace cohort::actors {
 namespace {
 
@@ -54,9 +56,10 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     }
     return {};
   };
-  auto send = [&](int slot, int mb, bool backward) -> status {
+  auto send = [&](int slot, int mb, bool backward, std::int64_t& bytes) -> status {
     for (const auto& s : prog.sends) {
       if (s.backward != backward) continue;
+      bytes += w.value(slot, s.local).numel() * static_cast<std::int64_t>(sizeof(float));
       // a copy: the slot's buffer is reused by a later micro-batch
       if (auto st = ch.send(peer(s.peer_stage), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout);
           !st)
@@ -76,7 +79,15 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     const tensor own = w.flat_params().slice(0, mine.begin, mine.end);  // already in place
     if (auto st = transport::all_gather_ring(ch, dp_group, own, w.flat_params(), dp_opt); !st)
       return in_task(st.error(), {task_kind::update, -1}, at);
-    gather_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
+    const auto gather_end = std::chrono::steady_clock::now();
+    gather_s = std::chrono::duration<double>(gather_end - gather_start).count();
+    if (io.trace) {
+      const auto ns = [](std::chrono::steady_clock::time_point p) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
+      };
+      report.spans.push_back({task_kind::update, gather_micro_batch, ns(gather_start), ns(gather_start), ns(gather_end),
+                              w.flat_params().numel() * static_cast<std::int64_t>(sizeof(float))});
+    }
   }
   for (std::size_t index = 0; index < order.size(); ++index) {
     const task& t = order[index];
@@ -88,6 +99,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     // to the parameter owner is the runtime's own cost.
     auto start = std::chrono::steady_clock::now();
     auto end = start;
+    const std::int64_t wait_ns = io.trace ? trace_clock_ns() : 0;
+    std::int64_t bytes = 0;
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
     status st;
     if (t.kind == task_kind::forward) {
@@ -103,18 +116,19 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       st = receive(slot, t.micro_batch, false);
       start = std::chrono::steady_clock::now();
       if (st) st = w.forward(slot);
-      if (st) st = send(slot, t.micro_batch, false);
+      if (st) st = send(slot, t.micro_batch, false, bytes);
       if (st && report.reports_loss)
         report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
     } else if (t.kind == task_kind::backward) {
       st = receive(slot, t.micro_batch, true);
       start = std::chrono::steady_clock::now();
       if (st) st = w.backward(slot, seed);
-      if (st) st = send(slot, t.micro_batch, true);
+      if (st) st = send(slot, t.micro_batch, true, bytes);
     } else {
       // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
       tensor& grads = w.flat_grads();
       tensor piece = grads;
+      if (plan.dp > 1) bytes = grads.numel() * static_cast<std::int64_t>(sizeof(float));
       if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce(ch, dp_group, grads, dp_opt);
       if (st && plan.shard_params) {
         range mine = owned_piece(plan, grads.numel(), at.dp_rank);
@@ -128,6 +142,12 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     if (!st) return in_task(st.error(), t, at);
     if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();
     const double took = std::chrono::duration<double>(end - start).count();
+    if (io.trace) {
+      const auto ns = [](std::chrono::steady_clock::time_point p) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
+      };
+      report.spans.push_back({t.kind, t.micro_batch, std::min(wait_ns, ns(start)), ns(start), ns(end), bytes});
+    }
     if (t.kind == task_kind::forward)
       report.seconds.forward_s += took;
     else if (t.kind == task_kind::backward)

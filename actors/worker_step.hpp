@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "actors/stage_worker.hpp"
+#include "actors/task_trace.hpp"
 #include "graph/mesh.hpp"
 #include "planner/plan.hpp"
 #include "planner/rank_layout.hpp"
@@ -61,6 +62,8 @@ struct step_io {
   std::function<status(const tensor& grad_piece)> submit;
   /// Called before each task with its index in the order (the runtime's failure injection).
   std::function<void(const task&, std::size_t index)> before_task;
+  /// Record each task's span in step_report::spans (a traced step).
+  bool trace = false;
 };
 
 struct step_report {
@@ -72,6 +75,8 @@ struct step_report {
   /// inputs; the amplifier's gradient reduction (and a sharded plan's all-gather) without the
   /// hand-over to the parameter owner.
   planner::task_seconds seconds;
+  /// Each task's span, in order, when step_io::trace asked for them.
+  std::vector<task_span> spans;
 };
 
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,

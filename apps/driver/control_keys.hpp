@@ -24,6 +24,8 @@ enum class control_key : std::uint64_t {
   task_times = 6,     // every rank's task times, for the refit
   plan_change = 7,    // process 0's decision at a plan transition
   rejoin = 8,         // every remaining process's committed step after a loss (all_gather_text: takes 8 and 9)
+  trace = 10,         // the trace's clock readings and event lines (all_gather_text: takes 10 and 11)
+  trace_clock = 12,   // process 0's clock, for the trace's offsets
 };
 
 inline std::uint64_t key(control_key k) { return static_cast<std::uint64_t>(k); }

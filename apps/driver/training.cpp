@@ -46,6 +46,7 @@ void plan_options::add_to(option_set& opts) {
            "serial (one rank) or auto (the planner's choice), comma-separated");
   dist.add_to(opts);
   checkpoint.add_to(opts);
+  trace.add_to(opts);
 }
 
 status plan_options::finish(const option_set& opts) {
@@ -72,6 +73,7 @@ status plan_options::finish(const option_set& opts) {
     if (change_targets[i].empty()) return make_error(errc::invalid_argument, "--plan.change-to: an empty plan");
   }
   if (auto st = checkpoint.finish(); !st) return st;
+  if (auto st = trace.finish(); !st) return st;
   return dist.finish(opts);
 }
 
@@ -248,6 +250,11 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     o.planning = setup;
     o.refit = refit;
   });
+  if (r && loop.trace)
+    if (auto st = write_trace(plan.trace.file, loop.trace->events(),
+                              {{"plan", planner::describe(choice->plan)}, {"processes", 1}});
+        !st)
+      return st.error();
   return r;
 }
 

@@ -26,6 +26,7 @@
 #include "apps/driver/options.hpp"
 #include "apps/driver/processes.hpp"
 #include "apps/driver/report.hpp"
+#include "apps/driver/tracing.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
 #include "graph/tensor.hpp"
@@ -50,6 +51,7 @@ struct plan_options : planner::plan_request {
   std::vector<std::string> change_targets;  // change_to split, by finish()
   process_options dist;                     // --launch.*, --join, --dist.*: several processes
   checkpoint_options checkpoint;            // --checkpoint.*, --init.from
+  trace_options trace;                      // --trace.*
   void add_to(option_set& opts);
   /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
   /// manual), the process options from the environment. Errors: a malformed value, named.

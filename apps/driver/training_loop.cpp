@@ -26,6 +26,14 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.max_restarts = static_cast<int>(p.max_restarts);
   o.stage_cuts = choice.cuts;
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
+  if (p.trace.on()) {
+    loop.trace = std::make_shared<trace_recorder>(loop.process);
+    o.trace = p.trace.window;
+    o.on_spans = [trace = loop.trace](int rank, const planner::rank_place& at, std::int64_t step,
+                                      std::vector<actors::task_span>& spans) {
+      trace->add_spans(rank, at, step, spans);
+    };
+  }
   o.on_step = [&](const actors::step_metrics& m) {
     // per-step timings in the metrics file: the slowest worker's task seconds and every rank's
     double busiest = 0;
@@ -39,6 +47,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
         {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
   };
   o.on_transition = [&](const actors::transition_record& t) {
+    if (loop.trace)
+      loop.trace->mark(
+          "plan change",
+          {{"step", t.step}, {"from", t.from}, {"to", t.to}, {"seconds", t.seconds}, {"bytes_moved", t.bytes_moved}});
     loop.out.transitions.push_back(
         {{"step", t.step},
          {"from", t.from},
@@ -70,6 +82,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       rec["error"] = c.error;
     }
     loop.out.checkpoints.push_back(rec);
+    if (loop.trace) loop.trace->mark("checkpoint", rec);
     if (loop.quiet) return;
     if (c.error.empty())
       std::fprintf(stderr, "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s)\n",
@@ -79,6 +92,9 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                    static_cast<long long>(c.step), c.error.c_str());
   };
   o.on_recovery = [&](const actors::recovery_record& c) {
+    if (loop.trace)
+      loop.trace->mark("recovery",
+                       {{"step", c.step}, {"lost", c.lost}, {"cause", c.cause}, {"recover_s", c.recover_s}});
     loop.out.recoveries.push_back({{"step", c.step},
                                    {"lost", c.lost},
                                    {"cause", c.cause},

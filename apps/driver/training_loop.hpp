@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,10 @@ struct loop_state {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
   training_result out;
 
-  bool quiet = false;               // another process reports
-  std::int64_t last_committed = 0;  // steps done so far (a resumed run's first step included)
+  bool quiet = false;                     // another process reports
+  int process = 0;                        // of the job
+  std::shared_ptr<trace_recorder> trace;  // --trace.file: this process's events
+  std::int64_t last_committed = 0;        // steps done so far (a resumed run's first step included)
 
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps), last_committed(j.first_step) {}
 

@@ -80,6 +80,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
 
   loop_state loop(job);
   loop.quiet = !coordinator;
+  loop.process = g.process();
   if (coordinator)
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   training_job with_note = job;
@@ -205,6 +206,18 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   }
   auto job_totals = g.control->sum(key(control_key::task_times), flat);
   if (!job_totals) return job_totals.error();
+  if (loop.trace) {  // every process's events, merged on process 0 with the clocks aligned
+    auto merged = gather_trace(*g.control, *loop.trace, key(control_key::trace_clock), key(control_key::trace));
+    if (!merged) return merged.error();
+    if (coordinator)
+      if (auto st = write_trace(p.trace.file, std::move((*merged)["events"]),
+                                {{"plan", planner::describe(choice->plan)},
+                                 {"processes", world},
+                                 {"clock_offsets_us", (*merged)["offsets_us"]},
+                                 {"clock_residual_us", (*merged)["residual_us"]}});
+          !st)
+        return st.error();
+  }
   if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
   r->report = coordinator;
   r->plan["processes"] = world;
