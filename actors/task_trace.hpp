@@ -6,7 +6,7 @@
 //   trace_window w{.first = 10, .last = 19};        // --trace.steps=10:19 (0-based steps)
 //   bool traced = w.covers(12);                       // true: the worker records step 12's tasks
 //   task_span s{.kind = planner::task_kind::forward, .micro_batch = 3, .wait_ns = 1000, .begin_ns = 1500,
-//               .end_ns = 9000};                      // 500 ns waiting for an input, 7.5 us of work
+//               .end_ns = 9000, .done_ns = 9400};     // 500 ns waiting, 7.5 us of work, 400 ns sending
 //   std::int64_t work = s.end_ns - s.begin_ns;
 #pragma once
 
@@ -24,7 +24,8 @@ struct task_span {
                                 // (update kind): a sharded plan's all-gather at the step's start
   std::int64_t wait_ns = 0;     // began waiting for its data or inputs
   std::int64_t begin_ns = 0;    // its own work began
-  std::int64_t end_ns = 0;      // ended (sends included)
+  std::int64_t end_ns = 0;      // its own work ended (a reduction's included)
+  std::int64_t done_ns = 0;     // its sends to other stages, or the hand-over of its gradient, done
   std::int64_t bytes_sent = 0;  // to other stages (activations, gradients) or reduced (update)
 };
 

@@ -86,7 +86,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
       };
       report.spans.push_back({task_kind::update, gather_micro_batch, ns(gather_start), ns(gather_start), ns(gather_end),
-                              w.flat_params().numel() * static_cast<std::int64_t>(sizeof(float))});
+                              ns(gather_end), w.flat_params().numel() * static_cast<std::int64_t>(sizeof(float))});
     }
   }
   for (std::size_t index = 0; index < order.size(); ++index) {
@@ -98,7 +98,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     // step's start), which the refit sets against the modelled collectives: handing the piece
     // to the parameter owner is the runtime's own cost.
     auto start = std::chrono::steady_clock::now();
-    auto end = start;
+    auto end = start, worked = start;  // worked: its own work done, before its sends
     const std::int64_t wait_ns = io.trace ? trace_clock_ns() : 0;
     std::int64_t bytes = 0;
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
@@ -116,6 +116,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       st = receive(slot, t.micro_batch, false);
       start = std::chrono::steady_clock::now();
       if (st) st = w.forward(slot);
+      worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, false, bytes);
       if (st && report.reports_loss)
         report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
@@ -123,6 +124,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       st = receive(slot, t.micro_batch, true);
       start = std::chrono::steady_clock::now();
       if (st) st = w.backward(slot, seed);
+      worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, true, bytes);
     } else {
       // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
@@ -136,7 +138,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         st =
             transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
       }
-      end = std::chrono::steady_clock::now();
+      end = worked = std::chrono::steady_clock::now();
       if (st) st = io.submit(piece);
     }
     if (!st) return in_task(st.error(), t, at);
@@ -146,7 +148,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       const auto ns = [](std::chrono::steady_clock::time_point p) {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
       };
-      report.spans.push_back({t.kind, t.micro_batch, std::min(wait_ns, ns(start)), ns(start), ns(end), bytes});
+      report.spans.push_back({t.kind, t.micro_batch, std::min(wait_ns, ns(start)), ns(start), ns(worked),
+                              std::max(ns(worked), ns(std::chrono::steady_clock::now())), bytes});
     }
     if (t.kind == task_kind::forward)
       report.seconds.forward_s += took;

@@ -85,12 +85,21 @@ void trace_recorder::add_spans(int rank, const planner::rank_place& at, std::int
                        {"pid", process_},
                        {"tid", rank},
                        {"args", args}});
+    if (s.done_ns - s.end_ns >= min_wait_ns)
+      events_.push_back({{"name", s.kind == planner::task_kind::update ? "hand over" : "send"},
+                         {"cat", "comm"},
+                         {"ph", "X"},
+                         {"ts", us(s.end_ns)},
+                         {"dur", us(s.done_ns - s.end_ns)},
+                         {"pid", process_},
+                         {"tid", rank},
+                         {"args", args}});
     auto it = std::find_if(steps_.begin(), steps_.end(), [&](const auto& p) { return p.first == step; });
     if (it == steps_.end()) {
-      steps_.push_back({step, {s.wait_ns, s.end_ns}});
+      steps_.push_back({step, {s.wait_ns, s.done_ns}});
     } else {
       it->second.first = std::min(it->second.first, s.wait_ns);
-      it->second.second = std::max(it->second.second, s.end_ns);
+      it->second.second = std::max(it->second.second, s.done_ns);
     }
   }
 }

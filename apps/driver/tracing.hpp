@@ -12,7 +12,7 @@
 //   if (auto st = t.finish(); !st) return st;               // a bad range: exit 2, named
 //   trace_recorder rec(/*process=*/0);
 //   rec.add_spans(/*rank=*/0, {.dp_rank = 0, .stage = 0, .tp_rank = 0}, /*step=*/2,
-//                 {{planner::task_kind::forward, 0, 1000, 1500, 9000, 0}});
+//                 {{planner::task_kind::forward, 0, 1000, 1500, 9000, 9400, 0}});
 //   rec.mark("checkpoint", {{"step", 3}});                 // an instant event, now
 //   if (auto st = write_trace(t.file, rec.events(), {{"plan", "dp1 tp1 pp1 m1"}}); !st) return st;
 #pragma once

@@ -31,11 +31,12 @@ json read_json(const std::string& path) {
   return j;
 }
 
-// The complete events of the workers' tasks ("wait" and the run track left out).
+// The complete events of the workers' tasks (their waits, sends and hand-overs, and the run
+// track left out).
 std::vector<json> task_events(const json& trace) {
   std::vector<json> out;
   for (const auto& e : trace["traceEvents"])
-    if (e["ph"] == "X" && e["cat"] != "wait" && e["cat"] != "step") out.push_back(e);
+    if (e["ph"] == "X" && (e["cat"] == "compute" || e["name"] == "reduce gradients")) out.push_back(e);
   return out;
 }
 
@@ -96,7 +97,8 @@ TEST_CASE("trace of tp2 pp2 m2 in one process: every task of the traced steps, i
     CHECK(order == want);
   }
   // the data dependencies, on one clock: stage 1's forward of a micro-batch starts after
-  // stage 0's (same tp rank) ended, and stage 0's backward after stage 1's
+  // stage 0's (same tp rank) finished its work (the send follows it), and stage 0's backward
+  // after stage 1's
   auto find = [&](int rank, int step, const std::string& name, int mb) {
     for (const auto& e : by_rank_step[{rank, step}])
       if (e["name"] == name && e["args"].value("micro_batch", -1) == mb) return e;
