@@ -68,32 +68,20 @@ void trace_recorder::add_spans(int rank, const planner::rank_place& at, std::int
     json args = {{"step", step + 1}, {"stage", at.stage}, {"dp", at.dp_rank}, {"tp", at.tp_rank}};
     if (s.micro_batch >= 0) args["micro_batch"] = s.micro_batch;
     if (s.bytes_sent > 0) args["bytes"] = s.bytes_sent;
-    if (s.begin_ns - s.wait_ns >= min_wait_ns)
-      events_.push_back({{"name", "wait"},
-                         {"cat", "wait"},
+    auto complete = [&](const char* name, const char* cat, std::int64_t from, std::int64_t to) {
+      events_.push_back({{"name", name},
+                         {"cat", cat},
                          {"ph", "X"},
-                         {"ts", us(s.wait_ns)},
-                         {"dur", us(s.begin_ns - s.wait_ns)},
+                         {"ts", us(from)},
+                         {"dur", us(to - from)},
                          {"pid", process_},
                          {"tid", rank},
                          {"args", args}});
-    events_.push_back({{"name", task_name(s)},
-                       {"cat", s.kind == planner::task_kind::update ? "comm" : "compute"},
-                       {"ph", "X"},
-                       {"ts", us(s.begin_ns)},
-                       {"dur", us(s.end_ns - s.begin_ns)},
-                       {"pid", process_},
-                       {"tid", rank},
-                       {"args", args}});
-    if (s.done_ns - s.end_ns >= min_wait_ns)
-      events_.push_back({{"name", s.kind == planner::task_kind::update ? "hand over" : "send"},
-                         {"cat", "comm"},
-                         {"ph", "X"},
-                         {"ts", us(s.end_ns)},
-                         {"dur", us(s.done_ns - s.end_ns)},
-                         {"pid", process_},
-                         {"tid", rank},
-                         {"args", args}});
+    };
+    const bool update = s.kind == planner::task_kind::update;
+    if (s.begin_ns - s.wait_ns >= min_wait_ns) complete("wait", "wait", s.wait_ns, s.begin_ns);
+    complete(task_name(s), update ? "comm" : "compute", s.begin_ns, s.end_ns);
+    if (s.done_ns - s.end_ns >= min_wait_ns) complete(update ? "hand over" : "send", "comm", s.end_ns, s.done_ns);
     auto it = std::find_if(steps_.begin(), steps_.end(), [&](const auto& p) { return p.first == step; });
     if (it == steps_.end()) {
       steps_.push_back({step, {s.wait_ns, s.done_ns}});

@@ -48,6 +48,28 @@ std::vector<pair_case> cases() {
           {"serial -> dp4 sharded", {}, {.dp = 4, .shard_params = true}}};
 }
 
+// Two processes, each its own thread over one in-process fabric of the old plan's ranks, each
+// holding only its own old pieces of `all`: what exchange_state gives each.
+std::vector<result<exchanged_state>> exchange_between_two(const exchange_options& o, int old_ranks,
+                                                          const std::vector<state_copy>& copies,
+                                                          const std::vector<piece_state>& all,
+                                                          const std::vector<piece_layout>& to) {
+  transport::in_process_fabric fabric(old_ranks);
+  std::vector<result<exchanged_state>> got(2, make_error(errc::closed, "not run"));
+  std::vector<std::thread> processes;
+  for (int p = 0; p < 2; ++p)
+    processes.emplace_back([&, p] {
+      exchange_options mine = o;
+      mine.process = p;
+      std::vector<piece_state> local(all.size());  // only this process's old pieces
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (o.old_owner[r] == p) local[r] = all[r];
+      got[static_cast<std::size_t>(p)] = exchange_state(fabric, mine, copies, local, to);
+    });
+  for (auto& t : processes) t.join();
+  return got;
+}
+
 }  // namespace
 
 TEST_CASE("every parameter element and optimizer slot reaches the new layout, for MLP and GPT plan pairs") {
@@ -92,7 +114,6 @@ TEST_CASE("the exchange across processes fills each process's new pieces as the 
     auto to = *piece_layouts(*new_model);
     auto copies = *plan_state_transfer(from, to);
     auto all = coded_states(from, 1);
-    transport::in_process_fabric fabric(c.from.ranks());
     exchange_options o;
     o.old_owner = planner::rank_layout(c.from).process_of_rank(2);
     o.new_owner = planner::rank_layout(c.to).process_of_rank(2);
@@ -101,18 +122,7 @@ TEST_CASE("the exchange across processes fills each process's new pieces as the 
     o.steps = 3;
     o.tag = 99;
     o.timeout = std::chrono::milliseconds(20000);
-    std::vector<result<exchanged_state>> got(2, make_error(errc::closed, "not run"));
-    std::vector<std::thread> processes;
-    for (int p = 0; p < 2; ++p)
-      processes.emplace_back([&, p] {
-        exchange_options mine = o;
-        mine.process = p;
-        std::vector<piece_state> local(all.size());  // only this process's old pieces
-        for (std::size_t r = 0; r < all.size(); ++r)
-          if (o.old_owner[r] == p) local[r] = all[r];
-        got[static_cast<std::size_t>(p)] = exchange_state(fabric, mine, copies, local, to);
-      });
-    for (auto& t : processes) t.join();
+    auto got = exchange_between_two(o, c.from.ranks(), copies, all, to);
     for (int p = 0; p < 2; ++p) {
       REQUIRE_MESSAGE(got[static_cast<std::size_t>(p)].ok(), got[static_cast<std::size_t>(p)].error().message);
       const auto& states = got[static_cast<std::size_t>(p)]->states;
@@ -186,20 +196,7 @@ TEST_CASE("the parameter actors a transition keeps: the same pieces on the same 
     exchange_options o;
     o.old_owner = old_owner, o.new_owner = new_owner, o.kept = kept;
     o.processes = 2, o.slots = 1, o.steps = 4, o.tag = 98, o.timeout = std::chrono::milliseconds(20000);
-    transport::in_process_fabric fabric(c.from.ranks());
-    auto all = coded_states(from, 1);
-    std::vector<result<exchanged_state>> got(2, make_error(errc::closed, "not run"));
-    std::vector<std::thread> processes;
-    for (int p = 0; p < 2; ++p)
-      processes.emplace_back([&, p] {
-        exchange_options mine = o;
-        mine.process = p;
-        std::vector<piece_state> local(all.size());
-        for (std::size_t r = 0; r < all.size(); ++r)
-          if (old_owner[r] == p) local[r] = all[r];
-        got[static_cast<std::size_t>(p)] = exchange_state(fabric, mine, copies, local, to);
-      });
-    for (auto& t : processes) t.join();
+    auto got = exchange_between_two(o, c.from.ranks(), copies, coded_states(from, 1), to);
     for (int p = 0; p < 2; ++p) {
       REQUIRE(got[static_cast<std::size_t>(p)].ok());
       const auto& states = got[static_cast<std::size_t>(p)]->states;
