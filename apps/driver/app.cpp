@@ -146,6 +146,15 @@ int app::train_job(const job& j) {
     if (!extra) return fail(name_, extra.error().message, 1);
     for (auto& [k, v] : extra->items()) summary[k] = v;
   }
+  if (r->report_page) {  // --report.file: the page's last version, with the summary's figures
+    json figures;
+    for (const char* k :
+         {"final_loss", "first_loss", "test_accuracy", "test_loss", "samples_per_s", "tokens_per_s", "restarts"})
+      if (summary.contains(k)) figures[k] = summary[k];
+    r->report_page->finish(figures);
+    if (auto st = write_report(plan_.report.file, *r->report_page); !st) return fail(name_, st.error().message, 1);
+    summary["report"] = plan_.report.file;
+  }
   print_summary(summary);
   return 0;
 }

@@ -47,6 +47,7 @@ void plan_options::add_to(option_set& opts) {
   dist.add_to(opts);
   checkpoint.add_to(opts);
   trace.add_to(opts);
+  report.add_to(opts);
 }
 
 status plan_options::finish(const option_set& opts) {
@@ -74,6 +75,7 @@ status plan_options::finish(const option_set& opts) {
   }
   if (auto st = checkpoint.finish(); !st) return st;
   if (auto st = trace.finish(); !st) return st;
+  if (auto st = report.finish(); !st) return st;
   return dist.finish(opts);
 }
 
@@ -188,6 +190,9 @@ result<training_result> train_here(const training_job& job, const plan_options& 
       return make_error(errc::invalid_argument,
                         "--plan.mode=serial takes no --plan.only, --plan.file or --cluster.file");
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+    planner::plan_choice serial;
+    serial.how = "serial (the reference trainer)";
+    start_report(loop, plan, serial, 1);
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
@@ -233,6 +238,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
                       "training on the devices of --cluster.file needs the multi-process runtime, which is not built "
                       "yet; --plan.only=true plans for them");
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+  start_report(loop, plan, *choice, 1);
   training_job with_note = job;
   char line[320];
   if (choice->predicted)

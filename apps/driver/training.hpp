@@ -26,6 +26,7 @@
 #include "apps/driver/options.hpp"
 #include "apps/driver/processes.hpp"
 #include "apps/driver/report.hpp"
+#include "apps/driver/run_report.hpp"
 #include "apps/driver/tracing.hpp"
 #include "graph/init.hpp"
 #include "graph/optimizer.hpp"
@@ -52,6 +53,7 @@ struct plan_options : planner::plan_request {
   process_options dist;                     // --launch.*, --join, --dist.*: several processes
   checkpoint_options checkpoint;            // --checkpoint.*, --init.from
   trace_options trace;                      // --trace.*
+  report_options report;                    // --report.*
   void add_to(option_set& opts);
   /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
   /// manual), the process options from the environment. Errors: a malformed value, named.
@@ -84,9 +86,10 @@ struct training_result {
   json checkpoints =
       json::array();  // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
   json resumed_from;  // {"path", "step"} when the run resumed
-  json recoveries = json::array();  // each failure the job recovered from (restarts.hpp)
-  bool plan_only = false;           // --plan.only: nothing was trained
-  bool report = true;               // false on a job's other processes: process 0 reports
+  json recoveries = json::array();          // each failure the job recovered from (restarts.hpp)
+  bool plan_only = false;                   // --plan.only: nothing was trained
+  bool report = true;                       // false on a job's other processes: process 0 reports
+  std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)
 };
 
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with

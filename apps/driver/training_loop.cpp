@@ -11,6 +11,26 @@
 
 namespace cohort::apps {
 
+void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes) {
+  if (!p.report.on()) return;
+  auto r = std::make_shared<run_record>();
+  r->app = loop.job.app;
+  r->plan = choice.how.rfind("serial", 0) == 0 ? "serial" : planner::describe(choice.plan);
+  r->how = choice.how;
+  r->table = choice.table;
+  if (choice.predicted) r->predicted = choice.to_json()["predicted"];
+  r->layout = choice.plan;
+  r->processes = processes;
+  r->total_steps = loop.job.steps;
+  r->first_step = loop.job.first_step;
+  r->warmup = loop.job.warmup;
+  r->rate_unit = loop.job.rate_unit;
+  loop.report = r;
+  loop.report_path = p.report.file;
+  loop.report_every_s = p.report.every_s;
+  loop.out.report_page = r;
+}
+
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
                                       loop_state& loop, const start_point& start,
@@ -26,12 +46,15 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.max_restarts = static_cast<int>(p.max_restarts);
   o.stage_cuts = choice.cuts;
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
-  if (p.trace.on()) {
-    loop.trace = std::make_shared<trace_recorder>(loop.process);
-    o.trace = p.trace.window;
-    o.on_spans = [trace = loop.trace](int rank, const planner::rank_place& at, std::int64_t step,
-                                      std::vector<actors::task_span>& spans) {
-      trace->add_spans(rank, at, step, spans);
+  if (p.trace.on()) loop.trace = std::make_shared<trace_recorder>(loop.process);
+  if (loop.trace || loop.report) {
+    // the report's timeline takes three steps after the warm-up (of the traced ones, when tracing)
+    const std::int64_t first = job.first_step + job.warmup;
+    o.trace = loop.trace ? p.trace.window : actors::trace_window{first, first + 2};
+    o.on_spans = [trace = loop.trace, report = loop.report](int rank, const planner::rank_place& at, std::int64_t step,
+                                                            std::vector<actors::task_span>& spans) {
+      if (report) report->add_spans(rank, at, step, spans);
+      if (trace) trace->add_spans(rank, at, step, spans);
     };
   }
   o.on_step = [&](const actors::step_metrics& m) {
@@ -44,9 +67,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     }
     loop.on_step(
         m.step, static_cast<float>(m.loss),
-        {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}});
+        {{"step_s", m.seconds}, {"busiest_worker_s", busiest}, {"task_s", tasks}, {"generation", m.generation}}, &m);
   };
   o.on_transition = [&](const actors::transition_record& t) {
+    if (loop.report) loop.report->mark(t.step, "plan change", t.from + " -> " + t.to);
     if (loop.trace)
       loop.trace->mark(
           "plan change",
@@ -83,6 +107,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     }
     loop.out.checkpoints.push_back(rec);
     if (loop.trace) loop.trace->mark("checkpoint", rec);
+    if (loop.report) loop.report->mark(c.step, "checkpoint", c.error.empty() ? c.path : "failed: " + c.error);
     if (loop.quiet) return;
     if (c.error.empty())
       std::fprintf(stderr, "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s)\n",
@@ -92,6 +117,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                    static_cast<long long>(c.step), c.error.c_str());
   };
   o.on_recovery = [&](const actors::recovery_record& c) {
+    if (loop.report) loop.report->mark(c.step, "recovery", c.lost + " lost (" + c.cause + "), from a " + c.source);
     if (loop.trace)
       loop.trace->mark("recovery",
                        {{"step", c.step}, {"lost", c.lost}, {"cause", c.cause}, {"recover_s", c.recover_s}});

@@ -37,11 +37,18 @@ struct loop_state {
   bool quiet = false;                     // another process reports
   int process = 0;                        // of the job
   std::shared_ptr<trace_recorder> trace;  // --trace.file: this process's events
-  std::int64_t last_committed = 0;        // steps done so far (a resumed run's first step included)
+  std::shared_ptr<run_record> report;     // --report.file (process 0): the page, rewritten as it goes
+  std::string report_path;
+  double report_every_s = 10;
+  std::chrono::steady_clock::time_point report_written = start;
+  bool report_failed = false;       // said once
+  std::int64_t last_committed = 0;  // steps done so far (a resumed run's first step included)
 
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps), last_committed(j.first_step) {}
 
-  void on_step(std::int64_t step, float loss, json extra = json::object()) {  // step is 0-based
+  /// `m`: the runtime's record of the step (task times), absent for the serial trainer.
+  void on_step(std::int64_t step, float loss, json extra = json::object(),
+               const actors::step_metrics* m = nullptr) {  // step is 0-based
     if (step == job.first_step) out.first_loss = loss;
     last_committed = step + 1;
     if (step + 1 == job.first_step + job.warmup + 1) timed_start = std::chrono::steady_clock::now();
@@ -49,11 +56,28 @@ struct loop_state {
     double elapsed = seconds_since(start);
     double rate = static_cast<double>((step + 1 - job.first_step) * job.batch * job.items_per_sample) / elapsed;
     if (quiet) return;
+    if (report) {
+      // the step's own throughput where its time is known (the serial trainer: the mean so far)
+      const double step_rate =
+          m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate;
+      report->add_step(step, loss, step_rate, m ? m->seconds : 0.0,
+                       m ? m->task_seconds : std::vector<planner::task_seconds>{}, m ? m->layout : 0);
+      if (seconds_since(report_written) >= report_every_s) write_report_now();
+    }
     progress.update(step + 1, loss, rate, job.rate_unit);
     json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
     rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
     for (auto& [k, v] : extra.items()) rec[k] = v;
     metrics.write(rec);
+  }
+
+  /// Writes the page as it stands (a failure is said once on stderr; training goes on).
+  void write_report_now() {
+    report_written = std::chrono::steady_clock::now();
+    if (auto st = write_report(report_path, *report); !st && !report_failed) {
+      report_failed = true;
+      std::fprintf(stderr, "\nwarning: %s\n", st.error().message.c_str());
+    }
   }
 
   void finish() {
@@ -64,6 +88,10 @@ struct loop_state {
     out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
   }
 };
+
+/// Starts --report.file's record (process 0 of `processes`): the plan, how it was chosen, the
+/// planner's table and prediction.
+void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes);
 
 /// Trains `job` under `choice` on the actor runtime; `customize` may change the runtime's
 /// options last (the refit, plan changes, multi-process hooks).

@@ -81,8 +81,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   loop_state loop(job);
   loop.quiet = !coordinator;
   loop.process = g.process();
-  if (coordinator)
+  if (coordinator) {
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
+    start_report(loop, p, *choice, world);
+  }
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" +
                    choice->how + ") over " + std::to_string(world) + " processes (" + to_string(p.dist.transport) + ")";
