@@ -15,6 +15,7 @@ packages=(
   npm dpkg-dev ca-certificates xz-utils          # scripts/fetch-data.sh (npm pack, dpkg-deb)
   python3 python3-torch python3-numpy            # the PyTorch oracle test
   chromium fonts-dejavu-core                     # the run report's browser test (headless)
+  prometheus                                     # the metrics endpoint test scrapes with it
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(python3-sklearn python3-threadpoolctl openmpi-bin libopenmpi-dev hyperfine)
@@ -42,5 +43,12 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "
 if [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
   $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu \
     /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1 || true
+fi
+# Debian starts the Prometheus it installs as a service on :9090; the test runs its own on
+# loopback, so the service is stopped and left disabled (start it yourself if you want it).
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 &&
+  systemctl is-active --quiet prometheus 2>/dev/null; then
+  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+  echo "install-deps: stopped and disabled the prometheus service Debian started (the tests run their own)"
 fi
 echo "install-deps: done"

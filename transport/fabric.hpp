@@ -30,6 +30,9 @@ class fabric {
   virtual void close(const std::string& why) = 0;
   /// Why the fabric was closed (empty while open).
   virtual std::string closed_reason() const = 0;
+  /// Payload bytes this process's ranks have sent to ranks of other processes (0 for a fabric
+  /// within one process).
+  virtual std::uint64_t bytes_to_other_processes() const { return 0; }
 
   /// How many ranks live in this process.
   int local_ranks() const {

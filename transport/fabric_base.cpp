@@ -119,7 +119,10 @@ result<tensor> fabric_base::wait_landing(int me, int from, std::uint64_t tag, mi
 status fabric_base::local_endpoint::send(int peer, std::uint64_t tag, tensor t, milliseconds timeout) {
   if (auto st = check_peer(peer, /*sending=*/true); !st) return st;
   if (f_.is_local(peer)) return f_.send_local(rank_, peer, tag, std::move(t));
-  return f_.send_remote(rank_, peer, tag, std::move(t), timeout);
+  const auto bytes = static_cast<std::uint64_t>(t.numel()) * size_of(t.type());
+  auto st = f_.send_remote(rank_, peer, tag, std::move(t), timeout);
+  if (st) f_.remote_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return st;
 }
 
 result<tensor> fabric_base::local_endpoint::recv(int peer, std::uint64_t tag, milliseconds timeout) {

@@ -38,6 +38,7 @@
 //   };
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,7 @@ class fabric_base : public fabric {
   channel& endpoint(int rank) final;
   void close(const std::string& why) final;
   std::string closed_reason() const final;
+  std::uint64_t bytes_to_other_processes() const final { return remote_bytes_.load(std::memory_order_relaxed); }
 
   /// recv_landing() in two steps, for a receiver that must know its buffer is offered before
   /// the sender sends (it tells the sender in between). offer_landing(): the message if it
@@ -151,6 +153,7 @@ class fabric_base : public fabric {
   std::vector<std::unique_ptr<channel>> endpoints_;  // by rank (local ranks only)
   mutable std::mutex mutex_;
   std::string closed_why_;
+  std::atomic<std::uint64_t> remote_bytes_{0};
 };
 
 }  // namespace cohort::transport

@@ -3,6 +3,10 @@
 
 #include "kernels/threads.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
 namespace cohort::apps {
 
 const char* to_string(optimizer_kind k) { return k == optimizer_kind::sgd ? "sgd" : "adamw"; }
@@ -156,6 +160,10 @@ int app::train_job(const job& j) {
     summary["report"] = plan_.report.file;
   }
   print_summary(summary);
+  if (r->metrics_endpoint && plan_.prometheus.linger_s > 0) {  // a last scrape of the final figures
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::duration<double>(plan_.prometheus.linger_s));
+  }
   return 0;
 }
 

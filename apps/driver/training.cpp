@@ -48,6 +48,7 @@ void plan_options::add_to(option_set& opts) {
   checkpoint.add_to(opts);
   trace.add_to(opts);
   report.add_to(opts);
+  prometheus.add_to(opts);
 }
 
 status plan_options::finish(const option_set& opts) {
@@ -76,6 +77,7 @@ status plan_options::finish(const option_set& opts) {
   if (auto st = checkpoint.finish(); !st) return st;
   if (auto st = trace.finish(); !st) return st;
   if (auto st = report.finish(); !st) return st;
+  if (auto st = prometheus.finish(); !st) return st;
   return dist.finish(opts);
 }
 
@@ -193,6 +195,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     planner::plan_choice serial;
     serial.how = "serial (the reference trainer)";
     start_report(loop, plan, serial, 1);
+    if (auto st = start_live_metrics(loop, plan, serial, 1, {}, {}); !st) return st.error();
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
@@ -239,6 +242,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
                       "yet; --plan.only=true plans for them");
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   start_report(loop, plan, *choice, 1);
+  if (auto st = start_live_metrics(loop, plan, *choice, 1, {}, {}); !st) return st.error();
   training_job with_note = job;
   char line[320];
   if (choice->predicted)

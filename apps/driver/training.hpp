@@ -23,6 +23,7 @@
 
 #include "actors/planner_actor.hpp"
 #include "apps/driver/checkpointing.hpp"
+#include "apps/driver/live_metrics.hpp"
 #include "apps/driver/options.hpp"
 #include "apps/driver/processes.hpp"
 #include "apps/driver/report.hpp"
@@ -54,6 +55,7 @@ struct plan_options : planner::plan_request {
   checkpoint_options checkpoint;            // --checkpoint.*, --init.from
   trace_options trace;                      // --trace.*
   report_options report;                    // --report.*
+  prometheus_options prometheus;            // --metrics.listen, --metrics.linger-s
   void add_to(option_set& opts);
   /// After parsing: the mode (a degree, schedule or cut given without --plan.mode means
   /// manual), the process options from the environment. Errors: a malformed value, named.
@@ -90,6 +92,7 @@ struct training_result {
   bool plan_only = false;                   // --plan.only: nothing was trained
   bool report = true;                       // false on a job's other processes: process 0 reports
   std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)
+  std::shared_ptr<void> metrics_endpoint;   // --metrics.listen: serving until released (the app lingers)
 };
 
 /// The planner's inputs for this job: the machine profile (loaded, or measured now with

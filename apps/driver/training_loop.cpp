@@ -2,6 +2,8 @@
 #include "apps/driver/training_loop.hpp"
 
 #include "actors/actor_system.hpp"
+#include "apps/driver/metrics_server.hpp"
+#include "transport/auth.hpp"
 
 #include <caf/all.hpp>
 
@@ -10,6 +12,28 @@
 #include <limits>
 
 namespace cohort::apps {
+
+status start_live_metrics(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes,
+                          std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes) {
+  if (!p.prometheus.on()) return {};
+  auto secret = transport::load_job_secret();
+  if (!secret) return secret.error();
+  auto live = std::make_shared<live_metrics>();
+  live->start(loop.job.app, choice.how.rfind("serial", 0) == 0 ? "serial" : planner::describe(choice.plan), processes,
+              std::string(loop.job.rate_unit) == "tokens/s" ? "tokens" : "samples",
+              choice.predicted ? choice.predicted->step_s : 0.0, loop.job.steps);
+  live->sources(std::move(data_plane_bytes), std::move(live_processes));
+  auto server = metrics_server::start(p.prometheus.listen, *secret, [live] { return live->text(); });
+  if (!server) return server.error();
+  if (!loop.quiet)
+    std::fprintf(
+        stderr, "metrics: http://%s/metrics\n",
+        (p.prometheus.listen.substr(0, p.prometheus.listen.rfind(':')) + ":" + std::to_string((*server)->port()))
+            .c_str());
+  loop.live = live;
+  loop.out.metrics_endpoint = std::shared_ptr<metrics_server>(std::move(*server));
+  return {};
+}
 
 void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes) {
   if (!p.report.on()) return;
@@ -71,6 +95,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   };
   o.on_transition = [&](const actors::transition_record& t) {
     if (loop.report) loop.report->mark(t.step, "plan change", t.from + " -> " + t.to);
+    if (loop.live) loop.live->transition(t.to);
     if (loop.trace)
       loop.trace->mark(
           "plan change",
@@ -108,6 +133,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     loop.out.checkpoints.push_back(rec);
     if (loop.trace) loop.trace->mark("checkpoint", rec);
     if (loop.report) loop.report->mark(c.step, "checkpoint", c.error.empty() ? c.path : "failed: " + c.error);
+    if (loop.live) loop.live->checkpoint(c.error.empty());
     if (loop.quiet) return;
     if (c.error.empty())
       std::fprintf(stderr, "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s)\n",
@@ -118,6 +144,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   };
   o.on_recovery = [&](const actors::recovery_record& c) {
     if (loop.report) loop.report->mark(c.step, "recovery", c.lost + " lost (" + c.cause + "), from a " + c.source);
+    if (loop.live) loop.live->recovery();
     if (loop.trace)
       loop.trace->mark("recovery",
                        {{"step", c.step}, {"lost", c.lost}, {"cause", c.cause}, {"recover_s", c.recover_s}});

@@ -38,6 +38,7 @@ struct loop_state {
   int process = 0;                        // of the job
   std::shared_ptr<trace_recorder> trace;  // --trace.file: this process's events
   std::shared_ptr<run_record> report;     // --report.file (process 0): the page, rewritten as it goes
+  std::shared_ptr<live_metrics> live;     // --metrics.listen (process 0): what a scrape sees
   std::string report_path;
   double report_every_s = 10;
   std::chrono::steady_clock::time_point report_written = start;
@@ -56,6 +57,10 @@ struct loop_state {
     double elapsed = seconds_since(start);
     double rate = static_cast<double>((step + 1 - job.first_step) * job.batch * job.items_per_sample) / elapsed;
     if (quiet) return;
+    if (live)
+      live->step(step + 1, loss,
+                 m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate,
+                 m ? m->seconds : 0.0, m ? m->task_seconds : std::vector<planner::task_seconds>{});
     if (report) {
       // the step's own throughput where its time is known (the serial trainer: the mean so far)
       const double step_rate =
@@ -81,6 +86,7 @@ struct loop_state {
   }
 
   void finish() {
+    if (live) live->finished();
     if (!quiet) progress.finish();
     const std::int64_t run = job.steps - job.first_step;  // the steps this run trained
     std::int64_t timed = run > job.warmup ? run - job.warmup : run;
@@ -92,6 +98,12 @@ struct loop_state {
 /// Starts --report.file's record (process 0 of `processes`): the plan, how it was chosen, the
 /// planner's table and prediction.
 void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes);
+
+/// Starts --metrics.listen's endpoint and figures (process 0 of `processes`); `data_plane_bytes`
+/// and `live_processes` are read at each scrape (empty: 0 bytes, every process live). The job
+/// secret guards a non-loopback address. Errors: the address, a port in use.
+status start_live_metrics(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes,
+                          std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes);
 
 /// Trains `job` under `choice` on the actor runtime; `customize` may change the runtime's
 /// options last (the refit, plan changes, multi-process hooks).

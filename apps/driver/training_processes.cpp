@@ -100,6 +100,25 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // after the run (no setup here: no refit of one process's times alone)
   auto refit =
       std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.first_step + job.warmup, job.steps);
+  if (coordinator) {  // --metrics.listen: process 0 serves the job's figures
+    auto bytes = [current] {
+      std::lock_guard<std::mutex> lock(current->first);
+      return current->second ? current->second->bytes_to_other_processes() : std::uint64_t{0};
+    };
+    auto live = [control = g.control.get()] {
+      int n = 0;
+      for (bool l : control->members().live) n += l ? 1 : 0;
+      return n;
+    };
+    if (auto st = start_live_metrics(loop, p, *choice, world, bytes, live); !st) return st.error();
+  }
+  // the endpoint may outlive this job's control plane (--metrics.linger-s): its last figures stay
+  struct freeze_sources {
+    loop_state& loop;
+    ~freeze_sources() {
+      if (loop.live) loop.live->freeze_sources();
+    }
+  } freeze{loop};
   auto customize = [&](actors::run_options& o) {
     actors::process_hooks h;
     h.process = g.process();
