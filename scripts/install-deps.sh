@@ -16,6 +16,7 @@ packages=(
   python3 python3-torch python3-numpy            # the PyTorch oracle test
   chromium fonts-dejavu-core                     # the run report's browser test (headless)
   prometheus                                     # the metrics endpoint test scrapes with it
+  slurmctld slurmd slurm-client munge            # the Slurm test starts a one-machine cluster
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(python3-sklearn python3-threadpoolctl openmpi-bin libopenmpi-dev hyperfine)

@@ -2,6 +2,7 @@
 #include "apps/driver/processes.hpp"
 
 #include "apps/driver/control_keys.hpp"
+#include "apps/driver/slurm.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -84,6 +85,30 @@ status process_options::finish(const option_set& opts) {
     auto p = env_int("MASTER_PORT");
     if (!p) return p.error();
     master_port = *p;
+  }
+  // a task of a Slurm step: Slurm's variables where the command line and RANK/WORLD_SIZE/MASTER_*
+  // are silent (the launcher's children and --join are not tasks)
+  if (!launched && join.empty() && !opts.was_set("dist.rank") && !std::getenv("RANK")) {
+    auto step = slurm_step_from_environment();
+    if (!step) return step.error();
+    if (*step) {
+      const slurm_step& s = **step;
+      nproc = 0;  // srun started every task already
+      rank = s.procid;
+      if (!opts.was_set("dist.world") && !std::getenv("WORLD_SIZE")) world = s.ntasks;
+      if (!opts.was_set("dist.master-addr") && !std::getenv("MASTER_ADDR")) master_addr = s.nodes.front();
+      if (!opts.was_set("dist.master-port") && !std::getenv("MASTER_PORT") && !s.job_id.empty())
+        master_port = slurm_port(s.job_id);
+      if (s.several_hosts()) {
+        if (!opts.was_set("dist.bind")) bind = "0.0.0.0";
+        if (!std::getenv("COHORT_JOB_SECRET") && !std::getenv("COHORT_JOB_SECRET_FILE")) {
+          auto file = slurm_secret_file(s, std::chrono::milliseconds(join_timeout_ms));
+          if (!file) return file.error();
+          ::setenv("COHORT_JOB_SECRET_FILE", file->c_str(), 1);
+        }
+      }
+      slurm_job = s.job_id.empty() ? "?" : s.job_id;
+    }
   }
   if (!join.empty()) {
     const auto colon = join.rfind(':');

@@ -49,6 +49,7 @@ struct process_options {
   std::string master_addr = "127.0.0.1";
   std::int64_t master_port = 29500;
   std::string bind = "127.0.0.1";      // where this process listens
+  std::string slurm_job;               // the Slurm job this process is a task of (empty: none)
   bool recover = false;                // --fault.recover: a lost node leaves the job running
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
