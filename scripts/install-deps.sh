@@ -45,11 +45,15 @@ if [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
   $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu \
     /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1 || true
 fi
-# Debian starts the Prometheus it installs as a service on :9090; the test runs its own on
-# loopback, so the service is stopped and left disabled (start it yourself if you want it).
-if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 &&
-  systemctl is-active --quiet prometheus 2>/dev/null; then
-  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
-  echo "install-deps: stopped and disabled the prometheus service Debian started (the tests run their own)"
+# Debian starts the services it installs: Prometheus on :9090, and slurmctld/slurmd (which fail
+# without a slurm.conf). The tests run their own on loopback, so those services are stopped and
+# left disabled (start them yourself if you want them).
+if command -v systemctl >/dev/null 2>&1; then
+  for service in prometheus slurmctld slurmd; do
+    if [[ " ${missing[*]} " == *" $service "* ]] && systemctl is-enabled --quiet "$service" 2>/dev/null; then
+      $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
+      echo "install-deps: stopped and disabled the $service service Debian started (the tests run their own)"
+    fi
+  done
 fi
 echo "install-deps: done"
