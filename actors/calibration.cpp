@@ -138,16 +138,21 @@ double last_level_cache_bytes() {
 
 }  // namespace
 
-machine_profile calibrate(int threads) {
+machine_profile calibrate(int threads, const progress_fn& progress) {
+  constexpr std::int64_t measurements = 6;  // GEMM, memory, cache, optimizer, link, runtime overhead
   machine_profile p;
   p.cores = planner::detect_cores();
   const gemm_rates gemm = measure_gemm_rates();
   p.flops_f32_per_core = gemm.flops_per_s;
   p.gemm_bytes_per_s = gemm.bytes_per_s;
+  report_progress(progress, 1, measurements);
   p.memory_bandwidth_bytes_per_s = copy_bytes_per_s(64u << 20);
+  report_progress(progress, 2, measurements);
   p.cache_bytes = last_level_cache_bytes();
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
+  report_progress(progress, 3, measurements);
   p.optimizer_bytes_per_s = optimizer_bytes_per_s();
+  report_progress(progress, 4, measurements);
   // two ranks, recursive doubling at both sizes: t = alpha + bytes / beta (one exchange of the
   // whole buffer; planner::allreduce_recursive_doubling_seconds prices it the same way)
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
@@ -155,6 +160,7 @@ machine_profile calibrate(int threads) {
   double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
   p.link.bandwidth_bytes_per_s = 1.0 / per_byte;
   p.link.latency_s = std::max(0.0, ts - static_cast<double>(small) * 4.0 * per_byte);
+  report_progress(progress, 5, measurements);
   if (auto o = measure_runtime_overhead(p, threads); o) {
     p.eff.per_task_seconds = o->per_task_s;
     p.eff.per_step_seconds = o->per_step_s;
@@ -174,6 +180,7 @@ machine_profile calibrate(int threads) {
     std::fprintf(stderr, "warning: calibration: the runtime's overhead was not measured (%s); it counts as 0\n",
                  o.error().message.c_str());
   }
+  report_progress(progress, measurements, measurements);
   p.source = "calibrated";
   return p;
 }

@@ -10,10 +10,12 @@
 //   if (auto st = planner::save_profile(planner::default_profile_path(), p); !st) return st;
 #pragma once
 
+#include "graph/progress.hpp"
 #include "planner/machine_profile.hpp"
 
 namespace cohort::actors {
 
-planner::machine_profile calibrate(int threads);
+/// `progress`: after each of its measurements (done of total).
+planner::machine_profile calibrate(int threads, const progress_fn& progress = {});
 
 }  // namespace cohort::actors

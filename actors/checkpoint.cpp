@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -77,13 +78,19 @@ class sha256 {
   EVP_MD_CTX* ctx_;
 };
 
-result<std::string> sha256_of(const std::string& path) {
+// `read`: the bytes hashed so far, after each chunk.
+result<std::string> sha256_of(const std::string& path, const std::function<void(std::int64_t)>& read = {}) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return bad(path, std::string("cannot open: ") + std::strerror(errno));
   sha256 h;
   std::vector<unsigned char> chunk(1 << 20);
   std::size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0) h.add(chunk.data(), n);
+  std::int64_t done = 0;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0) {
+    h.add(chunk.data(), n);
+    done += static_cast<std::int64_t>(n);
+    if (read) read(done);
+  }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) return bad(path, "read failed");
@@ -301,7 +308,7 @@ status write_manifest(const std::string& dir, const contents& c, const std::vect
   return write_durably(dir + "/manifest.json", m.dump(1) + "\n");
 }
 
-result<opened> open(const std::string& dir) {
+result<opened> open(const std::string& dir, const progress_fn& progress) {
   opened ck;
   ck.dir = dir;
   const std::string mpath = dir + "/manifest.json";
@@ -363,6 +370,10 @@ result<opened> open(const std::string& dir) {
   }
 
   // every file: a plain name, its size and sha256, then its safetensors header
+  std::int64_t total_bytes = 0, verified = 0;
+  for (const auto& [name, f] : (*files)->items())
+    if (f.is_object() && f.contains("bytes") && f["bytes"].is_number_unsigned())
+      total_bytes += static_cast<std::int64_t>(std::min<std::uint64_t>(f["bytes"].get<std::uint64_t>(), 1ull << 50));
   for (const auto& [name, f] : (*files)->items()) {
     if (!is_plain_file_name(name)) return bad(mpath, "file name '" + name + "' is not a plain file name");
     const std::string path = dir + "/" + name;
@@ -375,8 +386,9 @@ result<opened> open(const std::string& dir) {
     if (size != f["bytes"].get<std::uint64_t>())
       return bad(path,
                  "is " + std::to_string(size) + " bytes, the manifest says " + f["bytes"].dump() + " (truncated?)");
-    auto digest = sha256_of(path);
+    auto digest = sha256_of(path, [&](std::int64_t read) { report_progress(progress, verified + read, total_bytes); });
     if (!digest) return digest.error();
+    verified += static_cast<std::int64_t>(size);
     if (*digest != f["sha256"].get<std::string>())
       return bad(path, "sha256 " + *digest + " differs from the manifest's (the file is corrupt)");
     auto header = safetensors::read_header(path);

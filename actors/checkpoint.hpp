@@ -33,6 +33,7 @@
 #include "actors/safetensors.hpp"
 #include "actors/state_layout.hpp"
 #include "graph/optimizer.hpp"
+#include "graph/progress.hpp"
 #include "planner/plan.hpp"
 
 #include <nlohmann/json.hpp>
@@ -114,7 +115,8 @@ struct opened {
 /// every file's size and sha256, its safetensors header, and that the boxes of every tensor lie
 /// inside it, do not overlap, cover it, and match their file's entries. Errors (io_error) name
 /// the file and what is wrong.
-result<opened> open(const std::string& dir);
+/// `progress`: the bytes of its files verified so far, of all of them.
+result<opened> open(const std::string& dir, const progress_fn& progress = {});
 
 /// Errors when the checkpoint's model differs from the one `layouts` come from (a parameter
 /// missing, extra or of another shape, named), or its optimizer from `optimizer`.

@@ -189,10 +189,10 @@ std::vector<std::string> list(const std::string& dir) {
   return out;
 }
 
-newest find_newest(const std::string& dir) {
+newest find_newest(const std::string& dir, const progress_fn& progress) {
   newest out;
   for (const auto& path : list(dir)) {
-    auto ck = open(path);
+    auto ck = open(path, progress);
     if (ck) {
       out.ck = std::move(*ck);
       return out;

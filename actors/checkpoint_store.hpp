@@ -60,6 +60,7 @@ struct newest {
   std::vector<std::string> refused;  // each newer one that did not, and why
 };
 /// --checkpoint.resume=auto: the newest checkpoint in `dir` that verifies.
-newest find_newest(const std::string& dir);
+/// `progress`: each candidate's verification (bytes of its files), as checkpoint::open reports it.
+newest find_newest(const std::string& dir, const progress_fn& progress = {});
 
 }  // namespace cohort::actors::checkpoint

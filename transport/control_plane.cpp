@@ -54,8 +54,11 @@ status control_plane::send(int p, std::uint64_t tag, const tensor& body) {
   auto& pe = peers_.at(static_cast<std::size_t>(p));
   if (!pe) return make_error(errc::invalid_argument, "control: no connection to process " + std::to_string(p));
   std::lock_guard<std::mutex> lock(pe->write);
-  return control::write_message(pe->socket, o_.generation, tag, static_cast<std::uint32_t>(process_), body,
-                                std::max(o_.heartbeat_timeout, milliseconds(1000)));
+  auto st = control::write_message(pe->socket, o_.generation, tag, static_cast<std::uint32_t>(process_), body,
+                                   std::max(o_.heartbeat_timeout, milliseconds(1000)));
+  if (st)
+    sent_bytes_.fetch_add(static_cast<std::uint64_t>(body.numel()) * size_of(body.type()), std::memory_order_relaxed);
+  return st;
 }
 
 result<control_plane::message> control_plane::take(int p, std::uint64_t tag, milliseconds timeout,

@@ -155,6 +155,8 @@ class control_plane {
   result<membership> wait_membership(std::uint64_t epoch, milliseconds timeout) const;
   /// An orderly end: goodbyes exchanged, so closing connections are not losses.
   status finish(milliseconds timeout);
+  /// Payload bytes this process has sent on the control plane (collectives, heartbeats).
+  std::uint64_t bytes_sent() const { return sent_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct peer;
@@ -183,6 +185,7 @@ class control_plane {
   std::thread monitor_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::int64_t> step_{-1};
+  std::atomic<std::uint64_t> sent_bytes_{0};
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::map<std::pair<int, std::uint64_t>, std::deque<message>> inbox_;

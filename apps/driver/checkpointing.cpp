@@ -1,6 +1,8 @@
 // The checkpoint options, where a run starts, and the export.
 #include "apps/driver/checkpointing.hpp"
 
+#include "apps/driver/report.hpp"
+
 #include <cstdio>
 #include <filesystem>
 
@@ -33,13 +35,17 @@ result<start_point> find_start(const checkpoint_options& o, std::int64_t steps, 
   start_point s;
   if (o.resumes()) {
     if (o.resume == "auto") {
-      auto found = actors::checkpoint::find_newest(o.dir);
+      phase_progress verifying("resume: verifying the newest checkpoint in " + o.dir, "B", quiet);
+      auto found = actors::checkpoint::find_newest(o.dir, verifying.callback());
+      if (found.ck) verifying.finish(found.ck->dir + " verified");
       for (const auto& why : found.refused)
         if (!quiet) std::fprintf(stderr, "checkpoint refused: %s; trying the one before\n", why.c_str());
       if (found.ck) s.checkpoint = std::move(*found.ck);
     } else {
-      auto ck = actors::checkpoint::open(o.resume);
+      phase_progress verifying("resume: verifying " + o.resume, "B", quiet);
+      auto ck = actors::checkpoint::open(o.resume, verifying.callback());
       if (!ck) return make_error(errc::invalid_argument, "--checkpoint.resume: " + ck.error().message);
+      verifying.finish("verified");
       s.checkpoint = std::move(*ck);
     }
   }

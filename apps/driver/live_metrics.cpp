@@ -58,14 +58,17 @@ void live_metrics::checkpoint(bool written) {
   ++(written ? checkpoints_ : checkpoint_failures_);
 }
 
-void live_metrics::sources(std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes) {
+void live_metrics::sources(std::function<std::uint64_t()> data_plane_bytes,
+                           std::function<std::uint64_t()> control_plane_bytes, std::function<int()> live_processes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  bytes_ = std::move(data_plane_bytes), live_ = std::move(live_processes);
+  bytes_ = std::move(data_plane_bytes), control_bytes_ = std::move(control_plane_bytes),
+  live_ = std::move(live_processes);
 }
 
 void live_metrics::freeze_sources() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (bytes_) bytes_ = [b = bytes_()] { return b; };
+  if (control_bytes_) control_bytes_ = [b = control_bytes_()] { return b; };
   if (live_) live_ = [l = live_()] { return l; };
 }
 
@@ -124,8 +127,11 @@ std::string live_metrics::text() const {
     << "# TYPE cohort_worker_busy_ratio gauge\n";
   for (std::size_t r = 0; r < busy_.size(); ++r)
     if (busy_[r] >= 0) o << "cohort_worker_busy_ratio{" << job << ",rank=\"" << r << "\"} " << number(busy_[r]) << "\n";
-  metric("cohort_sent_bytes_total", "counter", "Payload bytes this process sent to other processes, by plane.",
-         bytes_ ? static_cast<double>(bytes_()) : 0.0, "plane=\"data\"");
+  o << "# HELP cohort_sent_bytes_total Payload bytes this process sent to other processes, by plane.\n"
+    << "# TYPE cohort_sent_bytes_total counter\n"
+    << "cohort_sent_bytes_total{" << job << ",plane=\"data\"} " << number(bytes_ ? static_cast<double>(bytes_()) : 0.0)
+    << "\ncohort_sent_bytes_total{" << job << ",plane=\"control\"} "
+    << number(control_bytes_ ? static_cast<double>(control_bytes_()) : 0.0) << "\n";
   metric("cohort_recoveries_total", "counter", "Lost processes the job recovered from.",
          static_cast<double>(recoveries_));
   metric("cohort_transitions_total", "counter", "Plan changes of the running job.", static_cast<double>(transitions_));

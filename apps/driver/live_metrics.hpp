@@ -40,8 +40,10 @@ class live_metrics {
   void transition(const std::string& to);
   void recovery();
   void checkpoint(bool written);
-  /// Where the data plane's byte count and the live processes come from (called at each scrape).
-  void sources(std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes);
+  /// Where the planes' byte counts and the live processes come from (called at each scrape;
+  /// empty: 0, every process).
+  void sources(std::function<std::uint64_t()> data_plane_bytes, std::function<std::uint64_t()> control_plane_bytes,
+               std::function<int()> live_processes);
   void finished();
   /// Reads the sources once more and keeps those values (their owners are going).
   void freeze_sources();
@@ -57,7 +59,7 @@ class live_metrics {
   std::vector<double> busy_;  // by rank: task seconds / step seconds (local ranks)
   std::int64_t transitions_ = 0, recoveries_ = 0, checkpoints_ = 0, checkpoint_failures_ = 0;
   bool finished_ = false;
-  std::function<std::uint64_t()> bytes_;
+  std::function<std::uint64_t()> bytes_, control_bytes_;
   std::function<int()> live_;
 };
 

@@ -50,6 +50,57 @@ void progress_line::finish() {
   if (tty_) std::fprintf(stderr, "\n");
 }
 
+phase_progress::phase_progress(std::string label, std::string unit, bool quiet)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      quiet_(quiet),
+      tty_(isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+std::string phase_progress::amount(double v) const {
+  char b[48];
+  if (unit_ != "B") {
+    std::snprintf(b, sizeof b, "%.0f %s", v, unit_.c_str());
+  } else if (v >= 1e9) {
+    std::snprintf(b, sizeof b, "%.2f GB", v / 1e9);
+  } else if (v >= 1e6) {
+    std::snprintf(b, sizeof b, "%.1f MB", v / 1e6);
+  } else {
+    std::snprintf(b, sizeof b, "%.1f kB", v / 1e3);
+  }
+  return b;
+}
+
+void phase_progress::update(std::int64_t done, std::int64_t total) {
+  done_ = done, total_ = total;
+  if (quiet_ || !tty_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - drawn_ < std::chrono::milliseconds(100) && done < total) return;  // at most 10 redraws a second
+  drawn_ = now;
+  const double elapsed = std::max(1e-9, seconds_since(start_));
+  const double rate = static_cast<double>(done) / elapsed;
+  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0.0;
+  if (unit_ != "B") {  // counted steps: "calibration 3/6 measurements  eta 2s"
+    std::fprintf(stderr, "\r%s %lld/%lld %s  eta %s\033[K", label_.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), unit_.c_str(), duration_text(eta).c_str());
+    std::fflush(stderr);
+    return;
+  }
+  std::fprintf(stderr, "\r%s %3d%% %s of %s  %s/s  eta %s\033[K", label_.c_str(),
+               total > 0 ? static_cast<int>(100 * done / total) : 0, amount(static_cast<double>(done)).c_str(),
+               amount(static_cast<double>(total)).c_str(), amount(rate).c_str(), duration_text(eta).c_str());
+  std::fflush(stderr);
+}
+
+void phase_progress::finish(const std::string& what) {
+  if (quiet_) return;
+  const double elapsed = std::max(1e-9, seconds_since(start_));
+  const std::string rate = unit_ == "B" ? " (" + amount(static_cast<double>(done_) / elapsed) + "/s)" : "";
+  std::fprintf(stderr, "%s%s: %s, %s in %.2f s%s\n", tty_ ? "\r\033[K" : "", label_.c_str(), what.c_str(),
+               amount(static_cast<double>(done_)).c_str(), elapsed, rate.c_str());
+  std::fflush(stderr);
+}
+
 metrics_file::~metrics_file() {
   if (file_ != nullptr) std::fclose(file_);
 }

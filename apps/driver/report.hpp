@@ -24,6 +24,7 @@
 #include <string>
 
 #include "graph/error.hpp"
+#include "graph/progress.hpp"
 
 namespace cohort::apps {
 
@@ -42,6 +43,32 @@ class progress_line {
   bool tty_;
   std::int64_t every_;
   std::chrono::steady_clock::time_point start_;
+};
+
+/// A phase of long work (calibration, verifying a checkpoint): on a terminal one line redrawn
+/// with its share, rate and ETA; elsewhere silent until finish(), which prints one line with
+/// what was done, how long it took and the rate.
+//
+//   phase_progress p("resume ck/step-000120", "B");
+//   p.update(512 << 20, 1 << 30);                // on a terminal: "resume ... 50% 512 MB of 1.07 GB 1.2 GB/s eta 0.4s"
+//   p.finish("4 files verified");                // "resume ck/step-000120: 4 files verified, 1.07 GB in 0.9 s (1.2 GB/s)"
+class phase_progress {
+ public:
+  /// `unit`: "B" (shown as kB/MB/GB) or a word ("measurements").
+  phase_progress(std::string label, std::string unit, bool quiet = false);
+  void update(std::int64_t done, std::int64_t total);
+  /// The phase's one line (a terminal's redrawn line is replaced by it).
+  void finish(const std::string& what);
+  progress_fn callback() {
+    return [this](std::int64_t done, std::int64_t total) { update(done, total); };
+  }
+
+ private:
+  std::string amount(double v) const;
+  std::string label_, unit_;
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point start_, drawn_{};
+  std::int64_t done_ = 0, total_ = 0;
 };
 
 class metrics_file {

@@ -110,7 +110,9 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
   const std::string path = p.cluster_profile.empty() ? planner::default_profile_path() : p.cluster_profile;
   planner::machine_profile profile;
   if (p.cluster_calibrate) {
-    profile = actors::calibrate(threads);
+    phase_progress measuring("calibration", "measurements", !p.dist.reports());
+    profile = actors::calibrate(threads, measuring.callback());
+    measuring.finish("GEMM, memory, cache, optimizer, link and runtime measured");
     if (auto st = planner::save_profile(path, profile); !st) return st.error();
     profile.source = "calibrated now, saved to " + path;
   } else {
@@ -195,7 +197,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     planner::plan_choice serial;
     serial.how = "serial (the reference trainer)";
     start_report(loop, plan, serial, 1);
-    if (auto st = start_live_metrics(loop, plan, serial, 1, {}, {}); !st) return st.error();
+    if (auto st = start_live_metrics(loop, plan, serial, 1, {}, {}, {}); !st) return st.error();
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
@@ -242,7 +244,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
                       "yet; --plan.only=true plans for them");
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   start_report(loop, plan, *choice, 1);
-  if (auto st = start_live_metrics(loop, plan, *choice, 1, {}, {}); !st) return st.error();
+  if (auto st = start_live_metrics(loop, plan, *choice, 1, {}, {}, {}); !st) return st.error();
   training_job with_note = job;
   char line[320];
   if (choice->predicted)

@@ -14,7 +14,8 @@
 namespace cohort::apps {
 
 status start_live_metrics(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes,
-                          std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes) {
+                          std::function<std::uint64_t()> data_plane_bytes,
+                          std::function<std::uint64_t()> control_plane_bytes, std::function<int()> live_processes) {
   if (!p.prometheus.on()) return {};
   auto secret = transport::load_job_secret();
   if (!secret) return secret.error();
@@ -22,7 +23,7 @@ status start_live_metrics(loop_state& loop, const plan_options& p, const planner
   live->start(loop.job.app, choice.how.rfind("serial", 0) == 0 ? "serial" : planner::describe(choice.plan), processes,
               std::string(loop.job.rate_unit) == "tokens/s" ? "tokens" : "samples",
               choice.predicted ? choice.predicted->step_s : 0.0, loop.job.steps);
-  live->sources(std::move(data_plane_bytes), std::move(live_processes));
+  live->sources(std::move(data_plane_bytes), std::move(control_plane_bytes), std::move(live_processes));
   auto server = metrics_server::start(p.prometheus.listen, *secret, [live] { return live->text(); });
   if (!server) return server.error();
   if (!loop.quiet)
@@ -136,8 +137,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     if (loop.live) loop.live->checkpoint(c.error.empty());
     if (loop.quiet) return;
     if (c.error.empty())
-      std::fprintf(stderr, "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s)\n",
-                   static_cast<long long>(c.step), c.path.c_str(), c.bytes, c.snapshot_seconds, c.write_seconds);
+      std::fprintf(stderr,
+                   "\ncheckpoint after step %lld: %s (%.0f bytes here, snapshot %.4f s, write %.3f s, %.0f MB/s)\n",
+                   static_cast<long long>(c.step), c.path.c_str(), c.bytes, c.snapshot_seconds, c.write_seconds,
+                   c.write_seconds > 0 ? c.bytes / c.write_seconds / 1e6 : 0.0);
     else
       std::fprintf(stderr, "\ncheckpoint after step %lld FAILED: %s (the previous checkpoints are kept)\n",
                    static_cast<long long>(c.step), c.error.c_str());

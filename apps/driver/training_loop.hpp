@@ -99,11 +99,12 @@ struct loop_state {
 /// planner's table and prediction.
 void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes);
 
-/// Starts --metrics.listen's endpoint and figures (process 0 of `processes`); `data_plane_bytes`
-/// and `live_processes` are read at each scrape (empty: 0 bytes, every process live). The job
-/// secret guards a non-loopback address. Errors: the address, a port in use.
+/// Starts --metrics.listen's endpoint and figures (process 0 of `processes`); the planes' byte
+/// counts and `live_processes` are read at each scrape (empty: 0 bytes, every process live). The
+/// job secret guards a non-loopback address. Errors: the address, a port in use.
 status start_live_metrics(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes,
-                          std::function<std::uint64_t()> data_plane_bytes, std::function<int()> live_processes);
+                          std::function<std::uint64_t()> data_plane_bytes,
+                          std::function<std::uint64_t()> control_plane_bytes, std::function<int()> live_processes);
 
 /// Trains `job` under `choice` on the actor runtime; `customize` may change the runtime's
 /// options last (the refit, plan changes, multi-process hooks).

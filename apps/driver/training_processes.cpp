@@ -110,7 +110,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       for (bool l : control->members().live) n += l ? 1 : 0;
       return n;
     };
-    if (auto st = start_live_metrics(loop, p, *choice, world, bytes, live); !st) return st.error();
+    auto control_bytes = [control = g.control.get()] { return control->bytes_sent(); };
+    if (auto st = start_live_metrics(loop, p, *choice, world, bytes, control_bytes, live); !st) return st.error();
   }
   // the endpoint may outlive this job's control plane (--metrics.linger-s): its last figures stay
   struct freeze_sources {

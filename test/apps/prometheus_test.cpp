@@ -172,7 +172,8 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
   // a scrape while it trained: the least cohort_finished over the run's samples is 0
   CHECK(prometheus_value(prom_port, "min_over_time(cohort_finished%5B10m%5D)") == 0);
   CHECK(prometheus_value(prom_port, "cohort_live_processes") == 2);
-  CHECK(prometheus_value(prom_port, "cohort_sent_bytes_total") > 0);  // gradients to the other process
+  CHECK(prometheus_value(prom_port, "cohort_sent_bytes_total%7Bplane%3D%22data%22%7D") > 0);     // gradients
+  CHECK(prometheus_value(prom_port, "cohort_sent_bytes_total%7Bplane%3D%22control%22%7D") > 0);  // losses, beats
   CHECK(prometheus_value(prom_port, "cohort_recoveries_total") == 0);
   CHECK(prometheus_value(prom_port, "cohort_step_seconds") > 0);
   const double loss = prometheus_value(prom_port, "cohort_loss");
