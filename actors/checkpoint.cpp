@@ -213,7 +213,8 @@ std::string process_file_name(int process) {
   return name;
 }
 
-result<std::string> write_process_file(const std::string& dir, const contents& c, int process) {
+result<std::string> write_process_file(const std::string& dir, const contents& c, int process,
+                                       const progress_fn& progress) {
   const auto slots = slot_names(c.optimizer);
   std::vector<safetensors::named_tensor> out;
   for (const auto& layout : c.layouts) {
@@ -238,8 +239,14 @@ result<std::string> write_process_file(const std::string& dir, const contents& c
   }
   const std::string path = dir + "/" + process_file_name(process);
   sha256 h;  // hashed as it is written: the file is not read back
+  std::int64_t total = 0, done = 0;
+  for (const auto& t : out) total += t.value.numel() * 4;
   if (auto st = safetensors::write_file(path, out, {{"format", "cohort"}}, /*sync=*/true,
-                                        [&](const std::byte* data, std::size_t bytes) { h.add(data, bytes); });
+                                        [&](const std::byte* data, std::size_t bytes) {
+                                          h.add(data, bytes);
+                                          done += static_cast<std::int64_t>(bytes);
+                                          report_progress(progress, std::min(done, total), total);
+                                        });
       !st)
     return st.error();
   return h.hex();

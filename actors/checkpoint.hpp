@@ -75,7 +75,9 @@ struct contents {
 std::string process_file_name(int process);
 
 /// Writes `process`'s file into `dir` (flushed to the disk) and returns its sha256 (hex).
-result<std::string> write_process_file(const std::string& dir, const contents& c, int process);
+/// `progress`: the bytes written so far, of the file's tensors' bytes.
+result<std::string> write_process_file(const std::string& dir, const contents& c, int process,
+                                       const progress_fn& progress = {});
 
 struct file_digest {
   std::string name;

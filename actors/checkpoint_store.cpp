@@ -111,7 +111,7 @@ result<written> save(const store_settings& s, const contents& c, int process) {
     if (process == 0) fs::remove_all(tmp, ec);  // the previous checkpoints stay as they were
     return e;
   };
-  auto digest = write_process_file(tmp, c, process);
+  auto digest = write_process_file(tmp, c, process, s.progress);
   if (!digest) return fail(digest.error());
   written w;
   w.step = c.step;

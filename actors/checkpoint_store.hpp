@@ -32,6 +32,7 @@ struct store_settings {
   std::chrono::milliseconds timeout{60000};  // the first process's wait for the others' files
   /// Set when the run ends or fails: a wait for the others' files gives up at once.
   std::shared_ptr<const std::atomic<bool>> cancelled;
+  progress_fn progress;  // bytes of this process's file written, of all of them
 };
 
 struct written {

@@ -41,6 +41,7 @@ void write(self_ptr self, std::shared_ptr<checkpoint::contents> c, std::chrono::
   settings.keep = s.options.checkpoint->keep;
   settings.timeout = s.options.timeout;
   settings.cancelled = s.writes_cancelled;
+  settings.progress = s.options.checkpoint->write_progress;
   const int process = s.options.job ? s.options.job->process : 0;
   auto out = std::make_shared<result<checkpoint::written>>(make_error(errc::closed, "not written"));
   ++s.writes_in_flight;

@@ -32,6 +32,7 @@
 #include "actors/task_trace.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
+#include "graph/progress.hpp"
 #include "planner/plan_choice.hpp"
 #include "planner/rank_layout.hpp"
 
@@ -92,6 +93,8 @@ struct checkpointing {
   std::int64_t every = 0;
   int keep = 3;
   bool stop_on_error = false;  // a failed write ends the run (otherwise it is reported and training goes on)
+  /// This process's file as the background writer writes it (bytes of all), on its thread.
+  progress_fn write_progress;
 };
 
 struct run_summary {

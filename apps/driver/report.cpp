@@ -31,7 +31,7 @@ progress_line::progress_line(std::string label, std::int64_t total_steps)
       every_(std::max<std::int64_t>(1, total_ / 20)),
       start_(std::chrono::steady_clock::now()) {}
 
-void progress_line::update(std::int64_t step, float loss, double rate, const char* rate_unit) {
+void progress_line::update(std::int64_t step, float loss, double rate, const char* rate_unit, const std::string& more) {
   if (!tty_ && step % every_ != 0 && step != total_ && step != 1) return;
   double elapsed = seconds_since(start_);
   double eta = elapsed / static_cast<double>(step) * static_cast<double>(total_ - step);
@@ -40,7 +40,7 @@ void progress_line::update(std::int64_t step, float loss, double rate, const cha
                 static_cast<long long>(step), static_cast<long long>(total_), static_cast<int>(100 * step / total_),
                 static_cast<double>(loss), rate, rate_unit, duration_text(eta).c_str());
   if (tty_)
-    std::fprintf(stderr, "\r%s\033[K", line);
+    std::fprintf(stderr, "\r%s%s\033[K", line, more.c_str());
   else
     std::fprintf(stderr, "%s\n", line);
   std::fflush(stderr);

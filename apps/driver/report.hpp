@@ -33,8 +33,9 @@ using json = nlohmann::json;
 class progress_line {
  public:
   progress_line(std::string label, std::int64_t total_steps);
-  /// After step `step` (1-based); `rate` in the unit named by `rate_unit`.
-  void update(std::int64_t step, float loss, double rate, const char* rate_unit);
+  /// After step `step` (1-based); `rate` in the unit named by `rate_unit`; `more` is appended
+  /// on a terminal (e.g. a checkpoint being written).
+  void update(std::int64_t step, float loss, double rate, const char* rate_unit, const std::string& more = "");
   void finish();
 
  private:

@@ -121,6 +121,13 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                    t.bytes_moved, t.params_kept, t.params_kept + t.params_spawned);
   };
   set_checkpointing(p.checkpoint, start, o);
+  if (o.checkpoint)  // the writer's bytes, shown on the training line while it writes
+    o.checkpoint->write_progress = [meter = loop.writing](std::int64_t done, std::int64_t total) {
+      if (meter->total.load() != total || done < meter->done.load())  // a new file
+        meter->started_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+      meter->total = total;
+      meter->done = done;
+    };
   if (start.checkpoint) loop.out.resumed_from = {{"path", start.checkpoint->dir}, {"step", start.first_step}};
   o.on_checkpoint = [&](const actors::checkpoint_record& c) {
     json rec = {{"step", c.step}, {"snapshot_s", c.snapshot_seconds}};

@@ -167,6 +167,28 @@ TEST_CASE("the directory keeps the newest checkpoints and points latest at the n
   for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);
 }
 
+TEST_CASE("writing and verifying report their bytes as they go, ending at the whole") {
+  const std::string dir = fresh_dir("progress");
+  const parallel_plan plan{.dp = 2};
+  const auto layouts = layouts_of(mlp, plan);
+  ck::store_settings s;
+  s.dir = dir;
+  std::vector<std::pair<std::int64_t, std::int64_t>> written;
+  s.progress = [&](std::int64_t done, std::int64_t total) { written.push_back({done, total}); };
+  auto w = ck::save(s, coded_contents(layouts, plan, 1, 10), 0);
+  REQUIRE(w.ok());
+  REQUIRE(!written.empty());
+  const std::int64_t values = (24 * 36 + 36 + 36 * 30 + 30 + 30 * 10 + 10) * 4 * 3;  // parameters and 2 slots
+  CHECK(written.back() == std::make_pair(values, values));
+  for (std::size_t i = 1; i < written.size(); ++i) CHECK(written[i].first >= written[i - 1].first);
+  std::vector<std::pair<std::int64_t, std::int64_t>> verified;
+  auto opened = ck::open(w->path, [&](std::int64_t done, std::int64_t total) { verified.push_back({done, total}); });
+  REQUIRE(opened.ok());
+  REQUIRE(!verified.empty());
+  CHECK(verified.back().first == verified.back().second);  // the file's bytes, header included
+  CHECK(verified.back().second == static_cast<std::int64_t>(w->bytes));
+}
+
 TEST_CASE("a write that fails leaves the previous checkpoint as it was" * doctest::test_suite("failure")) {
   const std::string dir = fresh_dir("failed-write");
   const parallel_plan plan{.dp = 2};

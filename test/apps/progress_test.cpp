@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "apps/driver/training_loop.hpp"
 #include "run_app.hpp"
 #include "support/run_files.hpp"
 
@@ -57,4 +58,20 @@ TEST_CASE("a resume's verification: one line with bytes and rate, a redrawn line
   const std::string tty = on_terminal(job + " --train.steps=12 --checkpoint.every=0");
   CHECK(std::regex_search(tty, std::regex("\rresume: verifying the newest checkpoint in [^\r\n]+ +[0-9]+% ")));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the training line shows a background checkpoint write while it is under way") {
+  cohort::apps::training_job job;
+  job.app = "mlp";
+  job.steps = 10;
+  cohort::apps::loop_state loop(job);
+  CHECK(loop.writing_text().empty());  // nothing being written
+  loop.writing->started_ns = std::chrono::steady_clock::now().time_since_epoch().count() - 1'000'000'000;
+  loop.writing->total = 200'000'000;
+  loop.writing->done = 50'000'000;  // a quarter in one second
+  const std::string text = loop.writing_text();
+  CHECK(text.find("checkpoint 25% ") != std::string::npos);
+  CHECK(text.find(" MB/s eta ") != std::string::npos);
+  loop.writing->done = 200'000'000;
+  CHECK(loop.writing_text().empty());  // done
 }
