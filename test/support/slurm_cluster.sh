@@ -17,15 +17,17 @@ stop() {
 }
 if [ "$cmd" = stop ]; then stop; exit 0; fi
 ctld_port=$3 slurmd_port=$4
+# any step that fails says why: the daemons' logs
+trap 'echo "slurm_cluster: failed at line $LINENO" >&2; tail -n 30 "$dir"/log/*.log >&2 2>/dev/null; stop' ERR
 rm -rf "$dir" && mkdir -p "$dir"/{run,log,state,spool}
 chmod 700 "$dir" "$dir/run"
 head -c 1024 /dev/urandom >"$dir/munge.key" && chmod 400 "$dir/munge.key"
-munged --force --socket="$dir/run/munge.sock" --key-file="$dir/munge.key" --log-file="$dir/log/munged.log" \
+munged --force --origin=127.0.0.1 --socket="$dir/run/munge.sock" --key-file="$dir/munge.key" --log-file="$dir/log/munged.log" \
   --pid-file="$dir/run/munged.pid" --seed-file="$dir/run/munged.seed"
 cpus=$(nproc)
 cat >"$dir/slurm.conf" <<CONF
 ClusterName=cohorttest
-SlurmctldHost=localhost
+SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -49,7 +51,7 @@ SchedulerType=sched/builtin
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
-NodeName=localhost CPUs=$cpus State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
 export SLURM_CONF="$dir/slurm.conf"
