@@ -119,7 +119,14 @@ TEST_CASE("srun -n2 on a real single-machine Slurm: the losses of the same job u
     std::string cmd;
     ~stop_cluster() { (void)std::system(cmd.c_str()); }
   } stop{"bash " + script + " stop " + dir};
-  REQUIRE_MESSAGE(started.exit_code == 0, "Slurm did not start: " << started.err);
+  if (started.exit_code != 0) {
+    const char* skip = std::getenv("COHORT_SKIP_SLURM");
+    if (skip && std::string(skip) == "1") {
+      MESSAGE("Slurm could not start and COHORT_SKIP_SLURM=1: Slurm checks skipped (" << started.err << ")");
+      return;
+    }
+  }
+  REQUIRE_MESSAGE(started.exit_code == 0, "Slurm did not start (COHORT_SKIP_SLURM=1 opts out): " << started.err);
   const std::string conf = "SLURM_CONF=" + dir + "/slurm.conf ";
   const std::string reference = temp_file("reference.jsonl"), metrics = temp_file("srun.jsonl");
   REQUIRE(run(MLP_BINARY, job + " --launch.nproc=2 --metrics.file=" + reference).exit_code == 0);

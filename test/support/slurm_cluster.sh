@@ -4,6 +4,7 @@
 #   slurm_cluster.sh start DIR CTLD_PORT SLURMD_PORT   prints SLURM_CONF=DIR/slurm.conf once
 #                                                      the node is idle (exit 1 with the logs if not)
 #   slurm_cluster.sh stop DIR                          stops all three
+# Needs root (the daemons run as root; without a mounted /sys/fs/cgroup, slurmd gets a private one).
 set -euo pipefail
 cmd=$1 dir=$2
 stop() {
@@ -56,7 +57,15 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSu
 CONF
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF"
-slurmd -f "$SLURM_CONF" -N localhost
+if mountpoint -q /sys/fs/cgroup; then
+  slurmd -f "$SLURM_CONF" -N localhost
+else
+  # no cgroup file system (a chroot binds /sys without its mounts): slurmd's cgroup plugin needs
+  # one even with proctrack/linuxproc and task/none, so it gets one of its own, in a mount
+  # namespace that only it sees (a tmpfs with an empty named v1 hierarchy); nothing outside changes
+  unshare -m sh -c 'mount -t tmpfs cgroup_root /sys/fs/cgroup && mkdir /sys/fs/cgroup/systemd &&
+    mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd && exec slurmd -f "$0" -N localhost' "$SLURM_CONF"
+fi
 for _ in $(seq 1 120); do
   if sinfo -h -o %T 2>/dev/null | grep -q idle; then echo "SLURM_CONF=$SLURM_CONF"; exit 0; fi
   sleep 0.5
