@@ -16,14 +16,15 @@ void trace_options::add_to(option_set& opts) {
   opts.add("trace.file", file,
            "write a timeline of every worker's tasks here (Chrome trace JSON: open it in ui.perfetto.dev or "
            "chrome://tracing); several processes: merged on process 0")
-      .add("trace.steps", steps, "trace only steps A:B (1-based, inclusive; empty: every step)");
+      .add("trace.steps", steps,
+           "trace steps A:B (1-based, inclusive; default: the first 100, which bounds the file and its memory)");
 }
 
 status trace_options::finish() {
   if (!steps.empty() && file.empty()) return make_error(errc::invalid_argument, "--trace.steps needs --trace.file");
   if (file.empty()) return {};
   if (steps.empty()) {
-    window = {0, std::numeric_limits<std::int64_t>::max()};
+    window = {0, default_traced_steps - 1};
     return {};
   }
   const auto bad =

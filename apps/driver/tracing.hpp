@@ -30,9 +30,12 @@
 
 namespace cohort::apps {
 
+/// The steps a trace covers when --trace.steps does not say (a long run's trace stays bounded).
+constexpr std::int64_t default_traced_steps = 100;
+
 struct trace_options {
   std::string file;             // --trace.file
-  std::string steps;            // --trace.steps=A:B, 1-based and inclusive; empty: every step
+  std::string steps;            // --trace.steps=A:B, 1-based and inclusive; empty: the first 100
   actors::trace_window window;  // parsed by finish (0-based)
 
   void add_to(option_set& opts);
