@@ -140,7 +140,7 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
                    " --web.listen-address=127.0.0.1:" + std::to_string(prom_port) + " >" + temp_file("prom.out") +
                    " 2>&1");
   // Prometheus up
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  const auto deadline = std::chrono::steady_clock::now() + 240s;
   bool ready = false;
   while (!ready && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(200ms);
@@ -148,10 +148,11 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
     ready = s.ok() && get(prom_port, "/-/ready").first == 200;
   }
   REQUIRE_MESSAGE(ready, cohort::test::read_text(temp_file("prom.out")));
-  // the job: trains, then keeps serving long enough for the scrapes after its end
+  // the job: trains ~15 s here (many scrapes at 1 s while it runs), then keeps serving long
+  // enough for the scrapes after its end
   const std::string out = temp_file("job.out"), err = temp_file("job.err");
   child job(std::string(MLP_BINARY) +
-            " --data.name=synth --train.batch=128 --train.steps=3000 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
+            " --data.name=synth --train.batch=128 --train.steps=30000 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
             "--metrics.listen=127.0.0.1:" +
             std::to_string(job_port) + " --metrics.linger-s=8 >" + out + " 2>" + err);
   double running_step = std::nan("");
@@ -167,8 +168,8 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
     finished = prometheus_value(prom_port, "cohort_finished");
   }
   REQUIRE_MESSAGE(finished == 1, cohort::test::read_text(err));
-  CHECK(prometheus_value(prom_port, "cohort_step") == 3000);
-  CHECK(prometheus_value(prom_port, "cohort_steps_planned") == 3000);
+  CHECK(prometheus_value(prom_port, "cohort_step") == 30000);
+  CHECK(prometheus_value(prom_port, "cohort_steps_planned") == 30000);
   // a scrape while it trained: the least cohort_finished over the run's samples is 0
   CHECK(prometheus_value(prom_port, "min_over_time(cohort_finished%5B10m%5D)") == 0);
   CHECK(prometheus_value(prom_port, "cohort_live_processes") == 2);
@@ -183,6 +184,6 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
   json summary = json::parse(text.substr(last == std::string::npos ? 0 : last + 1), nullptr, false);
   REQUIRE(!summary.is_discarded());
   CHECK(loss == doctest::Approx(summary["final_loss"].get<double>()).epsilon(1e-6));
-  MESSAGE("Prometheus saw step " << running_step << " first, then 3000; loss " << loss);
+  MESSAGE("Prometheus saw step " << running_step << " first, then 30000; loss " << loss);
   std::filesystem::remove_all(data);
 }
