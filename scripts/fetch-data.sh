@@ -64,36 +64,8 @@ npm_pack() {  # npm_pack PACKAGE@VERSION: into the current directory
 extract() {  # extract DEB DESTDIR STRIP PATH
   dpkg-deb --fsys-tarfile "$1" | tar --no-same-owner -xf - -C "$2" --strip-components="$3" "$4"
 }
-# One line per phase: what came, its size, how long it took and the rate. On a terminal, while a
-# phase runs, a line redrawn from the sizes of the files it is writing (apt-get writes its .deb
-# as it downloads; the total comes from apt's index), with the rate and, where the total is
-# known, the ETA (npm writes its tarball at the end: there only the time so far).
-phase_start=0 poller=""
-phase() {  # phase LABEL TOTAL_BYTES(0: unknown) FILE_GLOB...: starts a phase
-  phase_label=$1 phase_start=$(date +%s.%N)
-  local total=$2; shift 2
-  [ -t 2 ] || return 0
-  (
-    while sleep 0.2; do
-      bytes=0
-      for f in $@; do [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f"))); done
-      awk -v l="$phase_label" -v b="$bytes" -v tot="$total" -v t0="$phase_start" -v t1="$(date +%s.%N)" \
-        'BEGIN { s = t1 - t0; if (s < 0.001) s = 0.001; r = b / s;
-                 eta = r > 0 ? sprintf("%ds", (tot - b) / r) : "?";
-                 if (tot > 0) printf "\rfetch-data: %s %d%% %.1f MB of %.1f MB  %.1f MB/s  eta %s\033[K", l, 100 * b / tot, b / 1e6, tot / 1e6, r / 1e6, eta;
-                 else printf "\rfetch-data: %s ... %ds\033[K", l, s }' >&2
-    done
-  ) &
-  poller=$!
-}
-phase_done() {  # phase_done FILE...: its one line, sized by the files it produced
-  if [ -n "$poller" ]; then kill "$poller" 2>/dev/null || true; wait "$poller" 2>/dev/null || true; poller=""; fi
-  local bytes=0 f
-  for f in "$@"; do [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f"))); done
-  awk -v l="$phase_label" -v b="$bytes" -v t0="$phase_start" -v t1="$(date +%s.%N)" -v tty="$([ -t 2 ] && echo 1)" \
-    'BEGIN { s = t1 - t0; if (s < 0.001) s = 0.001; if (tty) printf "\r\033[K";
-             printf "fetch-data: %s: %.1f MB in %.1f s (%.1f MB/s)\n", l, b / 1e6, s, b / 1e6 / s }' >&2
-}
+# a line per download with its size, time and rate (redrawn on a terminal while it runs)
+source "$root/scripts/progress.sh"
 deb_bytes() {  # the download size apt's index gives for these packages (0 when it does not know)
   apt-cache show --no-all-versions "$@" 2>/dev/null | awk '/^Size:/ { n += $2 } END { print n + 0 }'
 }
