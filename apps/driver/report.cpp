@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace cohort::apps {
@@ -99,6 +101,20 @@ void phase_progress::finish(const std::string& what) {
   std::fprintf(stderr, "%s%s: %s, %s in %.2f s%s\n", tty_ ? "\r\033[K" : "", label_.c_str(), what.c_str(),
                amount(static_cast<double>(done_)).c_str(), elapsed, rate.c_str());
   std::fflush(stderr);
+}
+
+status write_text_atomically(const std::string& path, const std::string& text, const std::string& option) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+    if (!f) return make_error(errc::io_error, option + ": cannot write " + tmp);
+    f << text;
+    if (!f.flush()) return make_error(errc::io_error, option + ": writing " + tmp + " failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return make_error(errc::io_error, option + ": " + path + ": " + ec.message());
+  return {};
 }
 
 metrics_file::~metrics_file() {

@@ -72,6 +72,10 @@ class phase_progress {
   std::int64_t done_ = 0, total_ = 0;
 };
 
+/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half
+/// of it. Errors (io_error) start with `option` ("--report.file: cannot write ...").
+status write_text_atomically(const std::string& path, const std::string& text, const std::string& option);
+
 class metrics_file {
  public:
   metrics_file() = default;

@@ -1,11 +1,11 @@
 // The run report's record and its HTML page (inline SVG; no network).
 #include "apps/driver/run_report.hpp"
 
+#include "apps/driver/report.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -289,18 +289,7 @@ std::string run_record::html() const {
 }
 
 status write_report(const std::string& path, const run_record& r) {
-  const std::string page = r.html();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
-    if (!f) return make_error(errc::io_error, "--report.file: cannot write " + tmp);
-    f << page;
-    if (!f.flush()) return make_error(errc::io_error, "--report.file: writing " + tmp + " failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return make_error(errc::io_error, "--report.file: " + path + ": " + ec.message());
-  return {};
+  return write_text_atomically(path, r.html(), "--report.file");
 }
 
 }  // namespace cohort::apps

@@ -1,11 +1,11 @@
 // The Chrome trace of a run: options, the recorder, the file.
 #include "apps/driver/tracing.hpp"
 
+#include "apps/driver/report.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 
 namespace cohort::apps {
@@ -228,17 +228,7 @@ status write_trace(const std::string& path, json events, const json& other) {
   for (auto& e : events)
     if (e.contains("ts")) e["ts"] = e["ts"].get<double>() - origin;
   json doc = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}, {"otherData", other}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return make_error(errc::io_error, "--trace.file: cannot write " + tmp);
-    f << doc.dump() << "\n";
-    if (!f.flush()) return make_error(errc::io_error, "--trace.file: writing " + tmp + " failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return make_error(errc::io_error, "--trace.file: " + path + ": " + ec.message());
-  return {};
+  return write_text_atomically(path, doc.dump() + "\n", "--trace.file");
 }
 
 }  // namespace cohort::apps
