@@ -15,7 +15,7 @@ tty=0
 [ -t 2 ] && tty=1
 summary="$out/summary.txt"
 : >"$summary"
-phases=4 phase_no=0
+phases=4 phase_no=1  # the device is phase 1; phase_run numbers the others
 
 # phase_run NAME LOG COMMAND...: runs COMMAND with its output in LOG; on a terminal a line redrawn
 # from the "[n/m]" (ninja) or "n/m Test" (ctest) counts it prints, with the rate and the ETA;
@@ -25,6 +25,7 @@ phase_run() {
   phase_no=$((phase_no + 1))
   local start rc=0
   start=$(date +%s.%N)
+  set +e  # the command's own status, not the pipeline's: PIPESTATUS right after it
   "$@" 2>&1 | tee "$log" | awk -v tty="$tty" -v label="[$phase_no/$phases] $name" -v t0="$start" '
     function now() { "date +%s.%N" | getline t; close("date +%s.%N"); return t }
     {
@@ -40,9 +41,9 @@ phase_run() {
         }
       }
     }
-    END { if (last_total != "") printf "%d/%d\n", last_done, last_total > "/dev/stdout" }' >"$log.count" ||
-    true
+    END { if (last_total != "") printf "%d/%d\n", last_done, last_total > "/dev/stdout" }' >"$log.count"
   rc=${PIPESTATUS[0]}
+  set -e
   local secs count
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   count=$(cat "$log.count" 2>/dev/null || true)
@@ -60,7 +61,6 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.t
   >"$out/device.txt" 2>&1; then
   device=$(head -n 1 "$out/device.txt")
 fi
-phase_no=1
 echo "gpu-check: [1/$phases] device: $device" | tee -a "$summary" >&2
 # 2. a CUDA build
 [ -x /usr/local/cuda/bin/nvcc ] || { echo "gpu-check: no CUDA toolkit at /usr/local/cuda" | tee -a "$summary" >&2; exit 1; }
@@ -73,6 +73,5 @@ phase_run "CUDA tests (kernels against the CPU reference)" "$out/tests.log" \
 skipped=$(grep -c "comparison skipped" "$out/tests.log" || true)
 echo "gpu-check: CUDA test output lines that say they skipped for want of a device: $skipped" | tee -a "$summary" >&2
 # 4. benchmarks
-phase_no=3
 echo "gpu-check: [4/$phases] GPU benchmarks: none yet (the GPU path is issue 20's work)" | tee -a "$summary" >&2
 echo "gpu-check: results in $out" >&2
