@@ -23,10 +23,7 @@ void trace_options::add_to(option_set& opts) {
 status trace_options::finish() {
   if (!steps.empty() && file.empty()) return make_error(errc::invalid_argument, "--trace.steps needs --trace.file");
   if (file.empty()) return {};
-  if (steps.empty()) {
-    window = {0, default_traced_steps - 1};
-    return {};
-  }
+  if (steps.empty()) return {};  // steps_from() gives the default
   const auto bad =
       make_error(errc::invalid_argument, "--trace.steps must be A:B with 1 <= A <= B, got '" + steps + "'");
   const auto colon = steps.find(':');

@@ -36,7 +36,13 @@ constexpr std::int64_t default_traced_steps = 100;
 struct trace_options {
   std::string file;             // --trace.file
   std::string steps;            // --trace.steps=A:B, 1-based and inclusive; empty: the first 100
-  actors::trace_window window;  // parsed by finish (0-based)
+  actors::trace_window window;  // --trace.steps parsed by finish (0-based); not set: the default
+
+  /// The steps to trace in a run whose first step is `first_step` (0-based; a resumed run's is
+  /// past 0): --trace.steps, or the first default_traced_steps of this run.
+  actors::trace_window steps_from(std::int64_t first_step) const {
+    return steps.empty() ? actors::trace_window{first_step, first_step + default_traced_steps - 1} : window;
+  }
 
   void add_to(option_set& opts);
   /// Errors (exit 2): a malformed range, A > B, A < 1, --trace.steps without --trace.file.

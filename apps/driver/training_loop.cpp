@@ -75,7 +75,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (loop.trace || loop.report) {
     // the report's timeline takes three steps after the warm-up (of the traced ones, when tracing)
     const std::int64_t first = job.first_step + job.warmup;
-    o.trace = loop.trace ? p.trace.window : actors::trace_window{first, first + 2};
+    o.trace = loop.trace ? p.trace.steps_from(job.first_step) : actors::trace_window{first, first + 2};
     o.on_spans = [trace = loop.trace, report = loop.report](int rank, const planner::rank_place& at, std::int64_t step,
                                                             std::vector<actors::task_span>& spans) {
       if (report) report->add_spans(rank, at, step, spans);

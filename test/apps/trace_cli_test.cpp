@@ -190,6 +190,20 @@ TEST_CASE("a traced run marks its plan changes and checkpoints") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a resumed run traces its own first steps by default") {
+  const std::string dir = cohort::test::temp_path("trace", "resume-ck");
+  std::filesystem::remove_all(dir);
+  const std::string job = "--data.name=digits --train.threads=1 --checkpoint.dir=" + dir;
+  REQUIRE(run(MLP_BINARY, job + " --train.steps=100 --checkpoint.every=100").exit_code == 0);
+  const std::string file = temp_file("resumed.json");
+  auto r = run(MLP_BINARY, job + " --train.steps=102 --trace.file=" + file);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::set<int> steps;
+  for (const auto& e : task_events(read_json(file))) steps.insert(e["args"]["step"].get<int>());
+  CHECK(steps == std::set<int>{101, 102});  // the run's steps, past the default's first 100 of the job
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("bad trace options: exit 2 naming the option") {
   for (const std::string bad :
        {"--trace.file=/tmp/x.json --trace.steps=3", "--trace.file=/tmp/x.json --trace.steps=0:2",
