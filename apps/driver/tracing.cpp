@@ -80,13 +80,8 @@ void trace_recorder::add_spans(int rank, const planner::rank_place& at, std::int
     if (s.begin_ns - s.wait_ns >= min_wait_ns) complete("wait", "wait", s.wait_ns, s.begin_ns);
     complete(task_name(s), update ? "comm" : "compute", s.begin_ns, s.end_ns);
     if (s.done_ns - s.end_ns >= min_wait_ns) complete(update ? "hand over" : "send", "comm", s.end_ns, s.done_ns);
-    auto it = std::find_if(steps_.begin(), steps_.end(), [&](const auto& p) { return p.first == step; });
-    if (it == steps_.end()) {
-      steps_.push_back({step, {s.wait_ns, s.done_ns}});
-    } else {
-      it->second.first = std::min(it->second.first, s.wait_ns);
-      it->second.second = std::max(it->second.second, s.done_ns);
-    }
+    auto [it, first] = steps_.try_emplace(step, s.wait_ns, s.done_ns);
+    if (!first) it->second = {std::min(it->second.first, s.wait_ns), std::max(it->second.second, s.done_ns)};
   }
 }
 

@@ -17,6 +17,7 @@
 //   if (auto st = write_trace(t.file, rec.events(), {{"plan", "dp1 tp1 pp1 m1"}}); !st) return st;
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -68,8 +69,8 @@ class trace_recorder {
   mutable std::mutex mutex_;
   int process_;
   nlohmann::json events_ = nlohmann::json::array();
-  std::vector<std::pair<int, std::string>> ranks_;  // tracks seen, named by the first place
-  std::vector<std::pair<std::int64_t, std::pair<std::int64_t, std::int64_t>>> steps_;  // step -> [first, last] ns
+  std::vector<std::pair<int, std::string>> ranks_;                       // tracks seen, named by the first place
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> steps_;  // step -> [first, last] ns
 };
 
 /// Writes {"traceEvents": events (times made relative to the earliest), "displayTimeUnit":

@@ -63,16 +63,15 @@ struct loop_state {
     double elapsed = seconds_since(start);
     double rate = static_cast<double>((step + 1 - job.first_step) * job.batch * job.items_per_sample) / elapsed;
     if (quiet) return;
-    if (live)
-      live->step(step + 1, loss,
-                 m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate,
-                 m ? m->seconds : 0.0, m ? m->task_seconds : std::vector<planner::task_seconds>{});
+    // the step's own throughput where its time is known (the serial trainer: the mean so far)
+    const double step_rate =
+        m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate;
+    const double step_s = m ? m->seconds : 0.0;
+    static const std::vector<planner::task_seconds> no_tasks;
+    const auto& tasks = m ? m->task_seconds : no_tasks;
+    if (live) live->step(step + 1, loss, step_rate, step_s, tasks);
     if (report) {
-      // the step's own throughput where its time is known (the serial trainer: the mean so far)
-      const double step_rate =
-          m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate;
-      report->add_step(step, loss, step_rate, m ? m->seconds : 0.0,
-                       m ? m->task_seconds : std::vector<planner::task_seconds>{}, m ? m->layout : 0);
+      report->add_step(step, loss, step_rate, step_s, tasks, m ? m->layout : 0);
       if (seconds_since(report_written) >= report_every_s) write_report_now();
     }
     progress.update(step + 1, loss, rate, job.rate_unit, writing_text());
