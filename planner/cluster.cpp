@@ -46,7 +46,7 @@ bool alike(const device& a, const device& b) {
          a.memory_bandwidth_bytes_per_s == b.memory_bandwidth_bytes_per_s;
 }
 
-const device no_device{-1, -1, -1, device_kind::cpu, "", 0, 0, 0, 0, 0};
+const device no_device{-1, -1, -1, device_kind::cpu, "", 0, 0, 0, 0, 0, ""};
 
 }  // namespace
 
@@ -170,7 +170,7 @@ cluster local_cluster(int cores, double memory_bytes, double flops_f32_per_core,
   std::vector<device> devices;
   for (int i = 0; i < cores; ++i)
     devices.push_back({i, i, 0, device_kind::cpu, "cpu-core", flops, flops, flops / 2, positive(memory_bytes) / cores,
-                       bandwidth / cores});
+                       bandwidth / cores, ""});
   auto c = make_cluster({{"localhost", "127.0.0.1", 0, {}}}, std::move(devices), {}, {{bandwidth / 2, 1e-6}},
                         default_inter_link);
   return c ? std::move(*c) : cluster{};  // cannot fail: every value above is positive

@@ -39,6 +39,9 @@ struct device {
   double flops_f64_per_s = 0;
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_s = 0;
+  /// Its device profile (planner/device_profile.hpp) as the file names it, relative to the
+  /// cluster file; empty: none named.
+  std::string profile;
 };
 
 /// A directed link between two devices (by global id) that differs from the defaults.

@@ -287,10 +287,11 @@ result<cluster> load_cohort(reader& r, const json& root) {
       const json& d = (*devs)[di];
       std::string dat = item(child(at, "devices"), di), tat = child(dat, "tflops");
       if (!r.object(d, dat)) break;
-      r.only_keys(d, dat, {"kind", "model", "count", "tflops", "memory_gb", "memory_bandwidth_gb_per_s"});
+      r.only_keys(d, dat, {"kind", "model", "count", "tflops", "memory_gb", "memory_bandwidth_gb_per_s", "profile"});
       device dv;
       dv.kind = r.one_of(d, dat, "kind", {"cpu", "gpu"}) == "gpu" ? device_kind::gpu : device_kind::cpu;
       dv.model = r.text(d, dat, "model");
+      dv.profile = r.text(d, dat, "profile", "");
       int count = r.integer(d, dat, "count", 1, max_devices, 1);
       if (!d.contains("tflops"))
         r.fail(tat, "missing, expected an object");

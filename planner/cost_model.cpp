@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 
 namespace cohort::planner {
 
@@ -28,12 +30,61 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
   return p;
 }
 
+double efficiency::gemm_at(double flops) const {
+  if (gemm_by_flops.empty() || !(flops > 0)) return gemm;
+  if (flops <= gemm_by_flops.front()[0]) return gemm_by_flops.front()[1];
+  if (flops >= gemm_by_flops.back()[0]) return gemm_by_flops.back()[1];
+  std::size_t i = 1;
+  while (gemm_by_flops[i][0] < flops) ++i;
+  const auto& lo = gemm_by_flops[i - 1];
+  const auto& hi = gemm_by_flops[i];
+  const double t = std::log(flops / lo[0]) / std::log(hi[0] / lo[0]);
+  return lo[1] + t * (hi[1] - lo[1]);
+}
+
+efficiency efficiency::scaled_efficiencies(double factor) const {
+  efficiency e = *this;
+  e.gemm *= factor;
+  e.memory *= factor;
+  e.link *= factor;
+  for (auto& point : e.gemm_by_flops) point[1] *= factor;
+  return e;
+}
+
+std::string efficiency_problem(const efficiency& e) {
+  auto check = [](const std::string& field, double v) -> std::string {
+    char b[200];
+    if (!(v > 0)) {
+      std::snprintf(b, sizeof b, "%s is %.4g: an efficiency must be positive", field.c_str(), v);
+      return b;
+    }
+    if (v > 1) {
+      std::snprintf(b, sizeof b, "%s is %.4g, above 1: a fraction of the peak cannot exceed it (the peak was never measured)",
+                    field.c_str(), v);
+      return b;
+    }
+    return "";
+  };
+  for (auto [field, v] : {std::pair<const char*, double>{"efficiency.gemm", e.gemm},
+                          {"efficiency.memory", e.memory},
+                          {"efficiency.link", e.link}})
+    if (auto m = check(field, v); !m.empty()) return m;
+  for (std::size_t i = 0; i < e.gemm_by_flops.size(); ++i) {
+    const std::string at = "efficiency.gemm_by_flops[" + std::to_string(i) + "]";
+    if (!(e.gemm_by_flops[i][0] > 0)) return at + ": the FLOPs must be positive";
+    if (i > 0 && !(e.gemm_by_flops[i][0] > e.gemm_by_flops[i - 1][0])) return at + ": the FLOPs must ascend";
+    if (auto m = check(at, e.gemm_by_flops[i][1]); !m.empty()) return m;
+  }
+  return "";
+}
+
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e) {
+  const double gemm_eff = p.gemm ? e.gemm_at(p.flops) : e.gemm;
   // calibrated at two shapes: arithmetic and operand traffic each at its measured rate, both
   // scaled by the GEMM efficiency the refit fits (skinny GEMMs are traffic-heavy)
   if (p.gemm && d.gemm_bytes_per_s > 0)
-    return (p.flops / d.flops_per_s + p.bytes / d.gemm_bytes_per_s) / e.gemm + e.per_op_seconds;
-  double flop_s = p.gemm ? p.flops / (d.flops_per_s * e.gemm) : 0.0;
+    return (p.flops / d.flops_per_s + p.bytes / d.gemm_bytes_per_s) / gemm_eff + e.per_op_seconds;
+  double flop_s = p.gemm ? p.flops / (d.flops_per_s * gemm_eff) : 0.0;
   const bool cached = d.cache_bytes > 0 && d.cache_bytes_per_s > 0 && p.bytes <= d.cache_bytes;
   double byte_s = p.bytes / ((cached ? d.cache_bytes_per_s : d.memory_bytes_per_s) * e.memory);
   // A CPU BLAS packs a GEMM's operands into blocks before it multiplies them (once per call):

@@ -4,8 +4,10 @@
 // operands before multiplying; the bytes alone for everything else), plus a fixed cost per
 // operation; communication is the
 // alpha-beta model of each collective's algorithm on the link it runs over. The
-// efficiencies are not constants baked in: they start at defaults, are fitted to measured
-// task times (refit), and are saved with the machine's profile.
+// efficiencies are not constants baked in: for this machine they start at defaults, are
+// fitted to measured task times (refit) and saved with the machine's profile; for the
+// devices of a cluster file they come from the device's profile (planner/device_profile.hpp),
+// whose GEMM efficiency depends on the GEMM's shape (small and skinny GEMMs run far below peak).
 //
 //   graph g;
 //   var loss = tiny_mlp(g, /*rows=*/64);
@@ -13,10 +15,14 @@
 //   device_speed device{.flops_per_s = 50e9, .memory_bytes_per_s = 20e9};
 //   efficiency eff;                                                // the defaults, until refit
 //   double s = compute_seconds(p.scaled(/*rows=*/256), device, eff);
+//   eff.gemm_by_flops = {{1e9, 0.2}, {1e11, 0.8}};                 // a device profile's table
+//   assert(std::abs(eff.gemm_at(/*flops=*/1e10) - 0.5) < 1e-12);   // log-linear between points
 //   double c = allreduce_seconds(/*bytes=*/4e6, /*ranks=*/8, {50e9, 5e-6}, eff);
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/graph.hpp"
@@ -34,7 +40,13 @@ struct op_profile {
 
 /// Fractions of peak actually reached, and the fixed cost of an operation.
 struct efficiency {
-  double gemm = 0.6;             // of peak FLOP/s, matrix multiplies
+  double gemm = 0.6;             // of peak FLOP/s, matrix multiplies (of any size, without gemm_by_flops)
+  /// GEMM efficiency by size: points (FLOPs of one GEMM call on one device; efficiency), FLOPs
+  /// ascending, from a device profile's table; between points log-linear in the FLOPs, beyond
+  /// the ends the end's value. Small GEMMs leave most of an accelerator idle (a 1024^3 GEMM
+  /// fills 32 of an H100's 132 SMs with 128 x 256 tiles); skinny ones are memory-bound, which
+  /// the roofline's bytes term prices. Empty: `gemm` for every size.
+  std::vector<std::array<double, 2>> gemm_by_flops = {};
   double memory = 0.5;           // of peak memory bandwidth, everything else
   double link = 0.8;             // of link bandwidth, communication
   double per_op_seconds = 2e-6;  // launch / dispatch / bookkeeping per operation
@@ -56,7 +68,17 @@ struct efficiency {
   double step_overhead_seconds(int ranks) const {
     return per_step_seconds + per_rank_seconds * (ranks > 1 ? ranks - 1 : 0);
   }
+  /// The GEMM efficiency of a GEMM of `flops` FLOPs (`gemm` when there is no table).
+  double gemm_at(double flops) const;
+  /// Every efficiency (and every table point) times `factor`.
+  efficiency scaled_efficiencies(double factor) const;
 };
+
+/// Why `e` cannot be a fraction of a peak: "" when every efficiency (gemm, memory, link, each
+/// point of the GEMM table) is in (0, 1] and the table's FLOPs ascend; else the first
+/// offender named as a field ("efficiency.gemm is 1.79, above 1"). A fraction above 1 means
+/// the peak it is a fraction of was never measured; such a value is refused, never saved.
+std::string efficiency_problem(const efficiency& e);
 
 struct device_speed {
   double flops_per_s = 1e11;
@@ -81,7 +103,7 @@ struct device_speed {
 /// FLOPs and bytes of node `n` of `g` divided by the batch size `rows` it was built with.
 op_profile profile_of(const graph& g, const node& n, std::int64_t rows);
 
-/// Matrix multiplies: FLOPs / (peak x gemm efficiency) and bytes / (bandwidth x memory
+/// Matrix multiplies: FLOPs / (peak x gemm efficiency at the GEMM's size) and bytes / (bandwidth x memory
 /// efficiency), added where the device packs operands (the packing does not overlap the
 /// arithmetic), else the larger of the two; other operations: the bytes term alone; plus the
 /// per-operation cost. The bandwidth is the cache's when the bytes fit in it.

@@ -101,11 +101,16 @@ result<machine_profile> load_profile(const std::string& path) {
     return make_error(errc::invalid_argument, w + ".optimizer_bytes_per_s: must be 0 (not measured) or positive");
   if (!(p.gemm_bytes_per_s >= 0))
     return make_error(errc::invalid_argument, w + ".gemm_bytes_per_s: must be 0 (not measured) or positive");
+  if (auto problem = efficiency_problem(p.eff); !problem.empty())
+    return make_error(errc::invalid_argument,
+                      w + "." + problem + "; --cluster.calibrate measures this machine again and rewrites the file");
   p.source = path;
   return p;
 }
 
 status save_profile(const std::string& path, const machine_profile& p) {
+  if (auto problem = efficiency_problem(p.eff); !problem.empty())
+    return make_error(errc::invalid_argument, "the profile is not saved to " + path + ": " + problem);
   json j = {{"cohort_profile", 1},
             {"cores", p.cores},
             {"flops_f32_per_core", p.flops_f32_per_core},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -31,6 +32,24 @@ std::string constraints_text(const plan_request& o) {
   if (!o.schedule.empty()) out += std::string(out.empty() ? "" : " ") + "schedule=" + o.schedule;
   if (o.shard_params) out += std::string(out.empty() ? "" : " ") + "shard-params";
   return out;
+}
+
+// The profile of the devices topology_of plans for (accelerators when there are any): the
+// one given, else the one the cluster file names for the first of them (relative to the file).
+result<device_profile> profile_for_devices(const cluster& c, const plan_request& o) {
+  if (!o.device_profile.empty()) return load_device_profile(o.device_profile);
+  const bool any_gpu =
+      std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
+  for (const device& d : c.devices()) {
+    if ((d.kind == device_kind::gpu) != any_gpu) continue;
+    if (d.profile.empty()) return default_device_profile(d.model);
+    std::filesystem::path path(d.profile);
+    if (path.is_relative()) path = std::filesystem::path(o.cluster_file).parent_path() / path;
+    auto p = load_device_profile(path.lexically_normal().string());
+    if (!p) return make_error(p.error().code, o.cluster_file + ": the profile of " + d.model + ": " + p.error().message);
+    return p;
+  }
+  return default_device_profile("");
 }
 
 }  // namespace
@@ -72,8 +91,10 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     auto t = topology_of(*c, opts.half_precision);
     if (!t) return t.error();
     s.search.topo = *t;
-    // the overhead terms describe this machine's runtime, not the cluster's
-    s.search.eff = s.search.eff.without_runtime_overhead();
+    auto d = profile_for_devices(*c, opts);
+    if (!d) return d.error();
+    s.devices_profile = std::move(*d);
+    s.search.eff = s.devices_profile.eff;
     s.search.half_precision = opts.half_precision;
     s.search.allow_recompute = opts.recompute;
     s.cluster = std::move(*c);
@@ -142,7 +163,7 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   static const std::set<std::string> known{
       "mode",       "dp",      "tp",      "pp",        "micro_batches", "schedule",          "shard_params",
       "ranks",      "cuts",    "devices", "predicted", "recompute",     "embedding_on_host", "parameters",
-      "planning_s", "replan_s"};  // the last three: information
+      "planning_s", "replan_s",  "device_profile"};  // the last four: information
   for (auto& [k, v] : j.items())
     if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
   auto degree = [&](const char* key, int& target) -> status {

@@ -26,6 +26,7 @@
 
 #include "planner/analysis.hpp"
 #include "planner/cluster.hpp"
+#include "planner/device_profile.hpp"
 #include "planner/machine_profile.hpp"
 #include "planner/search.hpp"
 
@@ -49,6 +50,7 @@ struct plan_request {
   std::int64_t ranks = 0;          // devices to plan for on this machine (0: its cores)
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;
+  std::string device_profile;   // the cluster's devices' profile (overrides the one the cluster file names)
   bool half_precision = false;  // plan for mixed precision (cluster files)
   bool recompute = false;       // may plan activation recomputation (cluster files)
 };
@@ -58,13 +60,18 @@ struct planning_setup {
   std::unique_ptr<model_analysis> analysis;
   search_options search;
   std::optional<planner::cluster> cluster;  // from --cluster.file; absent: this machine
+  /// A cluster file's planned devices: their efficiencies (search.eff comes from here, never
+  /// from this machine's profile, which describes this machine's CPUs).
+  device_profile devices_profile;
   machine_profile profile;
   std::string profile_path;
   int threads = 1;  // compute threads of the run
 };
 
-/// Analyzes the model and describes the devices: a cluster file, or `ranks` ranks of this
-/// machine under `profile` (read from, or measured and saved to, `profile_path`).
+/// Analyzes the model and describes the devices: a cluster file (its devices' efficiencies
+/// from opts.device_profile, else the profile the file names for them, else the uncalibrated
+/// defaults), or `ranks` ranks of this machine under `profile` (read from, or measured and
+/// saved to, `profile_path`).
 result<planning_setup> prepare_planning(const std::function<var(graph&, std::int64_t)>& model, int optimizer_slots,
                                         std::int64_t batch, int threads, const plan_request& opts,
                                         machine_profile profile, std::string profile_path);

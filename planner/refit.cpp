@@ -65,6 +65,7 @@ refit_result refit(const std::vector<task_observation>& observations, const effi
   out.compute_factor = a;
   out.eff.gemm = current.gemm / a;
   out.eff.memory = current.memory / a;
+  for (auto& point : out.eff.gemm_by_flops) point[1] /= a;
   out.eff.per_op_seconds = current.per_op_seconds * a;
   if (predicted_reduce > 0 && measured_reduce > 0) {
     out.reduce_factor = measured_reduce / predicted_reduce;
@@ -82,6 +83,9 @@ efficiency blend(const efficiency& old, const efficiency& fit, double weight) {
   e.gemm = geometric(old.gemm, fit.gemm);
   e.memory = geometric(old.memory, fit.memory);
   e.link = geometric(old.link, fit.link);
+  if (old.gemm_by_flops.size() == fit.gemm_by_flops.size())
+    for (std::size_t i = 0; i < e.gemm_by_flops.size(); ++i)
+      e.gemm_by_flops[i][1] = geometric(old.gemm_by_flops[i][1], fit.gemm_by_flops[i][1]);
   e.per_op_seconds = arithmetic(old.per_op_seconds, fit.per_op_seconds);
   e.per_task_seconds = arithmetic(old.per_task_seconds, fit.per_task_seconds);
   e.per_step_seconds = arithmetic(old.per_step_seconds, fit.per_step_seconds);

@@ -108,6 +108,15 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   };
   out["refit"] = {
       {"compute_factor", fit.compute_factor}, {"reduce_factor", fit.reduce_factor}, {"efficiency", to_json(fit.eff)}};
+  // a fraction of the peak above 1 says the peak is wrong (never calibrated), not that the
+  // machine beat it: refused, and the profile keeps what it had
+  if (auto problem = efficiency_problem(fit.eff); !problem.empty()) {
+    out["refit"]["refused"] = problem + "; --cluster.calibrate measures the peak";
+    if (save && !setup.cluster && first)
+      std::fprintf(stderr, "warning: the refit is not saved to %s: %s; --cluster.calibrate measures the peak\n",
+                   setup.profile_path.c_str(), problem.c_str());
+    return out;
+  }
   if (save && !setup.cluster) {
     // the profile keeps a running mean over its refits (one run can catch a slow minute);
     // blended with the constants this run was planned with, so a run's later refit replaces its first

@@ -177,7 +177,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     auto owner = static_cast<std::size_t>(a.owner[i]);
     if (owner < head) {  // on the host: whole (no tensor parallelism), replicas sharing its CPUs
       const double sharing = std::max(1.0, static_cast<double>(p.dp) / o.topo.host->devices);
-      double seconds = compute_seconds(cost, o.topo.host->speed, o.eff) * sharing;
+      double seconds = compute_seconds(cost, o.topo.host->speed, o.topo.host->eff) * sharing;
       (i < forward ? host_stage.forward_s : host_stage.backward_s) += seconds;
       continue;
     }
@@ -278,7 +278,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing[0].send_backward_s = handoff;
     double owned = p.shard_params ? host_params / p.dp : host_params;
     host_stage.update_s = allreduce_seconds(host_params * bytes_scale, p.dp, dp_link, o.eff) +
-                          owned * (3.0 + 2.0 * slots) / (host.speed.memory_bytes_per_s * o.eff.memory);
+                          owned * (3.0 + 2.0 * slots) / (host.speed.memory_bytes_per_s * host.eff.memory);
     double host_memory = host_params * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
                          a.cut_bytes(head, rows) * bytes_scale * p.micro_batches;
     if (host_memory > host.memory_bytes * o.memory_margin) {
@@ -423,7 +423,9 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
       if ((n / tp) % pp != 0) continue;
       const int dp = n / tp / pp;
       if (o.batch % dp != 0) continue;
-      for (int m = 1; m <= o.max_micro_batches && m <= o.batch / dp; m *= 2) {
+      // every split of a replica's batch into equal micro-batches (a batch of 280 over a
+      // 35-stage pipeline wants 280 of them, not the 8 a power of two allows)
+      for (int m = 1; m <= o.max_micro_batches && m <= o.batch / dp; ++m) {
         if ((o.batch / dp) % m != 0) continue;
         if (pp == 1 && m > 1) break;  // without a pipeline, micro-batches only add overhead
         for (int sched = 0; sched < (pp > 1 && m > 1 && o.consider_gpipe ? 2 : 1); ++sched)

@@ -33,6 +33,9 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.recompute", recompute, "let the planner recompute activations (cluster files only: not run here yet)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
       .add("cluster.profile", cluster_profile, "this machine's measured profile (default ~/.cache/cohort/profile.json)")
+      .add("cluster.device-profile", device_profile,
+           "the efficiencies of --cluster.file's devices (configs/devices/*.json; default: the profile the "
+           "cluster file names, else uncalibrated defaults)")
       .add("cluster.calibrate", cluster_calibrate,
            "measure this machine (GEMM, memory, link, the runtime's own overhead; a few seconds) and save the profile")
       .add("fault.max-restarts", max_restarts, "redo a failed step at most this many times")
@@ -219,6 +222,9 @@ result<training_result> train_here(const training_job& job, const plan_options& 
                 !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
                 setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
                 setup->cluster ? plan.cluster_file.c_str() : planner::describe(setup->profile).c_str());
+    if (setup->cluster)
+      std::printf("device efficiencies: %s (%s)\n", setup->devices_profile.model.c_str(),
+                  setup->devices_profile.source.c_str());
     if (!choice->table.empty()) std::printf("%s", choice->table.c_str());
     training_result r;
     r.plan_only = true;
@@ -228,6 +234,7 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     const auto replan_start = std::chrono::steady_clock::now();
     if (auto again = planner::choose_plan(*setup, plan); again) r.plan["replan_s"] = seconds_since(replan_start);
     r.plan["parameters"] = setup->analysis->param_bytes / 4.0;
+    if (setup->cluster) r.plan["device_profile"] = setup->devices_profile.source;
     if (choice->predicted) {
       // model FLOPs utilisation: the step's forward and backward FLOPs (recomputation not
       // counted) over the step time and every device's peak

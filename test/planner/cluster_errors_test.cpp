@@ -98,7 +98,7 @@ TEST_CASE("Paddle format: ids and links that do not fit together") {
 TEST_CASE("cohort schema: unknown keys, wrong types, bad values") {
   CHECK(cohort_error([](json& j) { j["machines"][0]["devices"][0]["memroy_gb"] = 80; }) ==
         "cluster.json: machines[0].devices[0].memroy_gb: unknown key (expected kind, model, count, tflops, memory_gb, "
-        "memory_bandwidth_gb_per_s or comment)");
+        "memory_bandwidth_gb_per_s, profile or comment)");
   CHECK(cohort_error([](json& j) { j["interlink"] = 1; }) ==
         "cluster.json: interlink: unknown key (expected cohort_cluster, machines, inter_link, links or comment)");
   CHECK(cohort_error([](json& j) { j["cohort_cluster"] = 2; }) ==

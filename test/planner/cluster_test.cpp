@@ -191,7 +191,7 @@ TEST_CASE("this host: one CPU device per core over shared memory") {
 
 TEST_CASE("make_cluster checks clusters built in code") {
   std::vector<machine> ms{{"a", "", 0, {}}};
-  device d{0, 0, 0, device_kind::gpu, "g", 1, 1, 1, 1, 1};
+  device d{0, 0, 0, device_kind::gpu, "g", 1, 1, 1, 1, 1, ""};
   auto ok = make_cluster(ms, {d}, {}, {default_intra_link}, default_inter_link);
   CHECK(ok.ok());
   CHECK(make_cluster(ms, {d, d}, {}, {default_intra_link}, default_inter_link).error().message ==
