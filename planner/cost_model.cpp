@@ -59,7 +59,8 @@ std::string efficiency_problem(const efficiency& e) {
       return b;
     }
     if (v > 1) {
-      std::snprintf(b, sizeof b, "%s is %.4g, above 1: a fraction of the peak cannot exceed it (the peak was never measured)",
+      std::snprintf(b, sizeof b,
+                    "%s is %.4g, above 1: a fraction of the peak cannot exceed it (the peak was never measured)",
                     field.c_str(), v);
       return b;
     }

@@ -40,7 +40,7 @@ struct op_profile {
 
 /// Fractions of peak actually reached, and the fixed cost of an operation.
 struct efficiency {
-  double gemm = 0.6;             // of peak FLOP/s, matrix multiplies (of any size, without gemm_by_flops)
+  double gemm = 0.6;  // of peak FLOP/s, matrix multiplies (of any size, without gemm_by_flops)
   /// GEMM efficiency by size: points (FLOPs of one GEMM call on one device; efficiency), FLOPs
   /// ascending, from a device profile's table; between points log-linear in the FLOPs, beyond
   /// the ends the end's value. Small GEMMs leave most of an accelerator idle (a 1024^3 GEMM

@@ -44,7 +44,8 @@ result<device_profile> parse_device_profile(const std::string& text, const std::
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(errc::invalid_argument, origin + ": not a JSON object");
   if (!j.contains("cohort_device_profile") || j["cohort_device_profile"] != 1)
-    return make_error(errc::invalid_argument, origin + ": not a cohort device profile (no \"cohort_device_profile\": 1)");
+    return make_error(errc::invalid_argument,
+                      origin + ": not a cohort device profile (no \"cohort_device_profile\": 1)");
   if (auto st = unknown_keys(j, {"cohort_device_profile", "model", "sources", "comment", "efficiency"}, origin); !st)
     return st.error();
   device_profile d;
@@ -63,7 +64,8 @@ result<device_profile> parse_device_profile(const std::string& text, const std::
     return make_error(errc::invalid_argument, origin + ": efficiency: missing");
   const json& e = j["efficiency"];
   const std::string where = origin + ": efficiency";
-  if (auto st = unknown_keys(e, {"gemm", "gemm_by_flops", "memory", "link", "per_op_seconds", "per_step_seconds"}, where);
+  if (auto st =
+          unknown_keys(e, {"gemm", "gemm_by_flops", "memory", "link", "per_op_seconds", "per_step_seconds"}, where);
       !st)
     return st.error();
   efficiency eff = efficiency{}.without_runtime_overhead();
@@ -102,8 +104,9 @@ result<device_profile> load_device_profile(const std::string& path) {
   std::error_code ec;
   constexpr std::uintmax_t most_bytes = 1 << 20;  // a profile is a few hundred bytes
   if (auto size = std::filesystem::file_size(path, ec); !ec && size > most_bytes)
-    return make_error(errc::invalid_argument, path + ": " + std::to_string(size) + " bytes, more than a device profile "
-                                                          "can be (1 MiB)");
+    return make_error(errc::invalid_argument, path + ": " + std::to_string(size) +
+                                                  " bytes, more than a device profile "
+                                                  "can be (1 MiB)");
   std::ostringstream text;
   text << in.rdbuf();
   return parse_device_profile(text.str(), path);

@@ -46,7 +46,8 @@ result<device_profile> profile_for_devices(const cluster& c, const plan_request&
     std::filesystem::path path(d.profile);
     if (path.is_relative()) path = std::filesystem::path(o.cluster_file).parent_path() / path;
     auto p = load_device_profile(path.lexically_normal().string());
-    if (!p) return make_error(p.error().code, o.cluster_file + ": the profile of " + d.model + ": " + p.error().message);
+    if (!p)
+      return make_error(p.error().code, o.cluster_file + ": the profile of " + d.model + ": " + p.error().message);
     return p;
   }
   return default_device_profile("");
@@ -96,7 +97,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     s.devices_profile = std::move(*d);
     s.search.eff = s.devices_profile.eff;
     s.search.half_precision = opts.half_precision;
-    s.search.allow_recompute = opts.recompute;
+    s.search.allow_recompute = opts.recompute || opts.always_recompute;
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();
@@ -160,10 +161,23 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   if (!j.is_object()) return make_error(errc::invalid_argument, path + ": not a JSON object");
   plan_choice c;
   c.how = path;
-  static const std::set<std::string> known{
-      "mode",       "dp",      "tp",      "pp",        "micro_batches", "schedule",          "shard_params",
-      "ranks",      "cuts",    "devices", "predicted", "recompute",     "embedding_on_host", "parameters",
-      "planning_s", "replan_s",  "device_profile"};  // the last four: information
+  static const std::set<std::string> known{"mode",
+                                           "dp",
+                                           "tp",
+                                           "pp",
+                                           "micro_batches",
+                                           "schedule",
+                                           "shard_params",
+                                           "ranks",
+                                           "cuts",
+                                           "devices",
+                                           "predicted",
+                                           "recompute",
+                                           "embedding_on_host",
+                                           "parameters",
+                                           "planning_s",
+                                           "replan_s",
+                                           "device_profile"};  // the last four: information
   for (auto& [k, v] : j.items())
     if (!known.count(k)) return make_error(errc::invalid_argument, path + ": unknown key '" + k + "'");
   auto degree = [&](const char* key, int& target) -> status {
@@ -244,7 +258,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
       auto ranked = rank_plans(*s.analysis, here);
       if (!ranked) return ranked.error();
       for (auto& p : *ranked)
-        if (matches(p.plan, o)) allowed.push_back(std::move(p));
+        if (matches(p.plan, o) && (p.recompute || !o.always_recompute)) allowed.push_back(std::move(p));
     }
     std::stable_sort(allowed.begin(), allowed.end(), [](const planned& x, const planned& y) {
       if (x.fits != y.fits) return x.fits;

@@ -50,9 +50,10 @@ struct plan_request {
   std::int64_t ranks = 0;          // devices to plan for on this machine (0: its cores)
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;
-  std::string device_profile;   // the cluster's devices' profile (overrides the one the cluster file names)
-  bool half_precision = false;  // plan for mixed precision (cluster files)
-  bool recompute = false;       // may plan activation recomputation (cluster files)
+  std::string device_profile;     // the cluster's devices' profile (overrides the one the cluster file names)
+  bool half_precision = false;    // plan for mixed precision (cluster files)
+  bool recompute = false;         // may plan activation recomputation (cluster files)
+  bool always_recompute = false;  // auto: only plans that recompute (what a published run did; cluster files)
 };
 
 /// Everything the planner needs, gathered once per run.

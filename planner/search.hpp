@@ -46,7 +46,7 @@ struct topology {
     int devices = 0;
     device_speed speed;
     double memory_bytes = 0;
-    link_cost link;  // host <-> accelerator
+    link_cost link;                                            // host <-> accelerator
     efficiency eff = efficiency{}.without_runtime_overhead();  // the host CPUs' own (not the accelerators')
   };
   std::optional<host_side> host;

@@ -55,7 +55,8 @@ TEST_CASE("a GEMM's time uses the table's efficiency at its own size") {
   // 1e10 FLOPs at efficiency 0.625 (log-halfway), bytes far below the arithmetic: 1e10 / (100e12 x 0.625)
   CHECK(compute_seconds({1e10, 1e6, true}, gpu, e) == doctest::Approx(1e10 / (100e12 * 0.625)));
   // the same FLOPs split over tp 4 is a smaller GEMM: lower efficiency, so more than a quarter of the time
-  const double whole = compute_seconds({1e10, 1e6, true}, gpu, e), quarter = compute_seconds({2.5e9, 2.5e5, true}, gpu, e);
+  const double whole = compute_seconds({1e10, 1e6, true}, gpu, e),
+               quarter = compute_seconds({2.5e9, 2.5e5, true}, gpu, e);
   CHECK(quarter > whole / 4 * 1.2);
   // not a GEMM: the bytes at the achieved bandwidth, the table plays no part
   CHECK(compute_seconds({1e10, 1e9, false}, gpu, e) == doctest::Approx(1e9 / (2e12 * e.memory)));
@@ -114,7 +115,7 @@ TEST_CASE("a device profile file: read, and every kind of bad one refused naming
   CHECK(load_device_profile("/nonexistent/x.json").error().code == errc::not_found);
 }
 
-TEST_CASE("every device profile in configs/devices reads and is within (0, 1]") {
+TEST_CASE("every device profile in configs/devices reads, every efficiency positive and at most 1") {
   int seen = 0;
   for (const auto& f : fs::directory_iterator(fs::path(COHORT_SOURCE_DIR) / "configs/devices")) {
     if (f.path().extension() != ".json") continue;
@@ -153,8 +154,11 @@ TEST_CASE("a refit whose efficiency would exceed 1 is refused and the profile ke
   request.mode = plan_mode::manual;
   machine_profile profile;
   profile.eff.gemm = 0.9;  // the runs below are 4x faster than predicted: 0.9 x 4 > 1
-  auto prepared = prepare_planning([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {64, 64, 10}, rows); },
-                                   0, 64, 1, request, profile, path.string());
+  auto prepared = prepare_planning(
+      [](graph& g, std::int64_t rows) {
+        return test::toy_mlp(g, {64, 64, 10}, rows);
+      },
+      0, 64, 1, request, profile, path.string());
   REQUIRE(prepared.ok());
   auto setup = std::make_shared<planning_setup>(std::move(*prepared));
   auto choice = choose_plan(*setup, request);
@@ -162,7 +166,8 @@ TEST_CASE("a refit whose efficiency would exceed 1 is refused and the profile ke
   const auto& predicted = choice->predicted->stages[0];
   task_totals t;
   for (int i = 0; i < 4; ++i)
-    t.add_step({{predicted.forward_s / 4, predicted.backward_s / 4, predicted.update_s}}, choice->predicted->step_s / 4);
+    t.add_step({{predicted.forward_s / 4, predicted.backward_s / 4, predicted.update_s}},
+               choice->predicted->step_s / 4);
   auto out = compare_and_refit(*choice, *setup, /*save=*/true, t, /*first=*/true);
   REQUIRE(out.contains("refit"));
   CHECK(out["refit"]["compute_factor"].get<double>() == doctest::Approx(0.25));
