@@ -144,6 +144,13 @@ status backward_pass::apply_rule(const node& n) {
       if (want(2)) accumulate(n.inputs[2], outs[2]);
       return {};
     }
+    case k::attention: {
+      auto outs = g_.apply(k::attention_grad, n.attrs, {dy, in(0), in(1), in(2), v(n.outputs[0])});
+      if (outs.size() != 3) return {};  // error recorded in the graph
+      for (std::size_t i = 0; i < 3; ++i)
+        if (want(i)) accumulate(n.inputs[i], outs[i]);
+      return {};
+    }
     case k::embedding:
       if (want(0))
         accumulate(n.inputs[0], g_.apply1(k::embedding_grad, shape_attrs{shape_of(n.inputs[0])}, {dy, in(1)}));

@@ -47,6 +47,7 @@ class rules {
   rule_out softmax_grad(const node& n, placements in) const;
   rule_out layernorm_grad(const node& n, placements in) const;
   rule_out embedding_grad(const node& n, placements in) const;
+  rule_out attention(const node& n, placements in) const;
   rule_out all_replicated(const node& n) const;
 
   const graph& g_;
@@ -322,6 +323,18 @@ rule_out rules::embedding_grad(const node& n, placements in) const {
   return {{R(), R()}, {R()}};
 }
 
+// attention and attention_grad: every operand sharded on one batch dimension (heads, under
+// tensor parallelism) computes its own slice; anything else, replicated.
+rule_out rules::attention(const node& n, placements in) const {
+  const int batch_dims = rank_of(n.outputs[0]) - 2;
+  const shard* s = nullptr;
+  for (const auto& p : in)
+    if (const shard* x = as_shard(p); x != nullptr && x->dim < batch_dims) s = s ? s : x;
+  if (s == nullptr) return all_replicated(n);
+  const placement each = S(s->dim, s->granule);
+  return {placements(n.inputs.size(), each), placements(n.outputs.size(), each)};
+}
+
 rule_out rules::apply(const node& n, const placements& in) const {
   using k = op_kind;
   switch (n.kind) {
@@ -384,6 +397,9 @@ rule_out rules::apply(const node& n, const placements& in) const {
       return layernorm_grad(n, in);
     case k::embedding_grad:
       return embedding_grad(n, in);
+    case k::attention:
+    case k::attention_grad:
+      return attention(n, in);
     default:
       return all_replicated(n);
   }

@@ -67,6 +67,9 @@ var mean(var x, std::vector<int> axes, bool keepdim) {
   return build(op_kind::mean, reduce_attrs{std::move(axes), keepdim}, {x});
 }
 var causal_mask(var x, float fill) { return build(op_kind::causal_mask, causal_mask_attrs{fill}, {x}); }
+var attention(var q, var k, var v, float scale, bool causal) {
+  return build(op_kind::attention, attention_attrs{scale, causal}, {q, k, v});
+}
 var sum_to(var x, shape to) { return build(op_kind::sum_to, shape_attrs{std::move(to)}, {x}); }
 void annotate(var x, const std::string& axis, placement p) {
   if (x.valid()) x.g->annotate(x, axis, p);

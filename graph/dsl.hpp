@@ -53,6 +53,9 @@ var sum(var x, std::vector<int> axes = {}, bool keepdim = false);
 var mean(var x, std::vector<int> axes = {}, bool keepdim = false);
 /// Sets element (i, j) of each trailing [T,T] matrix to `fill` where j > i.
 var causal_mask(var x, float fill);
+/// Fused scaled dot-product attention: softmax(q k^T * scale, causal-masked when `causal`) v,
+/// for q [*,T,D], k and v [*,S,D]; the scores are not kept (the backward pass recomputes them).
+var attention(var q, var k, var v, float scale, bool causal);
 var sum_to(var x, shape to);
 
 /// Asks for placement `p` of `x` on mesh axis `axis` (e.g. annotate(w, "tp", shard{1})).

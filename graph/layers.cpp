@@ -39,7 +39,7 @@ var embed(var ids, std::int64_t vocab, std::int64_t dim, const std::string& name
   return embedding(table, ids);
 }
 
-var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
+var causal_self_attention(var x, std::int64_t heads, const std::string& name, bool fused) {
   if (!x.valid()) return var{};
   graph& g = *x.g;
   const shape& s = x.shape();
@@ -55,9 +55,15 @@ var causal_self_attention(var x, std::int64_t heads, const std::string& name) {
   var q = split_heads(linear(x, d, "q", true, tp_style::column, dh));  // [B,H,T,Dh]
   var k = split_heads(linear(x, d, "k", true, tp_style::column, dh));
   var v = split_heads(linear(x, d, "v", true, tp_style::column, dh));
-  var scores = scale(matmul(q, k, false, true), 1.f / std::sqrt(static_cast<float>(dh)));
-  var att = softmax(causal_mask(scores, -INFINITY));                  // [B,H,T,T]
-  var y = reshape(permute(matmul(att, v), {0, 2, 1, 3}), {b, t, d});  // [B,T,D]
+  const float scores_scale = 1.f / std::sqrt(static_cast<float>(dh));
+  var heads_out;  // [B,H,T,Dh]
+  if (fused) {
+    heads_out = attention(q, k, v, scores_scale, /*causal=*/true);
+  } else {
+    var att = softmax(causal_mask(scale(matmul(q, k, false, true), scores_scale), -INFINITY));  // [B,H,T,T]
+    heads_out = matmul(att, v);
+  }
+  var y = reshape(permute(heads_out, {0, 2, 1, 3}), {b, t, d});  // [B,T,D]
   return linear(y, d, "proj", true, tp_style::row, dh);
 }
 

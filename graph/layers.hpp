@@ -35,6 +35,8 @@ var embed(var ids, std::int64_t vocab, std::int64_t dim, const std::string& name
 /// same function as one fused [D,3D] projection), heads split the projection columns,
 /// softmax(q k^T / sqrt(D/H) + causal mask) v, then an output projection. For tensor
 /// parallelism q, k, v are column-parallel in whole heads and the projection row-parallel.
-var causal_self_attention(var x, std::int64_t heads, const std::string& name);
+/// `fused`: the scores, mask, softmax and weighted sum as one attention op (the [B,H,T,T]
+/// scores never stored; the same function to rounding).
+var causal_self_attention(var x, std::int64_t heads, const std::string& name, bool fused = false);
 
 }  // namespace cohort

@@ -51,6 +51,8 @@ const char* to_string(op_kind k) {
       return "mean";
     case op_kind::causal_mask:
       return "causal_mask";
+    case op_kind::attention:
+      return "attention";
     case op_kind::sum_to:
       return "sum_to";
     case op_kind::broadcast_to:
@@ -75,6 +77,8 @@ const char* to_string(op_kind k) {
       return "embedding_grad";
     case op_kind::slice_grad:
       return "slice_grad";
+    case op_kind::attention_grad:
+      return "attention_grad";
     case op_kind::allreduce:
       return "allreduce";
     case op_kind::all_gather:

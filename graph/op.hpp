@@ -47,6 +47,8 @@ enum class op_kind : std::uint8_t {
   causal_mask,   // [*,T,T]: element (i,j) with j > i set to `fill`
   sum_to,        // reduce a broadcast result back to a smaller shape
   broadcast_to,  // stretch to a larger shape
+  attention,     // (q [*,T,D], k [*,S,D], v [*,S,D]) -> softmax(q k^T scale (+ causal mask)) v [*,T,D],
+                 // fused: the [*,T,S] scores are never a value of the graph (attention_attrs)
   // -- gradients (emitted by autodiff) ----------------------------------------------------
   relu_grad,                   // (dy, x) -> dx
   gelu_grad,                   // (dy, x) -> dx
@@ -58,6 +60,7 @@ enum class op_kind : std::uint8_t {
   layernorm_grad,              // (dy, x, gamma) -> (dx, dgamma, dbeta); layernorm's attrs
   embedding_grad,              // (dy [*,D], ids [*]) -> dtable [V,D]
   slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
+  attention_grad,              // (dy, q, k, v, y) -> (dq, dk, dv); the scores recomputed; attention's attrs
   // -- communication (inserted by partitioning; kernels come from the runtime) -------------
   allreduce,       // partial sums -> the whole value on every rank of the axis
   all_gather,      // shards along `dim` -> the whole value
@@ -127,9 +130,17 @@ struct causal_mask_attrs {
   float fill = 0.f;
   friend bool operator==(const causal_mask_attrs&, const causal_mask_attrs&) = default;
 };
+/// attention, attention_grad: the scores' scale (1/sqrt(D) usually) and whether position t
+/// sees only positions s <= t (then T == S).
+struct attention_attrs {
+  float scale = 1.f;
+  bool causal = false;
+  friend bool operator==(const attention_attrs&, const attention_attrs&) = default;
+};
 
-using op_attrs = std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs, permute_attrs,
-                              slice_attrs, concat_attrs, reduce_attrs, causal_mask_attrs, collective_attrs>;
+using op_attrs =
+    std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs, permute_attrs, slice_attrs,
+                 concat_attrs, reduce_attrs, causal_mask_attrs, collective_attrs, attention_attrs>;
 
 /// allreduce, all_gather, reduce_scatter: no kernel in kernels/; the runtime supplies them.
 constexpr bool is_communication(op_kind k) {

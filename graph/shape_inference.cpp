@@ -269,6 +269,16 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
       if (x.rank() < 2 || x.at(-1) != x.at(-2)) return shape_error(kind, in, "needs [*,T,T]");
       return types{in[0]};
     }
+    case k::attention: {
+      if (auto c = check_operands(kind, in, 3); !c) return c.error();
+      const shape &q = in[0].shape, &kk = in[1].shape, &v = in[2].shape;
+      if (q.rank() < 2 || kk != v || kk.rank() != q.rank() || kk.at(-1) != q.at(-1) ||
+          without_last(without_last(q)) != without_last(without_last(kk)))
+        return shape_error(kind, in, "needs q [*,T,D], k and v [*,S,D]");
+      if (std::get<attention_attrs>(attrs).causal && q.at(-2) != kk.at(-2))
+        return shape_error(kind, in, "causal attention needs as many keys as queries");
+      return types{in[0]};
+    }
     case k::sum_to: {
       if (auto c = check_operands(kind, in, 1); !c) return c.error();
       const shape& to = std::get<shape_attrs>(attrs).to;
@@ -306,6 +316,14 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
       if (in[0].shape != in[1].shape || in[1].shape.rank() < 1 || in[2].shape != shape{in[1].shape.at(-1)})
         return shape_error(kind, in, "expects (dy [*,C], x [*,C], gamma [C])");
       return types{in[1], in[2], in[2]};
+    }
+    case k::attention_grad: {
+      if (auto c = check_operands(kind, in, 5); !c) return c.error();
+      if (in[0].shape != in[1].shape || in[4].shape != in[1].shape || in[2].shape != in[3].shape ||
+          in[1].shape.rank() < 2 || in[2].shape.rank() != in[1].shape.rank() ||
+          in[2].shape.at(-1) != in[1].shape.at(-1))
+        return shape_error(kind, in, "expects (dy, q [*,T,D], k [*,S,D], v [*,S,D], y [*,T,D])");
+      return types{in[1], in[2], in[3]};
     }
     case k::embedding_grad: {
       if (auto c = check_operands(kind, in, 2, {1}); !c) return c.error();

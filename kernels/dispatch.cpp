@@ -32,6 +32,8 @@ dispatch_table reference_kernels() {
   t.set(k::sum, ref::sum);
   t.set(k::mean, ref::mean);
   t.set(k::causal_mask, ref::causal_mask);
+  t.set(k::attention, ref::attention);
+  t.set(k::attention_grad, ref::attention_grad);
   t.set(k::sum_to, ref::sum_to);
   t.set(k::broadcast_to, ref::broadcast_to);
   t.set(k::relu_grad, ref::relu_grad);
@@ -73,6 +75,8 @@ dispatch_table cpu_kernels() {
   t.set(k::sum, cpu::sum);
   t.set(k::mean, cpu::mean);
   t.set(k::causal_mask, cpu::causal_mask);
+  t.set(k::attention, ref::attention);  // planning large models needs the op; no fast CPU kernel yet
+  t.set(k::attention_grad, ref::attention_grad);
   t.set(k::sum_to, cpu::sum_to);
   t.set(k::broadcast_to, cpu::broadcast_to);
   t.set(k::relu_grad, cpu::relu_grad);

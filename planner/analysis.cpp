@@ -37,8 +37,8 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   for (std::size_t i = 0; i < x.nodes().size(); ++i) {
     op_profile p1 = profile_of(x, x.nodes()[i], 1), p2 = profile_of(other, other.nodes()[i], 1);
     affine_cost c;
-    c.per_row = {(p2.flops - p1.flops) / span, (p2.bytes - p1.bytes) / span, p1.gemm};
-    c.fixed = {p1.flops - c.per_row.flops * r1, p1.bytes - c.per_row.bytes * r1, p1.gemm};
+    c.per_row = {(p2.flops - p1.flops) / span, (p2.bytes - p1.bytes) / span, p1.gemm, p1.attention};
+    c.fixed = {p1.flops - c.per_row.flops * r1, p1.bytes - c.per_row.bytes * r1, p1.gemm, p1.attention};
     a->node_cost.push_back(c);
   }
   for (std::size_t v = 0; v < x.num_values(); ++v) {

@@ -28,7 +28,8 @@ namespace cohort::planner {
 struct affine_cost {
   op_profile fixed, per_row;
   op_profile at(double rows) const {
-    return {fixed.flops + per_row.flops * rows, fixed.bytes + per_row.bytes * rows, per_row.gemm || fixed.gemm};
+    return {fixed.flops + per_row.flops * rows, fixed.bytes + per_row.bytes * rows, per_row.gemm || fixed.gemm,
+            per_row.attention || fixed.attention};
   }
 };
 

@@ -20,6 +20,19 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
     double k = static_cast<double>(at.trans_a ? a.at(-2) : a.at(-1));
     p.flops = 2.0 * static_cast<double>(g.value(n.outputs[0]).type.shape.numel()) * k;
     p.gemm = true;
+  } else if (n.kind == op_kind::attention || n.kind == op_kind::attention_grad) {
+    // two GEMMs forward (q k^T, p v); five backward (the scores again, dp, dv, dq, dk), as
+    // flash attention computes them; a causal row sees only the keys up to its own position
+    const auto& at = std::get<attention_attrs>(n.attrs);
+    const shape& q = g.value(n.inputs[n.kind == op_kind::attention ? 0 : 1]).type.shape;
+    const shape& k = g.value(n.inputs[n.kind == op_kind::attention ? 1 : 2]).type.shape;
+    double slices = 1;
+    for (int i = 0; i + 2 < q.rank(); ++i) slices *= static_cast<double>(q[i]);
+    const double t = static_cast<double>(q.at(-2)), s = static_cast<double>(k.at(-2));
+    const double pairs = at.causal ? t * (t + 1) / 2 : t * s;
+    p.flops = (n.kind == op_kind::attention ? 4.0 : 10.0) * slices * pairs * static_cast<double>(q.at(-1));
+    p.gemm = true;
+    p.attention = true;
   } else {
     p.flops = 0;
     for (auto v : n.outputs) p.flops += static_cast<double>(g.value(v).type.shape.numel());
@@ -47,6 +60,7 @@ efficiency efficiency::scaled_efficiencies(double factor) const {
   e.gemm *= factor;
   e.memory *= factor;
   e.link *= factor;
+  e.attention *= factor;
   for (auto& point : e.gemm_by_flops) point[1] *= factor;
   return e;
 }
@@ -70,6 +84,8 @@ std::string efficiency_problem(const efficiency& e) {
                           {"efficiency.memory", e.memory},
                           {"efficiency.link", e.link}})
     if (auto m = check(field, v); !m.empty()) return m;
+  if (e.attention != 0)
+    if (auto m = check("efficiency.attention", e.attention); !m.empty()) return m;
   for (std::size_t i = 0; i < e.gemm_by_flops.size(); ++i) {
     const std::string at = "efficiency.gemm_by_flops[" + std::to_string(i) + "]";
     if (!(e.gemm_by_flops[i][0] > 0)) return at + ": the FLOPs must be positive";
@@ -80,7 +96,7 @@ std::string efficiency_problem(const efficiency& e) {
 }
 
 double compute_seconds(const op_profile& p, const device_speed& d, const efficiency& e) {
-  const double gemm_eff = p.gemm ? e.gemm_at(p.flops) : e.gemm;
+  const double gemm_eff = p.attention && e.attention > 0 ? e.attention : p.gemm ? e.gemm_at(p.flops) : e.gemm;
   // calibrated at two shapes: arithmetic and operand traffic each at its measured rate, both
   // scaled by the GEMM efficiency the refit fits (skinny GEMMs are traffic-heavy)
   if (p.gemm && d.gemm_bytes_per_s > 0)

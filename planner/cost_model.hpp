@@ -32,10 +32,11 @@ namespace cohort::planner {
 
 /// What an operation costs, for one batch row of its graph.
 struct op_profile {
-  double flops = 0;   // floating-point operations
-  double bytes = 0;   // bytes read and written
-  bool gemm = false;  // a matrix multiply (its own efficiency)
-  op_profile scaled(double rows) const { return {flops * rows, bytes * rows, gemm}; }
+  double flops = 0;        // floating-point operations
+  double bytes = 0;        // bytes read and written
+  bool gemm = false;       // a matrix multiply (its own efficiency)
+  bool attention = false;  // fused attention: GEMMs inside one kernel (efficiency.attention, when given)
+  op_profile scaled(double rows) const { return {flops * rows, bytes * rows, gemm, attention}; }
 };
 
 /// Fractions of peak actually reached, and the fixed cost of an operation.
@@ -47,6 +48,9 @@ struct efficiency {
   /// fills 32 of an H100's 132 SMs with 128 x 256 tiles); skinny ones are memory-bound, which
   /// the roofline's bytes term prices. Empty: `gemm` for every size.
   std::vector<std::array<double, 2>> gemm_by_flops = {};
+  /// Of peak FLOP/s, fused attention (its GEMMs and softmax in one kernel, as flash attention
+  /// runs them); 0: the GEMM efficiency at the op's size.
+  double attention = 0;
   double memory = 0.5;           // of peak memory bandwidth, everything else
   double link = 0.8;             // of link bandwidth, communication
   double per_op_seconds = 2e-6;  // launch / dispatch / bookkeeping per operation

@@ -64,8 +64,8 @@ result<device_profile> parse_device_profile(const std::string& text, const std::
     return make_error(errc::invalid_argument, origin + ": efficiency: missing");
   const json& e = j["efficiency"];
   const std::string where = origin + ": efficiency";
-  if (auto st =
-          unknown_keys(e, {"gemm", "gemm_by_flops", "memory", "link", "per_op_seconds", "per_step_seconds"}, where);
+  if (auto st = unknown_keys(
+          e, {"gemm", "gemm_by_flops", "attention", "memory", "link", "per_op_seconds", "per_step_seconds"}, where);
       !st)
     return st.error();
   efficiency eff = efficiency{}.without_runtime_overhead();
@@ -73,6 +73,7 @@ result<device_profile> parse_device_profile(const std::string& text, const std::
                                        {"link", &eff.link, true},
                                        {"per_op_seconds", &eff.per_op_seconds, true},
                                        {"per_step_seconds", &eff.per_step_seconds, false},
+                                       {"attention", &eff.attention, false},
                                        {"gemm", &eff.gemm, false}}) {
     auto v = number(e, key, where, required);
     if (!v) return v.error();

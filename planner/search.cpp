@@ -181,7 +181,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
       (i < forward ? host_stage.forward_s : host_stage.backward_s) += seconds;
       continue;
     }
-    if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm};
+    if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm, cost.attention};
     double seconds = compute_seconds(cost, o.topo.speed, o.eff);
     double comm = allreduce_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
@@ -425,9 +425,12 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
       if (o.batch % dp != 0) continue;
       // every split of a replica's batch into equal micro-batches (a batch of 280 over a
       // 35-stage pipeline wants 280 of them, not the 8 a power of two allows)
+      bool whole_batch_fits = false;  // pp = 1, m = 1 fits without recomputation
       for (int m = 1; m <= o.max_micro_batches && m <= o.batch / dp; ++m) {
         if ((o.batch / dp) % m != 0) continue;
-        if (pp == 1 && m > 1) break;  // without a pipeline, micro-batches only add overhead
+        // without a pipeline, micro-batches (gradient accumulation) only add overhead: they
+        // are candidates only for the memory they save
+        if (pp == 1 && m > 1 && whole_batch_fits) break;
         for (int sched = 0; sched < (pp > 1 && m > 1 && o.consider_gpipe ? 2 : 1); ++sched)
           for (int shard = 0; shard < (dp > 1 ? 2 : 1); ++shard) {
             parallel_plan p{.dp = dp,
@@ -440,6 +443,7 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
               for (int host = 0; host < (o.topo.host && !a.boundaries.empty() ? 2 : 1); ++host) {
                 auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
                 if (!r) break;  // e.g. more stages than the model has layers
+                if (pp == 1 && m == 1 && rc == 0 && r->fits) whole_batch_fits = true;
                 (r->fits ? fitting : rejected).push_back(std::move(*r));
               }
           }

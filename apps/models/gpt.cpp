@@ -16,7 +16,7 @@ gpt_model build_gpt(graph& g, const gpt_config& c, std::int64_t batch) {
   var x = embed(m.tokens, c.vocab, c.d, "tok") + pos;  // [B,T,D]
   for (std::int64_t i = 0; i < c.layers; ++i) {
     auto _ = g.scope("block" + std::to_string(i));
-    x = x + causal_self_attention(layer_norm(x, "ln1"), c.heads, "attn");
+    x = x + causal_self_attention(layer_norm(x, "ln1"), c.heads, "attn", c.fused_attention);
     x = x + linear(gelu(linear(layer_norm(x, "ln2"), 4 * c.d, "fc1", true, tp_style::column)), c.d, "fc2", true,
                    tp_style::row);
   }

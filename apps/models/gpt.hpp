@@ -16,6 +16,7 @@ namespace cohort::apps {
 
 struct gpt_config {
   std::int64_t layers = 4, d = 256, heads = 4, seq = 128, vocab = 256;
+  bool fused_attention = false;  // one attention op per layer instead of scores, mask, softmax, product
 };
 
 struct gpt_model {

@@ -35,6 +35,8 @@ status concat(const kernel_call& c);
 status sum(const kernel_call& c);
 status mean(const kernel_call& c);
 status causal_mask(const kernel_call& c);
+status attention(const kernel_call& c);
+status attention_grad(const kernel_call& c);
 status sum_to(const kernel_call& c);
 status broadcast_to(const kernel_call& c);
 status relu_grad(const kernel_call& c);

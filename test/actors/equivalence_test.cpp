@@ -86,3 +86,26 @@ TEST_CASE("GPT: every plan's losses equal the serial run's") {
       runtime_losses(model, {{.pp = 4, .micro_batches = 4}, {}, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
       "pp4");
 }
+
+TEST_CASE("GPT with fused attention: the unfused model's losses, and every plan's equal its serial run's") {
+  const std::int64_t batch = 8, seq = 16;
+  auto model_with = [](bool fused) -> actors::model_fn {
+    return [fused](graph& g, std::int64_t b) {
+      return apps::build_gpt(g, {.layers = 2, .d = 24, .heads = 3, .seq = 16, .vocab = 256, .fused_attention = fused},
+                             b)
+          .loss;
+    };
+  };
+  optimizer_config opt = adamw_config{.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f};
+  auto fused = serial_losses(model_with(true), batch, steps, opt, 5, gpt_data(batch, seq));
+  // the same function: the unfused graph's losses, to rounding (the fused kernel sums in another order)
+  check_same_losses(serial_losses(model_with(false), batch, steps, opt, 5, gpt_data(batch, seq)), fused,
+                    "fused against unfused");
+  for (const char* name : {"tp3", "dp2 tp2", "tp2 pp2 m4"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(
+            fused,
+            runtime_losses(model_with(true), {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
+            np.name);
+}

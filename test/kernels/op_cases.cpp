@@ -229,6 +229,21 @@ std::vector<op_case> make_cases() {
     bc.out = causal_mask(operand(g, bc, r, "x", {dim(r), dim(r), t, t}), 0.f);
     return bc;
   });
+  add_case("attention", [](graph& g, rng& r) {
+    built_case bc;
+    std::int64_t b = dim(r), t = dim(r), s = dim(r), d = pick(r, {1, 4, 8});
+    bc.out = attention(operand(g, bc, r, "q", {b, t, d}), operand(g, bc, r, "k", {b, s, d}),
+                       operand(g, bc, r, "v", {b, s, d}), 0.5f, false);
+    return bc;
+  });
+  add_case("attention causal over heads", [](graph& g, rng& r) {
+    built_case bc;
+    std::int64_t t = dim(r), d = pick(r, {2, 8});
+    shape s{dim(r), pick(r, {1, 2, 3}), t, d};
+    bc.out = attention(operand(g, bc, r, "q", s), operand(g, bc, r, "k", s), operand(g, bc, r, "v", s),
+                       1.f / std::sqrt(static_cast<float>(d)), true);
+    return bc;
+  });
   add_case("sum_to", [](graph& g, rng& r) {
     built_case bc;
     std::int64_t a = dim(r), b = dim(r), c = dim(r);
