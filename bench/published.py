@@ -36,8 +36,10 @@ def plan(run, layout):
             f"--cluster.file={os.path.join(root, 'configs/published', run['cluster'])}"]
     if layout:
         args += [f"--plan.dp={layout['dp']}", f"--plan.tp={layout['tp']}", f"--plan.pp={layout['pp']}"]
-        if layout.get("recompute"):
-            args.append("--plan.always-recompute=true")
+    if run.get("runtime", {}).get("overlap"):
+        args.append(f"--plan.assume-overlap={run['runtime']['overlap']}")
+    if layout and layout.get("recompute"):
+        args.append("--plan.always-recompute=true")
     p = subprocess.run(args, capture_output=True, text=True)
     last = [l for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not last:

@@ -98,6 +98,18 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     s.search.eff = s.devices_profile.eff;
     s.search.half_precision = opts.half_precision;
     s.search.allow_recompute = opts.recompute || opts.always_recompute;
+    for (std::size_t at = 0; at < opts.assume_overlap.size();) {
+      const std::size_t comma = std::min(opts.assume_overlap.find(',', at), opts.assume_overlap.size());
+      const std::string item = opts.assume_overlap.substr(at, comma - at);
+      if (item == "tp")
+        s.search.overlap_tp_comm = true;
+      else if (item == "dp")
+        s.search.overlap_dp_reduction = true;
+      else if (item != "none")
+        return make_error(errc::invalid_argument,
+                          "--plan.assume-overlap: expected none, tp, dp or tp,dp, got '" + opts.assume_overlap + "'");
+      at = comma + 1;
+    }
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();

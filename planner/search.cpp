@@ -168,7 +168,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   const link_cost tp_link = link_for(o, p.tp), pp_link = link_for(o, p.tp * p.pp), dp_link = link_for(o, p.ranks());
 
   // Time per micro-batch charged to each forward node (its own and its backward nodes').
-  std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0);
+  std::vector<double> fwd_s(forward, 0.0), bwd_s(forward, 0.0), comm_s(forward, 0.0), fwd_comm_s(forward, 0.0);
   stage_timing host_stage;
   double host_params = 0;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {
@@ -186,6 +186,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     double comm = allreduce_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
     comm_s[owner] += comm;
+    if (i < forward) fwd_comm_s[owner] += comm;
   }
 
   std::vector<std::size_t> cuts = given_cuts;
@@ -211,6 +212,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   std::vector<stage_timing> timing(stages);
   std::vector<double> params(stages, 0.0), activations(stages, 0.0), layer_peak(stages, 0.0);
   double tp_comm = 0;
+  std::vector<double> stage_fwd_comm(stages, 0.0), stage_bwd_comm(stages, 0.0);  // per micro-batch
   std::size_t s = 0, boundary = 0;
   double layer = 0;  // activations of the current layer (recompute keeps one layer's at a time)
   out.stages.assign(stages, {});
@@ -224,6 +226,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing[s].backward_s += bwd_s[i] + (recompute ? fwd_s[i] : 0.0);
     out.stages[s].compute_comm_s += comm_s[i] * p.micro_batches;
     tp_comm += comm_s[i] * p.micro_batches;
+    stage_fwd_comm[s] += fwd_comm_s[i];
+    stage_bwd_comm[s] += comm_s[i] - fwd_comm_s[i] + (recompute ? fwd_comm_s[i] : 0.0);
     if (i < head) {  // the host holds these parameters and activations
       for (auto v : g.nodes()[i].inputs)
         if (g.value(v).kind == value_kind::parameter)
@@ -240,6 +244,11 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     }
     params[s] += view.param_bytes[i];
   }
+  if (o.overlap_tp_comm)  // each micro-batch's collectives beside its compute: the longer of the two
+    for (std::size_t k = 0; k < stages; ++k) {
+      timing[k].forward_s -= std::min(stage_fwd_comm[k], timing[k].forward_s - stage_fwd_comm[k]);
+      timing[k].backward_s -= std::min(stage_bwd_comm[k], timing[k].backward_s - stage_bwd_comm[k]);
+    }
   // the runtime's cost of running a task at all, slowed like compute where cores are shared
   for (auto& t : timing) t.forward_s += o.eff.per_task_seconds, t.backward_s += o.eff.per_task_seconds;
   double p2p_total = 0;
@@ -254,9 +263,13 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   for (std::size_t k = 0; k < stages; ++k) {
     double owned = p.shard_params ? params[k] / p.dp : params[k];
     double grads = params[k] * bytes_scale;
-    double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff) +
-                                         all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff)
+    const double gather = p.shard_params ? all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff) : 0;
+    double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff)
                                    : allreduce_seconds(grads, p.dp, dp_link, o.eff);
+    if (o.overlap_dp_reduction)  // only what outlasts the last backward and the first forward is exposed
+      reduce = std::max(0.0, reduce - timing[k].backward_s) + std::max(0.0, gather - timing[k].forward_s);
+    else
+      reduce += gather;
     // the optimizer streams parameters, gradients and state once
     double update = optimizer_seconds(owned * (3.0 + 2.0 * slots), o.topo.speed, o.eff);
     timing[k].update_s = reduce + update;

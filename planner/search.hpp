@@ -97,6 +97,14 @@ struct search_options {
   /// input; the backward pass runs the forward again). The runtime does not implement it
   /// yet: only for planning clusters (simulated), never for plans this machine runs.
   bool allow_recompute = false;
+  /// Plan for a runtime that overlaps communication with compute (planning published runs
+  /// only; cohort's runtime overlaps neither): tensor-parallel collectives run beside the
+  /// stage's compute (a stage's micro-batch takes the longer of the two, as Megatron's
+  /// --tp-comm-overlap); the data-parallel reduction runs beside the last micro-batch's
+  /// backward pass and a sharded plan's all-gather beside the first one's forward pass
+  /// (--overlap-grad-reduce, --overlap-param-gather).
+  bool overlap_tp_comm = false;
+  bool overlap_dp_reduction = false;
 };
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given). `embedding_on_host`

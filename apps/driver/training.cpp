@@ -31,6 +31,9 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.refit", refit, "refit the cost model from this run's task times and save it with the profile")
       .add("plan.half-precision", half_precision, "plan for mixed precision (f16 FLOP/s, 2-byte activations)")
       .add("plan.recompute", recompute, "let the planner recompute activations (cluster files only: not run here yet)")
+      .add("plan.assume-overlap", assume_overlap,
+           "plan for a runtime that overlaps tp collectives and/or the dp reduction with compute: none, tp, dp or "
+           "tp,dp (cluster files only: cohort's runtime overlaps neither)")
       .add("plan.always-recompute", always_recompute,
            "consider only plans that recompute activations, as a published run did (cluster files only)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
@@ -159,9 +162,11 @@ result<training_result> train(const training_job& job, const plan_options& plan,
                               const std::vector<std::string>& caf_arguments) {
   if (!plan.schedule.empty())
     if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
-  if ((plan.recompute || plan.always_recompute || plan.half_precision) && plan.cluster_file.empty())
+  if ((plan.recompute || plan.always_recompute || plan.half_precision || !plan.assume_overlap.empty()) &&
+      plan.cluster_file.empty())
     return make_error(errc::invalid_argument,
-                      "--plan.recompute, --plan.always-recompute and --plan.half-precision plan for a --cluster.file; "
+                      "--plan.recompute, --plan.always-recompute, --plan.assume-overlap and --plan.half-precision plan "
+                      "for a --cluster.file; "
                       "the runtime here trains in f32 without recomputation");
   if (plan.max_micro_batches < 1 || plan.ranks < 0)
     return make_error(errc::invalid_argument,
