@@ -107,6 +107,32 @@ TEST_CASE("GPT-3 175B on a 64-GPU cluster file is planned in seconds, not traine
   CHECK(t.err.find("--plan.only=true plans for them") != std::string::npos);
 }
 
+TEST_CASE("a cluster is priced with its device profile, and the planning options for published runs are checked") {
+  const std::string gpt3 = std::string("--model.layers=96 --model.d=12288 --model.heads=96 --model.seq=2048 ") +
+                           "--model.vocab=51200 --train.batch=1536 --plan.half-precision=true --plan.only=true "
+                           "--cluster.file=" COHORT_SOURCE_DIR "/configs/published/selene_1536.json ";
+  auto r = run(GPT_BINARY, gpt3 + "--plan.always-recompute=true --plan.max-micro-batches=256");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto& plan = r.summary["plan"];
+  CHECK(plan["device_profile"].get<std::string>().find("configs/devices/a100-sxm4-80gb.json") != std::string::npos);
+  CHECK(plan["recompute"] == true);
+  CHECK(r.out.find("device efficiencies: A100-SXM4-80GB") != std::string::npos);
+  // model FLOPs utilisation is bounded by the profile's efficiencies, whatever this machine's profile holds
+  CHECK(plan["predicted"]["mfu"].get<double>() < 0.869);
+  auto fused = run(GPT_BINARY, gpt3 + "--model.attention=fused --plan.assume-overlap=tp,dp");
+  REQUIRE_MESSAGE(fused.exit_code == 0, fused.err);
+  CHECK(fused.summary["plan"]["predicted"]["step_s"].get<double>() < plan["predicted"]["step_s"].get<double>());
+  auto bad = run(GPT_BINARY, gpt3 + "--plan.assume-overlap=pp");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--plan.assume-overlap: expected none, tp, dp or tp,dp, got 'pp'") != std::string::npos);
+  auto here = run(GPT_BINARY, small_gpt + "--plan.assume-overlap=tp");
+  CHECK(here.exit_code == 2);
+  CHECK(here.err.find("plan for a --cluster.file") != std::string::npos);
+  auto attention = run(GPT_BINARY, small_gpt + "--model.attention=flash");
+  CHECK(attention.exit_code == 2);
+  CHECK(attention.err.find("--model.attention must be unfused or fused, got 'flash'") != std::string::npos);
+}
+
 TEST_CASE("when nothing fits, the error says what would") {
   auto tiny = temp_file("tiny.json", R"({"cohort_cluster": 1, "machines": [{"hostname": "h", "devices": [
       {"kind": "gpu", "model": "tiny", "count": 2, "tflops": {"f32": 10}, "memory_gb": 0.001,
