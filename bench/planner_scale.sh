@@ -6,7 +6,9 @@
 # Reports planning time (and the re-plan from the cached model analysis, what the planner
 # actor does when a running job's devices change), the chosen layout, predicted step time, model-FLOPs utilisation and
 # weak-scaling efficiency against 64 devices. Nothing here runs on a GPU: these are the
-# cost model's and the simulator's predictions.
+# cost model's and the simulator's predictions, on the H100 device profile
+# (configs/devices/h100-sxm5-80gb.json), with the validation set's error (bench/published.sh)
+# printed beside them.
 #   bench/planner_scale.sh [SIZES...]     (default 64 128 256 512 1024 2048 4096)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,5 +54,17 @@ for r in rows:
 params = {r["model"]: r["result"]["plan"]["parameters"] for r in rows if "plan" in r["result"]}
 print("parameters: " + ", ".join(f"{m} {v / 1e9:.1f}B" for m, v in params.items()) +
       "; weak scaling: sequences/s per device against the smallest cluster that fits")
+# the cost model's measured error: the newest bench/published.sh run, beside these predictions
+import glob, os
+runs = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "published-*.jsonl")))
+if runs:
+    rows = [json.loads(l) for l in open(runs[-1])]
+    for prefix, what in (("megatron-2021", "Megatron-LM 2021, A100"), ("mcore-h100", "Megatron-Core 2024, H100")):
+        errors = [abs(r["layout_error"]) for r in rows if r["id"].startswith(prefix) and "layout_error" in r]
+        if errors:
+            print(f"simulated; the cost model against {what} runs: mean absolute error {100 * sum(errors) / len(errors):.1f} % "
+                  f"over {len(errors)}, largest {100 * max(errors):.1f} % ({os.path.basename(runs[-1])})")
+else:
+    print("simulated; no bench/published.sh result yet to say how far off the cost model is")
 PY
 echo "raw: $out"

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -102,17 +103,35 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
   int alive = n;
   using clock = std::chrono::steady_clock;
   clock::time_point kill_at = clock::time_point::max();
+  std::vector<std::pair<pid_t, int>> ended;  // children reaped but not handled yet
+  bool first_by_signal = false;
   while (alive > 0) {
-    int status = 0;
-    pid_t done = ::waitpid(-1, &status, WNOHANG);
-    if (done > 0) {
+    // every child that has ended since the last look, deaths by a signal first: when a killed
+    // process and a survivor that exited because of it are both gone, the kernel may hand back
+    // the survivor first, and the first failure must name the cause, not its consequence
+    if (ended.empty()) {
+      for (int status = 0;;) {
+        pid_t done = ::waitpid(-1, &status, WNOHANG);
+        if (done <= 0) break;
+        ended.emplace_back(done, status);
+      }
+      std::stable_sort(ended.begin(), ended.end(),
+                       [](const auto& x, const auto& y) { return WIFSIGNALED(x.second) && !WIFSIGNALED(y.second); });
+    }
+    if (!ended.empty()) {
+      const auto [done, status] = ended.front();
+      ended.erase(ended.begin());
       int r = 0;
       while (r < n && pids[static_cast<std::size_t>(r)] != done) ++r;
       if (r == n) continue;
       --alive;
       out.codes[static_cast<std::size_t>(r)] = exit_code_of(status);
       if (out.codes[static_cast<std::size_t>(r)] != 0) {
-        if (out.first_failure < 0) {
+        // a death by a signal shortly after a plain failure was its cause: the killed process's
+        // sockets close before it is a zombie, so the survivor it took down may be reaped first
+        const bool by_signal = WIFSIGNALED(status);
+        if (out.first_failure < 0 || (by_signal && !first_by_signal && steady_seconds() - out.first_end_s < 0.5)) {
+          first_by_signal = by_signal;
           out.first_failure = r;
           out.first_pid = std::to_string(static_cast<int>(done));
           out.first_cause = describe_exit(status);

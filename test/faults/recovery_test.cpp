@@ -186,10 +186,13 @@ TEST_SUITE("failure") {
     const auto& rec = r.summary["recoveries"];
     REQUIRE(rec.size() == 1);
     CHECK(rec[0]["source"] == "checkpoint");
-    // the newest checkpoint complete on both processes: step 20, or 15 when process 1 died before
-    // its step-20 file was written (a write runs behind the steps)
+    // the newest checkpoint complete on both processes: step 20, or an earlier one (15, 10, ...)
+    // when process 1 died before that step's file was written (a write runs behind the steps,
+    // and further behind on a loaded machine): the steps since a checkpoint boundary, no more
     const int redone = rec[0]["steps_redone"].get<int>();
-    CHECK((redone == 2 || redone == 7));
+    CHECK(redone >= 2);
+    CHECK(redone <= 22);
+    CHECK((redone - 2) % 5 == 0);
     CHECK(r.err.find("launch: process 0") == std::string::npos);  // nobody else ended or restarted
     // the steps trained again are reported again: each step's last loss is the fault-free one
     std::map<int, double> last;
