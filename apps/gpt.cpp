@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
          .weight_decay = 0.1});
   std::string data_name = "gpl3", file, data_dir = default_data_dir();
   gpt_config model;
-  std::string prompt, attention = "unfused";
+  std::string prompt, attention = "unfused", head = "replicated";
   sampling sample;
   a.options()
       .add("data.name", data_name, "gpl3 (/usr/share/common-licenses/GPL-3) or moby-dick (data/text)")
@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
       .add("model.attention", attention,
            "unfused (scores, mask, softmax and product as separate ops) or fused (one attention op: the "
            "scores are never stored, as flash attention)")
+      .add("model.head", head,
+           "replicated (every tp rank computes the whole output layer) or column (split over tp by vocabulary, "
+           "the logits gathered for the loss)")
       .add("generate.prompt", prompt, "train nothing: continue this text with the model of --init.from")
       .add("generate.tokens", sample.tokens, "bytes to generate")
       .add("generate.temperature", sample.temperature, "0: greedy; higher: more random")
@@ -61,6 +64,9 @@ int main(int argc, char** argv) {
     if (attention != "unfused" && attention != "fused")
       return make_error(errc::invalid_argument, "--model.attention must be unfused or fused, got '" + attention + "'");
     model.fused_attention = attention == "fused";
+    if (head != "replicated" && head != "column")
+      return make_error(errc::invalid_argument, "--model.head must be replicated or column, got '" + head + "'");
+    model.column_parallel_head = head == "column";
     if (model.vocab < 256)
       return make_error(errc::invalid_argument,
                         "--model.vocab must be at least 256 (the data is bytes), got " + std::to_string(model.vocab));
@@ -86,8 +92,8 @@ int main(int argc, char** argv) {
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
     j.items_per_sample = model.seq;
     j.rate_unit = "tokens/s";
-    j.summary = {{"data", path},     {"layers", model.layers}, {"d", model.d},          {"heads", model.heads},
-                 {"seq", model.seq}, {"vocab", model.vocab},   {"attention", attention}};
+    j.summary = {{"data", path},     {"layers", model.layers}, {"d", model.d},           {"heads", model.heads},
+                 {"seq", model.seq}, {"vocab", model.vocab},   {"attention", attention}, {"head", head}};
     if (!prompt.empty()) {  // sample from a trained model: the continuation on stdout, then the summary
       j.evaluate_only = true;
       sample.seed = static_cast<std::uint64_t>(a.train().seed);

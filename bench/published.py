@@ -30,7 +30,7 @@ def plan(run, layout):
     m = run["model"]
     args = [os.path.join(root, "build/apps/gpt"), f"--model.layers={m['layers']}", f"--model.d={m['d']}",
             f"--model.heads={m['heads']}", f"--model.seq={m['seq']}", f"--model.vocab={m['vocab']}",
-            f"--model.attention={m.get('attention', 'unfused')}",
+            f"--model.attention={m.get('attention', 'unfused')}", f"--model.head={m.get('head', 'replicated')}",
             f"--train.batch={run['batch']}", "--plan.half-precision=true", "--plan.recompute=true",
             "--plan.only=true", "--plan.mode=auto", "--plan.max-micro-batches=1024",
             f"--cluster.file={os.path.join(root, 'configs/published', run['cluster'])}"]

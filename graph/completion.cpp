@@ -66,6 +66,10 @@ rule_out rules::matmul(const node& n, placements in) const {
   bool b_batched = rb > 2;
   placement& pa = in[0];
   placement& pb = in[1];
+  // A partial against a sharded B: summing A once (an activation) is far cheaper than
+  // gathering B (a weight) — and than what keeping the sum partial costs downstream, where
+  // every weight gradient it reaches would come out partial and be summed whole
+  if (is_partial(pa) && as_shard(pb) != nullptr) pa = R();
   if (is_partial(pa)) return {{pa, R()}, {P()}};
   if (const shard* s = as_shard(pa)) {
     if (s->dim < ra - 2) return {{pa, b_batched ? placement(S(s->dim, s->granule)) : R()}, {S(s->dim, s->granule)}};

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "planner/simulator.hpp"
@@ -42,6 +43,9 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
   const std::size_t n = g.nodes().size(), forward = a.forward_nodes();
   out.split.assign(n, false);
   out.comm_bytes.assign(n, {});
+  // the runtime converts a value to a placement once and reuses it for every consumer
+  // (graph/partition.cpp): charged once, at the first
+  std::set<std::pair<value_id, std::string>> converted;
   for (std::size_t i = 0; i < n; ++i) {
     const node& nd = g.nodes()[i];
     for (std::size_t j = 0; j < nd.inputs.size(); ++j) {
@@ -49,6 +53,7 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
       const placement& need = c.required[i][j];
       if (as_shard(need) != nullptr) out.split[i] = true;
       if (have == need || (is_replicate(have) && as_shard(need) != nullptr)) continue;  // a local slice is free
+      if (!converted.emplace(nd.inputs[j], to_string(need)).second) continue;
       // all-gather and reduce-scatter move half what an allreduce moves
       double weight = is_partial(have) && is_replicate(need) ? 1.0 : 0.5;
       auto v = static_cast<std::size_t>(nd.inputs[j]);

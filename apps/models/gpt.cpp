@@ -20,7 +20,8 @@ gpt_model build_gpt(graph& g, const gpt_config& c, std::int64_t batch) {
     x = x + linear(gelu(linear(layer_norm(x, "ln2"), 4 * c.d, "fc1", true, tp_style::column)), c.d, "fc2", true,
                    tp_style::row);
   }
-  m.logits = linear(layer_norm(x, "ln"), c.vocab, "head", /*bias=*/false);
+  m.logits = linear(layer_norm(x, "ln"), c.vocab, "head", /*bias=*/false,
+                    c.column_parallel_head ? tp_style::column : tp_style::none);
   m.loss = softmax_cross_entropy(m.logits, m.targets);
   return m;
 }

@@ -16,7 +16,8 @@ namespace cohort::apps {
 
 struct gpt_config {
   std::int64_t layers = 4, d = 256, heads = 4, seq = 128, vocab = 256;
-  bool fused_attention = false;  // one attention op per layer instead of scores, mask, softmax, product
+  bool fused_attention = false;       // one attention op per layer instead of scores, mask, softmax, product
+  bool column_parallel_head = false;  // the output layer split over tp by vocabulary (the logits gathered)
 };
 
 struct gpt_model {

@@ -109,3 +109,20 @@ TEST_CASE("GPT with fused attention: the unfused model's losses, and every plan'
             runtime_losses(model_with(true), {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
             np.name);
 }
+
+TEST_CASE("GPT with its output layer split over tp by vocabulary: every plan's losses equal the serial run's") {
+  const std::int64_t batch = 8, seq = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) {
+    return apps::build_gpt(g, {.layers = 2, .d = 24, .heads = 3, .seq = 16, .vocab = 256, .column_parallel_head = true},
+                           b)
+        .loss;
+  };
+  optimizer_config opt = adamw_config{.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f};
+  auto serial = serial_losses(model, batch, steps, opt, 5, gpt_data(batch, seq));
+  for (const char* name : {"tp2", "tp3", "dp2 tp2", "tp2 pp2 m4"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(serial,
+                          runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
+                          np.name);
+}

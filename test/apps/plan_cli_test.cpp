@@ -131,6 +131,9 @@ TEST_CASE("a cluster is priced with its device profile, and the planning options
   auto attention = run(GPT_BINARY, small_gpt + "--model.attention=flash");
   CHECK(attention.exit_code == 2);
   CHECK(attention.err.find("--model.attention must be unfused or fused, got 'flash'") != std::string::npos);
+  auto head = run(GPT_BINARY, small_gpt + "--model.head=vocab");
+  CHECK(head.exit_code == 2);
+  CHECK(head.err.find("--model.head must be replicated or column, got 'vocab'") != std::string::npos);
 }
 
 TEST_CASE("when nothing fits, the error says what would") {

@@ -72,6 +72,39 @@ TEST_CASE("a Megatron MLP block: column-parallel then row-parallel, one allreduc
   CHECK(gradient_fixups(g, *gr, *c).empty());
 }
 
+TEST_CASE("a partial gradient meeting a sharded weight is summed once, not carried into the weight gradients") {
+  // a column-parallel output layer after a Megatron pair: its input gradient is a partial sum
+  // (the contraction runs over the split vocabulary); summed at once, the weight gradients
+  // below it land where their weights live, as with a replicated head (carried on partial,
+  // every one of them came out partial and was summed whole: a weight-sized allreduce each)
+  graph g;
+  var x = g.input("x", {8, 16});
+  var h = linear(gelu(linear(x, 64, "fc1", true, tp_style::column)), 16, "fc2", true, tp_style::row);
+  var logits = linear(h, 32, "head", false, tp_style::column);
+  var loss = softmax_cross_entropy(logits, g.input("y", {8}, dtype::i32));
+  auto gr = autodiff(g, loss);
+  REQUIRE(gr.ok());
+  auto c = complete_axis(g, "tp", 2);
+  REQUIRE_MESSAGE(c.ok(), c.error().message);
+  CHECK(p(*c, logits) == "S(1)");
+  auto grad_of = [&](const char* name) {
+    for (auto [param, grad] : gr->param_grads)
+      if (g.value(param).name == name) return to_string(c->placement_of(grad));
+    return std::string("none");
+  };
+  CHECK(grad_of("fc1.weight") == "S(1)");
+  CHECK(grad_of("fc1.bias") == "S(0)");
+  CHECK(grad_of("fc2.weight") == "S(0)");
+  // still greedy (docs/planner.md): the loss's gradient is whole, so the head's weight gradient
+  // is computed whole and sliced, and fc2's bias gradient summed at the end
+  CHECK(grad_of("head.weight") == "R");
+  CHECK(grad_of("fc2.bias") == "P");
+  // backward: the head's input gradient summed once, fc1's input gradient summed once
+  auto bwd = reshards(g, *c, gr->backward_begin, g.nodes().size());
+  CHECK(bwd["allreduce"] == 2);
+  CHECK(bwd["all_gather"] == 1);  // the logits, whole for the loss's gradient
+}
+
 TEST_CASE("an attention block: heads split over tp, one allreduce forward, whole-head granules") {
   graph g;
   var x = g.input("x", {2, 8, 32});  // B, T, D with 4 heads of 8
