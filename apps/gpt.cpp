@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       .add("model.vocab", model.vocab, "vocabulary (bytes: 256; larger only to plan for big models)")
       .add("model.attention", attention,
            "unfused (scores, mask, softmax and product as separate ops) or fused (one attention op: the "
-           "scores are never stored, as flash attention)")
+           "scores are never stored, as flash attention; on the CPU its reference kernel, slow: for planning)")
       .add("model.head", head,
            "replicated (every tp rank computes the whole output layer) or column (split over tp by vocabulary, "
            "the logits gathered for the loss)")

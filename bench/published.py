@@ -63,12 +63,14 @@ with open(out_path, "w") as out:
         given = plan(run, run["layout"])
         chosen = plan(run, None) if own else None
         row = {"id": run["id"], "gpus": run["gpus"], "published_step_s": published_s,
+               "published_samples_per_s": run["batch"] / published_s,
                "published_mfu": model_flops_per_step(run) / (published_s * run["gpus"] * run["published"]["peak_tflops"] * 1e12),
                "published_layout": given, "own_choice": chosen}
         for key, p in (("layout", given), ("own", chosen)):
             if p and "predicted" in p:
                 step = p["predicted"]["step_s"]
                 row[f"{key}_step_s"] = step
+                row[f"{key}_samples_per_s"] = run["batch"] / step
                 # throughput error: predicted samples/s over published samples/s, minus 1
                 row[f"{key}_error"] = published_s / step - 1
                 row[f"{key}_mfu"] = model_flops_per_step(run) / (step * run["gpus"] * run["published"]["peak_tflops"] * 1e12)
@@ -87,4 +89,5 @@ print(f"\nunder the published layout: mean absolute error {100 * sum(errors) / m
 if own:
     faster = sum(1 for r in rows if "own_step_s" in r and "layout_step_s" in r and r["own_step_s"] <= r["layout_step_s"] * (1 + 1e-9))
     print(f"the planner's own choice predicted at least as fast as the published layout: {faster} of {len(rows)}")
-print("(throughput error: predicted samples/s over published, minus 1; simulated: cost model and simulator, no GPU)")
+print("(step times; throughput error: predicted samples/s over published, minus 1, the samples/s in the .jsonl; "
+      "simulated: cost model and simulator, no GPU)")
