@@ -67,7 +67,8 @@ struct planning_setup {
   device_profile devices_profile;
   machine_profile profile;
   std::string profile_path;
-  int threads = 1;  // compute threads of the run
+  int threads = 1;                      // compute threads of the run
+  bool refit_refusal_reported = false;  // a refused refit is said once per run, not at every refit
 };
 
 /// Analyzes the model and describes the devices: a cluster file (its devices' efficiencies

@@ -112,9 +112,11 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   // machine beat it: refused, and the profile keeps what it had
   if (auto problem = efficiency_problem(fit.eff); !problem.empty()) {
     out["refit"]["refused"] = problem + "; --cluster.calibrate measures the peak";
-    if (save && !setup.cluster && first)
+    if (save && !setup.cluster && !setup.refit_refusal_reported) {
+      setup.refit_refusal_reported = true;  // the early refit and the final one: said once
       std::fprintf(stderr, "warning: the refit is not saved to %s: %s; --cluster.calibrate measures the peak\n",
                    setup.profile_path.c_str(), problem.c_str());
+    }
     return out;
   }
   if (save && !setup.cluster) {

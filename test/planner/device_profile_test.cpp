@@ -176,6 +176,9 @@ TEST_CASE("a refit whose efficiency would exceed 1 is refused and the profile ke
   CHECK(!fs::exists(path));  // nothing saved
   CHECK(setup->profile.eff.gemm == 0.9);
   CHECK(setup->profile.refits == 0);
+  CHECK(setup->refit_refusal_reported);  // the warning was printed, and a second refusal prints none
+  auto again = compare_and_refit(*choice, *setup, true, t, false);
+  CHECK(again["refit"].contains("refused"));
 }
 
 TEST_CASE("a cluster is planned with its devices' profile: this machine's refit changes nothing there") {
