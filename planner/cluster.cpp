@@ -55,6 +55,12 @@ const char* to_string(device_kind k) { return k == device_kind::gpu ? "gpu" : "c
 // ---------------------------------------------------------------------------------------------
 // The cluster
 
+device_kind cluster::planned_kind() const {
+  for (const device& d : devices_)
+    if (d.kind == device_kind::gpu) return device_kind::gpu;
+  return device_kind::cpu;
+}
+
 const device* cluster::find_device(int global_id) const {
   auto it = device_index_.find(global_id);
   return it == device_index_.end() ? nullptr : &devices_[it->second];

@@ -101,6 +101,9 @@ class cluster {
 
   /// One line per machine: host, device groups with FLOP/s and memory, its links.
   std::string summary() const;
+  /// The kind of device a plan runs on: its accelerators when it has any, else its CPUs (a
+  /// heterogeneous cluster's CPUs are the host side).
+  device_kind planned_kind() const;
 
  private:
   friend result<cluster> make_cluster(std::vector<machine>, std::vector<device>, std::vector<link>,

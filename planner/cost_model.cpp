@@ -55,16 +55,6 @@ double efficiency::gemm_at(double flops) const {
   return lo[1] + t * (hi[1] - lo[1]);
 }
 
-efficiency efficiency::scaled_efficiencies(double factor) const {
-  efficiency e = *this;
-  e.gemm *= factor;
-  e.memory *= factor;
-  e.link *= factor;
-  e.attention *= factor;
-  for (auto& point : e.gemm_by_flops) point[1] *= factor;
-  return e;
-}
-
 std::string efficiency_problem(const efficiency& e) {
   auto check = [](const std::string& field, double v) -> std::string {
     char b[200];

@@ -74,8 +74,6 @@ struct efficiency {
   }
   /// The GEMM efficiency of a GEMM of `flops` FLOPs (`gemm` when there is no table).
   double gemm_at(double flops) const;
-  /// Every efficiency (and every table point) times `factor`.
-  efficiency scaled_efficiencies(double factor) const;
 };
 
 /// Why `e` cannot be a fraction of a peak: "" when every efficiency (gemm, memory, link, each

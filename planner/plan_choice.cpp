@@ -38,10 +38,9 @@ std::string constraints_text(const plan_request& o) {
 // one given, else the one the cluster file names for the first of them (relative to the file).
 result<device_profile> profile_for_devices(const cluster& c, const plan_request& o) {
   if (!o.device_profile.empty()) return load_device_profile(o.device_profile);
-  const bool any_gpu =
-      std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
+  const device_kind planned = c.planned_kind();
   for (const device& d : c.devices()) {
-    if ((d.kind == device_kind::gpu) != any_gpu) continue;
+    if (d.kind != planned) continue;
     if (d.profile.empty()) return default_device_profile(d.model);
     std::filesystem::path path(d.profile);
     if (path.is_relative()) path = std::filesystem::path(o.cluster_file).parent_path() / path;
@@ -318,10 +317,9 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     // ranks in order: tp innermost, then stages, then replicas, on devices in file order
     // (the kind topology_of planned for: accelerators when there are any)
     std::vector<device> devices;
-    bool any_gpu = false;
-    for (const auto& d : s.cluster->devices()) any_gpu = any_gpu || d.kind == device_kind::gpu;
+    const device_kind planned = s.cluster->planned_kind();
     for (const auto& d : s.cluster->devices())
-      if ((d.kind == device_kind::gpu) == any_gpu) devices.push_back(d);
+      if (d.kind == planned) devices.push_back(d);
     if (c.plan.ranks() > static_cast<int>(devices.size()))
       return make_error(errc::invalid_argument, "the plan needs " + std::to_string(c.plan.ranks()) + " devices; " +
                                                     o.cluster_file + " has " + std::to_string(devices.size()));

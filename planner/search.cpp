@@ -342,15 +342,15 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
 }  // namespace
 
 result<topology> topology_of(const cluster& c, bool half_precision) {
-  bool any_gpu =
-      std::any_of(c.devices().begin(), c.devices().end(), [](const device& d) { return d.kind == device_kind::gpu; });
+  const device_kind planned = c.planned_kind();
+  const bool any_gpu = planned == device_kind::gpu;
   topology t;
   t.devices = 0;
   t.devices_per_machine = 0;
   double flops = std::numeric_limits<double>::infinity(), memory = flops, bandwidth = flops;
   std::map<int, int> per_machine;
   for (const device& d : c.devices()) {
-    if ((d.kind == device_kind::gpu) != any_gpu) continue;
+    if (d.kind != planned) continue;
     ++t.devices;
     t.devices_per_machine = std::max(t.devices_per_machine, ++per_machine[d.machine]);
     flops = std::min(flops, half_precision ? d.flops_f16_per_s : d.flops_f32_per_s);
@@ -365,7 +365,7 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
     link_cost l = c.intra_link(static_cast<int>(m));
     std::vector<int> ids;  // the machine's devices of the kind planned for
     for (int id : c.machines()[m].devices)
-      if ((c.device_by_id(id).kind == device_kind::gpu) == any_gpu) ids.push_back(id);
+      if (c.device_by_id(id).kind == planned) ids.push_back(id);
     for (std::size_t i = 0; i + 1 < ids.size() && i < 64; ++i) {  // explicit links between neighbours
       link_cost e = c.between(ids[i], ids[i + 1]);
       if (e.bandwidth_bytes_per_s < l.bandwidth_bytes_per_s) l = e;
