@@ -151,6 +151,22 @@ status backward_pass::apply_rule(const node& n) {
         if (want(i)) accumulate(n.inputs[i], outs[i]);
       return {};
     }
+    case k::embedding_bag:
+      if (want(0)) {
+        bag_attrs a = std::get<bag_attrs>(n.attrs);
+        a.table = shape_of(n.inputs[0]);
+        accumulate(n.inputs[0], g_.apply1(k::embedding_bag_grad, a, {dy, in(1)}));
+      }
+      return {};
+    case k::pairwise_dot:
+      if (want(0)) accumulate(n.inputs[0], g_.apply1(k::pairwise_dot_grad, no_attrs{}, {dy, in(0)}));
+      return {};
+    case k::bce_with_logits:
+      if (want(0)) accumulate(n.inputs[0], g_.apply1(k::bce_with_logits_grad, no_attrs{}, {dy, in(0), in(1)}));
+      if (want(1))
+        g_.fail(make_error(errc::invalid_argument,
+                           "bce_with_logits: labels are data; no gradient flows to them (make them an input)"));
+      return {};
     case k::embedding:
       if (want(0))
         accumulate(n.inputs[0], g_.apply1(k::embedding_grad, shape_attrs{shape_of(n.inputs[0])}, {dy, in(1)}));

@@ -48,6 +48,8 @@ class rules {
   rule_out layernorm_grad(const node& n, placements in) const;
   rule_out embedding_grad(const node& n, placements in) const;
   rule_out attention(const node& n, placements in) const;
+  rule_out pairwise_dot(const node& n, placements in) const;
+  rule_out pairwise_dot_grad(const node& n, placements in) const;
   rule_out all_replicated(const node& n) const;
 
   const graph& g_;
@@ -166,7 +168,10 @@ rule_out rules::embedding(const node& n, placements in) const {
   int out_last = rank_of(n.outputs[0]) - 1;
   const shard* t = as_shard(in[0]);
   if (t != nullptr && t->dim == 1) return {{in[0], R()}, {S(out_last, t->granule)}};
-  if (as_shard(in[1]) != nullptr) return {{R(), in[1]}, {in[1]}};
+  // embedding_bag pools its ids' last axis: a shard there is gathered first
+  const shard* ids = as_shard(in[1]);
+  const bool pooled = n.kind == op_kind::embedding_bag && ids != nullptr && ids->dim == rank_of(n.inputs[1]) - 1;
+  if (ids != nullptr && !pooled) return {{R(), in[1]}, {in[1]}};
   return {{R(), R()}, {R()}};
 }
 
@@ -339,6 +344,27 @@ rule_out rules::attention(const node& n, placements in) const {
   return {placements(n.inputs.size(), each), placements(n.outputs.size(), each)};
 }
 
+// pairwise_dot: a batch shard stays one; a shard of D leaves each rank a part of every dot.
+rule_out rules::pairwise_dot(const node& n, placements in) const {
+  const int r = rank_of(n.inputs[0]);
+  if (const shard* s = as_shard(in[0])) {
+    if (s->dim < r - 2) return {in, {in[0]}};
+    if (s->dim == r - 1) return {in, {P()}};
+  }
+  return all_replicated(n);
+}
+
+// pairwise_dot_grad (dy, x): batch shards on both, or x sharded on D with dy whole.
+rule_out rules::pairwise_dot_grad(const node& n, placements in) const {
+  const int r = rank_of(n.inputs[1]);
+  const shard* d = as_shard(in[0]);
+  const shard* x = as_shard(in[1]);
+  if (d != nullptr && d->dim < r - 2) return {{in[0], in[0]}, {in[0]}};
+  if (x != nullptr && x->dim < r - 2) return {{in[1], in[1]}, {in[1]}};
+  if (x != nullptr && x->dim == r - 1 && !is_partial(in[0])) return {{R(), in[1]}, {in[1]}};
+  return all_replicated(n);
+}
+
 rule_out rules::apply(const node& n, const placements& in) const {
   using k = op_kind;
   switch (n.kind) {
@@ -367,7 +393,12 @@ rule_out rules::apply(const node& n, const placements& in) const {
     case k::layernorm:
       return layernorm(n, in);
     case k::embedding:
+    case k::embedding_bag:
       return embedding(n, in);
+    case k::pairwise_dot:
+      return pairwise_dot(n, in);
+    case k::pairwise_dot_grad:
+      return pairwise_dot_grad(n, in);
     case k::reshape:
       return reshape(n, in);
     case k::permute:
@@ -400,6 +431,7 @@ rule_out rules::apply(const node& n, const placements& in) const {
     case k::layernorm_grad:
       return layernorm_grad(n, in);
     case k::embedding_grad:
+    case k::embedding_bag_grad:
       return embedding_grad(n, in);
     case k::attention:
     case k::attention_grad:

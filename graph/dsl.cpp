@@ -67,6 +67,11 @@ var mean(var x, std::vector<int> axes, bool keepdim) {
   return build(op_kind::mean, reduce_attrs{std::move(axes), keepdim}, {x});
 }
 var causal_mask(var x, float fill) { return build(op_kind::causal_mask, causal_mask_attrs{fill}, {x}); }
+var embedding_bag(var table, var ids, bool mean) {
+  return build(op_kind::embedding_bag, bag_attrs{mean, {}}, {table, ids});
+}
+var pairwise_dot(var x) { return build(op_kind::pairwise_dot, no_attrs{}, {x}); }
+var bce_with_logits(var logits, var labels) { return build(op_kind::bce_with_logits, no_attrs{}, {logits, labels}); }
 var attention(var q, var k, var v, float scale, bool causal) {
   return build(op_kind::attention, attention_attrs{scale, causal}, {q, k, v});
 }

@@ -43,6 +43,15 @@ var softmax_cross_entropy(var logits, var labels);
 var mse(var pred, var target);
 var layernorm(var x, var gamma, var beta, float eps = 1e-5f);
 var embedding(var table, var ids);
+/// Pooled lookup: for ids [*,L] (i32; bag_padding = -1 fills short bags), the sum (or mean)
+/// of each bag's rows of table [V,D] -> [*,D]. torch.nn.EmbeddingBag's (ids, offsets) bags are
+/// these rows padded to the longest bag (apps/data/bags.hpp converts).
+var embedding_bag(var table, var ids, bool mean = false);
+/// DLRM's dot interaction: x [*,F,D] -> [*,F(F-1)/2], <x_i, x_j> for i > j in row order.
+var pairwise_dot(var x);
+/// Mean binary cross-entropy of sigmoid(logits) against labels in [0,1] (same shape, f32),
+/// computed stably from the logits (torch's binary_cross_entropy_with_logits).
+var bce_with_logits(var logits, var labels);
 
 var reshape(var x, shape to);  // one extent may be -1
 var transpose(var x, int axis0, int axis1);

@@ -53,6 +53,12 @@ const char* to_string(op_kind k) {
       return "causal_mask";
     case op_kind::attention:
       return "attention";
+    case op_kind::embedding_bag:
+      return "embedding_bag";
+    case op_kind::pairwise_dot:
+      return "pairwise_dot";
+    case op_kind::bce_with_logits:
+      return "bce_with_logits";
     case op_kind::sum_to:
       return "sum_to";
     case op_kind::broadcast_to:
@@ -79,6 +85,12 @@ const char* to_string(op_kind k) {
       return "slice_grad";
     case op_kind::attention_grad:
       return "attention_grad";
+    case op_kind::embedding_bag_grad:
+      return "embedding_bag_grad";
+    case op_kind::pairwise_dot_grad:
+      return "pairwise_dot_grad";
+    case op_kind::bce_with_logits_grad:
+      return "bce_with_logits_grad";
     case op_kind::allreduce:
       return "allreduce";
     case op_kind::all_gather:

@@ -49,6 +49,11 @@ enum class op_kind : std::uint8_t {
   broadcast_to,  // stretch to a larger shape
   attention,     // (q [*,T,D], k [*,S,D], v [*,S,D]) -> softmax(q k^T scale (+ causal mask)) v [*,T,D],
                  // fused: the [*,T,S] scores are never a value of the graph (attention_attrs)
+  embedding_bag,    // (table [V,D], ids i32 [*,L]) -> [*,D]: the sum (or mean) of each row's L looked-up
+                    // rows; id -1 is padding (a bag of fewer than L ids), skipped (bag_attrs)
+  pairwise_dot,     // (x [*,F,D]) -> [*,F(F-1)/2]: <x_i, x_j> for every pair i > j, row by row
+                    // (DLRM's dot interaction without self-pairs, torch.tril_indices(F, F, -1) order)
+  bce_with_logits,  // (logits, labels f32 in [0,1], same shape) -> [] mean binary cross-entropy of sigmoid
   // -- gradients (emitted by autodiff) ----------------------------------------------------
   relu_grad,                   // (dy, x) -> dx
   gelu_grad,                   // (dy, x) -> dx
@@ -61,6 +66,9 @@ enum class op_kind : std::uint8_t {
   embedding_grad,              // (dy [*,D], ids [*]) -> dtable [V,D]
   slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
   attention_grad,              // (dy, q, k, v, y) -> (dq, dk, dv); the scores recomputed; attention's attrs
+  embedding_bag_grad,          // (dy [*,D], ids [*,L]) -> dtable [V,D]; bag_attrs with the table's shape
+  pairwise_dot_grad,           // (dy [*,P], x [*,F,D]) -> dx
+  bce_with_logits_grad,        // (dloss [], logits, labels) -> dlogits
   // -- communication (inserted by partitioning; kernels come from the runtime) -------------
   allreduce,       // partial sums -> the whole value on every rank of the axis
   all_gather,      // shards along `dim` -> the whole value
@@ -138,9 +146,21 @@ struct attention_attrs {
   friend bool operator==(const attention_attrs&, const attention_attrs&) = default;
 };
 
+/// embedding_bag: sum or mean of the bag's rows (a mean over the ids that are not padding;
+/// an empty bag gives zeros, as torch.nn.EmbeddingBag). embedding_bag_grad: the same, and
+/// `table` is the table's shape.
+struct bag_attrs {
+  bool mean = false;
+  shape table;
+  friend bool operator==(const bag_attrs&, const bag_attrs&) = default;
+};
+
+/// The padding id of embedding_bag: a bag with fewer ids than the row's L fills the rest with it.
+constexpr std::int32_t bag_padding = -1;
+
 using op_attrs =
     std::variant<no_attrs, matmul_attrs, scale_attrs, layernorm_attrs, shape_attrs, permute_attrs, slice_attrs,
-                 concat_attrs, reduce_attrs, causal_mask_attrs, collective_attrs, attention_attrs>;
+                 concat_attrs, reduce_attrs, causal_mask_attrs, collective_attrs, attention_attrs, bag_attrs>;
 
 /// allreduce, all_gather, reduce_scatter: no kernel in kernels/; the runtime supplies them.
 constexpr bool is_communication(op_kind k) {

@@ -247,6 +247,26 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
       dims.push_back(in[0].shape[1]);
       return types{{shape(std::move(dims)), dtype::f32}};
     }
+    case k::embedding_bag: {
+      if (auto c = check_operands(kind, in, 2, {1}); !c) return c.error();
+      if (in[0].shape.rank() != 2) return shape_error(kind, in, "table must be [V,D]");
+      if (in[1].shape.rank() < 1) return shape_error(kind, in, "ids must be [*,L]");
+      std::vector<std::int64_t> dims = without_last(in[1].shape).dims();
+      dims.push_back(in[0].shape[1]);
+      return types{{shape(std::move(dims)), dtype::f32}};
+    }
+    case k::pairwise_dot: {
+      if (auto c = check_operands(kind, in, 1); !c) return c.error();
+      if (in[0].shape.rank() < 2 || in[0].shape.at(-2) < 2) return shape_error(kind, in, "needs x [*,F,D] with F >= 2");
+      const std::int64_t f = in[0].shape.at(-2);
+      std::vector<std::int64_t> dims = without_last(without_last(in[0].shape)).dims();
+      dims.push_back(f * (f - 1) / 2);
+      return types{{shape(std::move(dims)), dtype::f32}};
+    }
+    case k::bce_with_logits: {
+      if (auto r = same_as_first(2); !r) return r.error();
+      return types{{shape{}, dtype::f32}};
+    }
     case k::reshape:
       if (in.size() != 1) return make_error(errc::invalid_argument, "reshape: expected 1 operand");
       return infer_reshape(std::get<shape_attrs>(attrs), in);
@@ -324,6 +344,28 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
           in[2].shape.at(-1) != in[1].shape.at(-1))
         return shape_error(kind, in, "expects (dy, q [*,T,D], k [*,S,D], v [*,S,D], y [*,T,D])");
       return types{in[1], in[2], in[3]};
+    }
+    case k::embedding_bag_grad: {
+      if (auto c = check_operands(kind, in, 2, {1}); !c) return c.error();
+      const shape& table = std::get<bag_attrs>(attrs).table;
+      if (table.rank() != 2 || in[0].shape.rank() < 1 || in[1].shape.rank() < 1 || in[0].shape.at(-1) != table[1] ||
+          without_last(in[0].shape) != without_last(in[1].shape))
+        return shape_error(kind, in, "expects (dy [*,D], ids [*,L]) for table " + table.to_string());
+      return types{{table, dtype::f32}};
+    }
+    case k::pairwise_dot_grad: {
+      if (auto c = check_operands(kind, in, 2); !c) return c.error();
+      const shape &dy = in[0].shape, &x = in[1].shape;
+      if (x.rank() < 2 || dy.rank() != x.rank() - 1 || dy.at(-1) != x.at(-2) * (x.at(-2) - 1) / 2 ||
+          without_last(dy) != without_last(without_last(x)))
+        return shape_error(kind, in, "expects (dy [*,F(F-1)/2], x [*,F,D])");
+      return types{in[1]};
+    }
+    case k::bce_with_logits_grad: {
+      if (auto c = check_operands(kind, in, 3); !c) return c.error();
+      if (in[0].shape.rank() != 0 || in[1].shape != in[2].shape)
+        return shape_error(kind, in, "expects (dloss [], logits, labels) with equal shapes");
+      return types{in[1]};
     }
     case k::embedding_grad: {
       if (auto c = check_operands(kind, in, 2, {1}); !c) return c.error();

@@ -34,6 +34,12 @@ dispatch_table reference_kernels() {
   t.set(k::causal_mask, ref::causal_mask);
   t.set(k::attention, ref::attention);
   t.set(k::attention_grad, ref::attention_grad);
+  t.set(k::embedding_bag, ref::embedding_bag);
+  t.set(k::embedding_bag_grad, ref::embedding_bag_grad);
+  t.set(k::pairwise_dot, ref::pairwise_dot);
+  t.set(k::pairwise_dot_grad, ref::pairwise_dot_grad);
+  t.set(k::bce_with_logits, ref::bce_with_logits);
+  t.set(k::bce_with_logits_grad, ref::bce_with_logits_grad);
   t.set(k::sum_to, ref::sum_to);
   t.set(k::broadcast_to, ref::broadcast_to);
   t.set(k::relu_grad, ref::relu_grad);
@@ -77,6 +83,12 @@ dispatch_table cpu_kernels() {
   t.set(k::causal_mask, cpu::causal_mask);
   t.set(k::attention, ref::attention);  // planning large models needs the op; no fast CPU kernel yet
   t.set(k::attention_grad, ref::attention_grad);
+  t.set(k::embedding_bag, cpu::embedding_bag);
+  t.set(k::embedding_bag_grad, cpu::embedding_bag_grad);
+  t.set(k::pairwise_dot, cpu::pairwise_dot);
+  t.set(k::pairwise_dot_grad, cpu::pairwise_dot_grad);
+  t.set(k::bce_with_logits, ref::bce_with_logits);  // O(rows): the reference is fast enough
+  t.set(k::bce_with_logits_grad, ref::bce_with_logits_grad);
   t.set(k::sum_to, cpu::sum_to);
   t.set(k::broadcast_to, cpu::broadcast_to);
   t.set(k::relu_grad, cpu::relu_grad);

@@ -40,4 +40,9 @@ status mean(const kernel_call& c);
 status sum_to(const kernel_call& c);
 status broadcast_to(const kernel_call& c);
 
+status embedding_bag(const kernel_call& c);
+status embedding_bag_grad(const kernel_call& c);
+status pairwise_dot(const kernel_call& c);
+status pairwise_dot_grad(const kernel_call& c);
+
 }  // namespace cohort::kernels::cpu

@@ -30,6 +30,17 @@ var int_operand(graph& g, built_case& bc, rng& r, const std::string& name, shape
   return v;
 }
 
+// Bags of ids [rows, length] in [0, vocab), about a third of them padding (short bags,
+// and some empty ones).
+var bag_operand(graph& g, built_case& bc, rng& r, shape s, std::int32_t vocab) {
+  var v = g.input("ids", s, dtype::i32);
+  tensor ids = random_ints(s, r.next(), vocab);
+  for (std::int64_t i = 0; i < ids.numel(); ++i)
+    if (r.below(3) == 0) ids.data<std::int32_t>()[i] = bag_padding;
+  bc.inputs["ids"] = ids;
+  return v;
+}
+
 using builder = std::function<built_case(graph&, rng&)>;
 
 builder unary(var (*f)(var), float min_abs = 0.f) {
@@ -154,6 +165,32 @@ std::vector<op_case> make_cases() {
     var table = operand(g, bc, r, "table", {vocab, d});
     var ids = int_operand(g, bc, r, "ids", {dim(r), dim(r)}, static_cast<std::int32_t>(vocab));
     bc.out = embedding(table, ids);
+    return bc;
+  });
+  for (bool mean : {false, true})
+    add_case(mean ? "embedding_bag mean" : "embedding_bag sum", [mean](graph& g, rng& r) {
+      built_case bc;
+      std::int64_t vocab = pick(r, {1, 3, 10, 31}), d = dim(r);
+      var table = operand(g, bc, r, "table", {vocab, d});
+      var ids = bag_operand(g, bc, r, {dim(r), dim(r), pick(r, {1, 2, 5})}, static_cast<std::int32_t>(vocab));
+      bc.out = embedding_bag(table, ids, mean);
+      return bc;
+    });
+  add_case("pairwise_dot", [](graph& g, rng& r) {
+    built_case bc;
+    bc.out = pairwise_dot(operand(g, bc, r, "x", {dim(r), pick(r, {2, 3, 5, 27}), dim(r)}));
+    return bc;
+  });
+  add_case("bce_with_logits", [](graph& g, rng& r) {
+    built_case bc;
+    shape s{dim(r), dim(r)};
+    var logits = operand(g, bc, r, "logits", s, 0.f, 3.f);
+    var labels = g.input("labels", s);
+    tensor y = random_tensor(s, r.next());
+    for (std::int64_t i = 0; i < y.numel(); ++i)  // hard labels, and some soft ones
+      y.data<float>()[i] = i % 4 == 3 ? 0.5f + 0.4f * y.data<float>()[i] : (y.data<float>()[i] > 0 ? 1.f : 0.f);
+    bc.inputs["labels"] = y;
+    bc.out = bce_with_logits(logits, labels);
     return bc;
   });
   add_case("reshape", [](graph& g, rng& r) {

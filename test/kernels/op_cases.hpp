@@ -18,7 +18,7 @@ namespace cohort::test {
 struct built_case {
   var out;
   parameter_store params;                // differentiable operands
-  std::map<std::string, tensor> inputs;  // integer operands (labels, ids)
+  std::map<std::string, tensor> inputs;  // operands that are data, not differentiated (labels, ids)
 };
 
 struct op_case {

@@ -1,0 +1,154 @@
+// Fast recommender kernels: embedding_bag adds each bag's rows into its output row (bags split
+// across the kernel pool); its gradient scatters them into the dense table gradient; the
+// pairwise-dot interaction and its gradient work one sample's [F,D] block at a time in float.
+// Bad ids go to the reference kernel, which names them.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/cpu.hpp"
+#include "kernels/reference/reference.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace cohort::kernels::cpu {
+namespace {
+
+constexpr std::int64_t grain_elems = 1 << 14;
+
+template <class F>
+void for_rows(const kernel_call& c, std::int64_t rows, std::int64_t elems_per_row, F&& body) {
+  const std::int64_t grain = std::max<std::int64_t>(1, grain_elems / std::max<std::int64_t>(elems_per_row, 1));
+  if (c.pool != nullptr && rows > grain)
+    c.pool->parallel_for(rows, grain, body);
+  else
+    body(0, rows);
+}
+
+bool ids_valid(const std::int32_t* ids, std::int64_t n, std::int64_t vocab) {
+  bool ok = true;
+  for (std::int64_t i = 0; i < n; ++i) ok &= ids[i] == bag_padding || (ids[i] >= 0 && ids[i] < vocab);
+  return ok;
+}
+
+}  // namespace
+
+status embedding_bag(const kernel_call& c) {
+  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
+  const std::int64_t vocab = c.in[0].shape()[0], dim = c.in[0].shape()[1];
+  const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
+  const float* table = c.in[0].data<float>();
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  float* y = c.out[0].data<float>();
+  if (bags == 0 || !ids_valid(ids, c.in[1].numel(), vocab)) return ref::embedding_bag(c);
+  for_rows(c, bags, length * dim, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t b = begin; b < end; ++b) {
+      const std::int32_t* bag = ids + b * length;
+      float* out = y + b * dim;
+      std::int64_t used = 0;
+      for (std::int64_t l = 0; l < length; ++l) {
+        if (bag[l] == bag_padding) continue;
+        const float* row = table + static_cast<std::int64_t>(bag[l]) * dim;
+        if (used++ == 0) {
+          std::memcpy(out, row, static_cast<std::size_t>(dim) * sizeof(float));
+        } else {
+#pragma omp simd
+          for (std::int64_t j = 0; j < dim; ++j) out[j] += row[j];
+        }
+      }
+      if (used == 0) std::memset(out, 0, static_cast<std::size_t>(dim) * sizeof(float));
+      if (mean && used > 1) {
+        const float inv = 1.f / static_cast<float>(used);
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) out[j] *= inv;
+      }
+    }
+  });
+  return {};
+}
+
+status embedding_bag_grad(const kernel_call& c) {
+  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
+  tensor& dtable = c.out[0];
+  const std::int64_t vocab = dtable.shape()[0], dim = dtable.shape()[1];
+  const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
+  const float* dy = c.in[0].data<float>();
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  if (!ids_valid(ids, c.in[1].numel(), vocab)) return ref::embedding_bag_grad(c);
+  float* dt = dtable.data<float>();
+  std::memset(dt, 0, static_cast<std::size_t>(dtable.numel()) * sizeof(float));
+  for (std::int64_t b = 0; b < bags; ++b) {  // serial: two bags may share a row
+    const std::int32_t* bag = ids + b * length;
+    float inv = 1.f;
+    if (mean) {
+      std::int64_t used = 0;
+      for (std::int64_t l = 0; l < length; ++l) used += bag[l] != bag_padding ? 1 : 0;
+      inv = used > 0 ? 1.f / static_cast<float>(used) : 0.f;
+    }
+    const float* src = dy + b * dim;
+    for (std::int64_t l = 0; l < length; ++l) {
+      if (bag[l] == bag_padding) continue;
+      float* row = dt + static_cast<std::int64_t>(bag[l]) * dim;
+#pragma omp simd
+      for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j] * inv;
+    }
+  }
+  return {};
+}
+
+status pairwise_dot(const kernel_call& c) {
+  const tensor& x = c.in[0];
+  const std::int64_t f = x.shape().at(-2), d = x.shape().at(-1), pairs = f * (f - 1) / 2;
+  const std::int64_t rows = x.numel() / (f * d);
+  const float* xs = x.data<float>();
+  float* y = c.out[0].data<float>();
+  for_rows(c, rows, pairs * d, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float* m = xs + r * f * d;
+      float* out = y + r * pairs;
+      for (std::int64_t i = 1; i < f; ++i) {
+        const float* xi = m + i * d;
+        for (std::int64_t j = 0; j < i; ++j) {
+          const float* xj = m + j * d;
+          float s = 0.f;
+#pragma omp simd reduction(+ : s)
+          for (std::int64_t k = 0; k < d; ++k) s += xi[k] * xj[k];
+          *out++ = s;
+        }
+      }
+    }
+  });
+  return {};
+}
+
+status pairwise_dot_grad(const kernel_call& c) {
+  const tensor& x = c.in[1];
+  const std::int64_t f = x.shape().at(-2), d = x.shape().at(-1), pairs = f * (f - 1) / 2;
+  const std::int64_t rows = x.numel() / (f * d);
+  const float* dy = c.in[0].data<float>();
+  const float* xs = x.data<float>();
+  float* dx = c.out[0].data<float>();
+  for_rows(c, rows, pairs * d, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const float* m = xs + r * f * d;
+      const float* g = dy + r * pairs;
+      float* out = dx + r * f * d;
+      std::memset(out, 0, static_cast<std::size_t>(f * d) * sizeof(float));
+      for (std::int64_t i = 1; i < f; ++i) {
+        const float* xi = m + i * d;
+        float* di = out + i * d;
+        for (std::int64_t j = 0; j < i; ++j) {
+          const float w = g[i * (i - 1) / 2 + j];
+          const float* xj = m + j * d;
+          float* dj = out + j * d;
+#pragma omp simd
+          for (std::int64_t k = 0; k < d; ++k) {
+            di[k] += w * xj[k];
+            dj[k] += w * xi[k];
+          }
+        }
+      }
+    }
+  });
+  return {};
+}
+
+}  // namespace cohort::kernels::cpu
