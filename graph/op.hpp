@@ -43,12 +43,12 @@ enum class op_kind : std::uint8_t {
   slice,                  // [start, end) along one axis
   concat,                 // n inputs joined along one axis
   sum,
-  mean,          // over axes (all axes when none given)
-  causal_mask,   // [*,T,T]: element (i,j) with j > i set to `fill`
-  sum_to,        // reduce a broadcast result back to a smaller shape
-  broadcast_to,  // stretch to a larger shape
-  attention,     // (q [*,T,D], k [*,S,D], v [*,S,D]) -> softmax(q k^T scale (+ causal mask)) v [*,T,D],
-                 // fused: the [*,T,S] scores are never a value of the graph (attention_attrs)
+  mean,             // over axes (all axes when none given)
+  causal_mask,      // [*,T,T]: element (i,j) with j > i set to `fill`
+  sum_to,           // reduce a broadcast result back to a smaller shape
+  broadcast_to,     // stretch to a larger shape
+  attention,        // (q [*,T,D], k [*,S,D], v [*,S,D]) -> softmax(q k^T scale (+ causal mask)) v [*,T,D],
+                    // fused: the [*,T,S] scores are never a value of the graph (attention_attrs)
   embedding_bag,    // (table [V,D], ids i32 [*,L]) -> [*,D]: the sum (or mean) of each row's L looked-up
                     // rows; id -1 is padding (a bag of fewer than L ids), skipped (bag_attrs)
   pairwise_dot,     // (x [*,F,D]) -> [*,F(F-1)/2]: <x_i, x_j> for every pair i > j, row by row

@@ -12,6 +12,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "graph/graph.hpp"
 #include "graph/init.hpp"
@@ -24,5 +27,20 @@ namespace cohort::apps {
 /// with `params` in chunks of at most 1000 rows (a last partial chunk is left out).
 result<double> classification_accuracy(const std::function<var(graph&, std::int64_t rows)>& logits, const tensor& x,
                                        const tensor& y, const parameter_store& params, int threads);
+
+/// The model's output for every row of `inputs` (each [N, ...], named as the model's
+/// inputs): `out` builds it for `rows` rows (one value per row), run forward with `params`
+/// in chunks of at most `chunk` rows, the last chunk as large as what is left.
+result<std::vector<float>> predict_rows(const std::function<var(graph&, std::int64_t rows)>& out,
+                                        const std::map<std::string, tensor>& inputs, const parameter_store& params,
+                                        int threads, std::int64_t chunk = 4096);
+
+/// The area under the ROC curve of `scores` against 0/1 `labels`, ties counted half (the
+/// Mann-Whitney statistic, as sklearn's roc_auc_score). Needs both classes present.
+result<double> roc_auc(const std::vector<float>& scores, const std::vector<float>& labels);
+
+/// Mean binary cross-entropy of probabilities sigmoid(logits) against 0/1 labels (as
+/// sklearn's log_loss on probabilities clipped to [1e-7, 1 - 1e-7]).
+double log_loss_of_logits(const std::vector<float>& logits, const std::vector<float>& labels);
 
 }  // namespace cohort::apps
