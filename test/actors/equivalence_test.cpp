@@ -1,4 +1,4 @@
-// Every plan trains like the serial program: for the MLP and the GPT, each of dp2, tp2,
+// Every plan trains like the serial program: for the MLP, the GPT and DLRM, each of dp2, tp2,
 // pp2 (GPipe and 1F1B, 4 micro-batches), dp2xtp2, dp2xpp2, tp2xpp2, dp2xtp2xpp2, dp2 with
 // sharded parameters, tp3, pp3 and pp4 with uneven stages runs 30 steps on the real actor
 // runtime (coordinator, workers, parameter and data actors) whose losses equal the serial
@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "apps/models/dlrm.hpp"
 #include "apps/models/gpt.hpp"
 #include "apps/models/mlp.hpp"
 #include "graph/random.hpp"
@@ -125,4 +126,14 @@ TEST_CASE("GPT with its output layer split over tp by vocabulary: every plan's l
         check_same_losses(serial,
                           runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 5, gpt_data(batch, seq)),
                           np.name);
+}
+
+TEST_CASE("DLRM (pooled bags, dot interaction, BCE): every plan's losses equal the serial run's") {
+  const std::int64_t batch = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) { return apps::build_dlrm(g, toy_dlrm(), b).loss; };
+  optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
+  auto serial = serial_losses(model, batch, steps, opt, 7, dlrm_data(batch));
+  for (const auto& np : plans())
+    check_same_losses(serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 7, dlrm_data(batch)),
+                      np.name);
 }

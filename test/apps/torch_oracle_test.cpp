@@ -1,5 +1,6 @@
 // The oracle test against PyTorch: cohort and torch (python3-torch, via
-// test/oracle/torch_reference.py) take one training step of the MLP and of a one-block GPT
+// test/oracle/torch_reference.py) take one training step of the MLP, of a one-block GPT and of
+// a small DLRM (torch's embedding_bag on offsets, its dot interaction, BCE with logits)
 // from identical weights and inputs; the loss, every gradient and every updated parameter
 // must agree within 1e-4 relative (max |a - b| <= 1e-4 * max |b| per tensor, plus 1e-7
 // absolute for gradients that are zero in exact arithmetic, like the key bias's).
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apps/models/dlrm.hpp"
 #include "apps/models/gpt.hpp"
 #include "apps/models/mlp.hpp"
 #include "kernels/trainer.hpp"
@@ -133,4 +135,25 @@ TEST_CASE("one GPT block (embedding, attention, GELU MLP, AdamW) equals PyTorch"
                          adamw_config{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f},
                          {{"tokens", random_ints({4, 32}, 3, 256)}, {"targets", random_ints({4, 32}, 4, 256)}},
                          "layers=1 d=64 heads=4 seq=32 lr=1e-2");
+}
+
+TEST_CASE("one DLRM step (pooled bags with padding, dot interaction, BCE with logits, SGD) equals PyTorch") {
+  graph g;
+  apps::dlrm_config c;
+  c.dense = 5;
+  c.dim = 4;
+  c.bottom = {8};
+  c.top = {6};
+  c.tables = {{"a", 9, 1, false}, {"b", 6, 3, true}, {"c", 4, 2, false}};
+  auto m = apps::build_dlrm(g, c, 8);
+  tensor b = random_ints({8, 3}, 7, 6), cc = random_ints({8, 2}, 8, 4), label = tensor::empty({8});
+  for (int i : {1, 5, 8, 11, 23}) b.data<std::int32_t>()[i] = bag_padding;  // short bags, and an empty one
+  b.data<std::int32_t>()[21] = bag_padding;
+  b.data<std::int32_t>()[22] = bag_padding;
+  cc.data<std::int32_t>()[3] = bag_padding;
+  for (int i = 0; i < 8; ++i) label.data<float>()[i] = static_cast<float>(i % 3 == 0);
+  one_step_against_torch(
+      "dlrm", g, m.loss, sgd_config{.lr = 0.1f, .momentum = 0.9f},
+      {{"dense", random_tensor({8, 5}, 9)}, {"a", random_ints({8, 1}, 10, 9)}, {"b", b}, {"c", cc}, {"label", label}},
+      "tables=a:0,b:1,c:0 lr=0.1");
 }

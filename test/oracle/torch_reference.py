@@ -1,6 +1,6 @@
 """PyTorch oracle for cohort's tests (python3-torch from Debian; run with /usr/bin/python3).
 
-usage: torch_reference.py mlp|gpt DIR
+usage: torch_reference.py mlp|gpt|dlrm DIR
        torch_reference.py greedy EXPORT.safetensors HEADS TOKENS_JSON PROMPT_LENGTH
 Reads DIR/manifest.txt + *.bin (written by test/support/tensor_files.hpp): the model's
 parameters in cohort's layout (Linear weights [in, out]), the inputs, and the config.
@@ -150,6 +150,47 @@ def run_mlp(data, cfg):
     return out
 
 
+def run_dlrm(data, cfg):
+    """dlrm_s_pytorch.py's forward (dlrm_torch.py's structure) with torch.nn.functional.embedding_bag
+    on (ids, offsets) bags made from cohort's padded [B, L] rows, and BCE on the logit."""
+    tables = [t.split(":") for t in cfg["tables"].split(",")]       # input:mean(0|1)
+    names = [n for n in data if n.startswith(("bot.", "top.", "emb."))]
+    p = {n: data[n].clone().requires_grad_(True) for n in names}
+
+    def mlp(h, prefix, relu_last):
+        layers = sorted({n.split(".")[1] for n in p if n.startswith(prefix + ".")}, key=lambda s: int(s[2:]))
+        for i, l in enumerate(layers):
+            h = h @ p[f"{prefix}.{l}.weight"] + p[f"{prefix}.{l}.bias"]
+            if relu_last or i < len(layers) - 1:
+                h = torch.relu(h)
+        return h
+
+    x = mlp(data["dense"], "bot", True)
+    B, d = x.shape
+    ly = []
+    for name, mean in tables:
+        ids = data[name].long()
+        keep = ids >= 0
+        flat = ids[keep]
+        counts = keep.sum(1)
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)[:-1]])
+        ly.append(F.embedding_bag(flat, p["emb." + name], offsets, mode="mean" if mean == "1" else "sum"))
+    T = torch.cat([x] + ly, dim=1).view(B, -1, d)
+    Z = torch.bmm(T, T.transpose(1, 2))
+    li, lj = torch.tril_indices(T.shape[1], T.shape[1], offset=-1)
+    logits = mlp(torch.cat([x, Z[:, li, lj]], dim=1), "top", False).squeeze(1)
+    loss = F.binary_cross_entropy_with_logits(logits, data["label"])
+    loss.backward()
+    out = {"loss": loss.detach().reshape(1)}
+    for n in names:
+        out["grad." + n] = p[n].grad
+    opt = torch.optim.SGD(p.values(), lr=float(cfg["lr"]), momentum=0.9)
+    opt.step()
+    for n in names:
+        out["next." + n] = p[n].detach()
+    return out
+
+
 def read_safetensors(path):
     import json, struct
     data = open(path, "rb").read()
@@ -193,7 +234,7 @@ def main():
     kind, d = sys.argv[1], sys.argv[2]
     data = read(d)
     cfg = dict(line.split("=", 1) for line in open(os.path.join(d, "config.txt")).read().split())
-    out = run_mlp(data, cfg) if kind == "mlp" else run_gpt(data, cfg)
+    out = {"mlp": run_mlp, "gpt": run_gpt, "dlrm": run_dlrm}[kind](data, cfg)
     write(os.path.join(d, "out"), out)
 
 

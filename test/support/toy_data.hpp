@@ -1,10 +1,12 @@
 // Learnable toy data for the equivalence and transition suites: an MLP's labels from a fixed
-// linear teacher, a GPT's windows of a fixed byte string; both deterministic by step.
+// linear teacher, a GPT's windows of a fixed byte string, a DLRM's clicks from its first
+// table's row and a dense feature; all deterministic by step.
 #pragma once
 
 #include <map>
 #include <string>
 
+#include "apps/models/dlrm.hpp"
 #include "graph/random.hpp"
 #include "support/runtime_runner.hpp"
 
@@ -50,6 +52,40 @@ inline batch_fn gpt_data(std::int64_t batch, std::int64_t seq) {
       }
     }
     return std::map<std::string, tensor>{{"tokens", tokens}, {"targets", targets}};
+  };
+}
+
+// DLRM: three small tables of different bag lengths (one averaged), short bags padded.
+inline apps::dlrm_config toy_dlrm() {
+  apps::dlrm_config c;
+  c.dense = 4;
+  c.dim = 6;
+  c.bottom = {12};
+  c.top = {10};
+  c.tables = {{"a", 7, 1, false}, {"b", 11, 3, true}, {"c", 5, 2, false}};
+  return c;
+}
+
+inline batch_fn dlrm_data(std::int64_t batch) {
+  return [batch](std::int64_t step) {
+    rng r(300 + static_cast<std::uint64_t>(step));
+    std::map<std::string, tensor> m;
+    tensor dense = tensor::empty({batch, 4}), label = tensor::empty({batch});
+    for (std::int64_t i = 0; i < batch * 4; ++i) dense.data<float>()[i] = r.normal();
+    for (const auto& t : toy_dlrm().tables) {
+      tensor ids = tensor::empty({batch, t.bag}, dtype::i32);
+      for (std::int64_t i = 0; i < batch * t.bag; ++i) {
+        const bool pad = i % t.bag != 0 && r.below(3) == 0;  // every bag keeps its first id
+        ids.data<std::int32_t>()[i] = pad ? bag_padding : static_cast<std::int32_t>(r.below(t.rows));
+      }
+      m[t.input] = ids;
+    }
+    for (std::int64_t i = 0; i < batch; ++i)
+      label.data<float>()[i] =
+          (m["a"].data<std::int32_t>()[i] % 2 == 0) != (dense.data<float>()[i * 4] > 0.5f) ? 1.f : 0.f;
+    m["dense"] = dense;
+    m["label"] = label;
+    return m;
   };
 }
 
