@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     job j;
     j.model = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
+    j.sparse_tables = true;  // on the serial trainer; the actor runtime's tables take dense gradients
     j.note =
         "data: " + train_file + " (" + std::to_string(train->size()) + " samples), " + summary_of_rows(*table_rows);
     j.summary = {{"data", train_file},

@@ -1,6 +1,7 @@
 // Gradient rules, one per forward op, applied in reverse build order.
 #include "graph/autodiff.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -11,7 +12,7 @@ namespace {
 
 class backward_pass {
  public:
-  backward_pass(graph& g) : g_(g) {}
+  backward_pass(graph& g, autodiff_options opts) : g_(g), opts_(opts) {}
 
   void accumulate(value_id id, var grad) {
     if (!grad.valid()) return;
@@ -36,13 +37,28 @@ class backward_pass {
   }
 
   status apply_rule(const node& n);
+  const std::vector<gradients::sparse_grad>& sparse() const { return sparse_; }
 
  private:
   status apply_matmul(const node& n, var dc);
+  // A parameter no forward node but `reader` reads.
+  bool only_read_by(value_id param, const node& reader) const;
 
   graph& g_;
+  autodiff_options opts_;
   std::unordered_map<value_id, var> grads_;
+  std::vector<gradients::sparse_grad> sparse_;
 };
+
+bool backward_pass::only_read_by(value_id param, const node& reader) const {
+  if (g_.value(param).kind != value_kind::parameter) return false;
+  int reads = 0;
+  for (const node& n : g_.nodes()) {
+    if (n.origin >= 0) break;  // the backward nodes start here
+    for (auto in : n.inputs) reads += in == param ? 1 : 0;
+  }
+  return reads == 1 && std::count(reader.inputs.begin(), reader.inputs.end(), param) == 1;
+}
 
 status backward_pass::apply_matmul(const node& n, var dc) {
   const auto& at = std::get<matmul_attrs>(n.attrs);
@@ -155,7 +171,12 @@ status backward_pass::apply_rule(const node& n) {
       if (want(0)) {
         bag_attrs a = std::get<bag_attrs>(n.attrs);
         a.table = shape_of(n.inputs[0]);
-        accumulate(n.inputs[0], g_.apply1(k::embedding_bag_grad, a, {dy, in(1)}));
+        if (opts_.sparse_tables && only_read_by(n.inputs[0], n)) {
+          auto outs = g_.apply(k::embedding_bag_sparse_grad, a, {dy, in(1)});
+          if (outs.size() == 2) sparse_.push_back({n.inputs[0], outs[0].id, outs[1].id});
+        } else {
+          accumulate(n.inputs[0], g_.apply1(k::embedding_bag_grad, a, {dy, in(1)}));
+        }
       }
       return {};
     case k::pairwise_dot:
@@ -229,7 +250,7 @@ status backward_pass::apply_rule(const node& n) {
 
 }  // namespace
 
-result<gradients> autodiff(graph& g, var loss) {
+result<gradients> autodiff(graph& g, var loss, autodiff_options opts) {
   if (auto st = g.check(); !st) return st.error();
   if (!loss.valid() || loss.g != &g)
     return make_error(errc::invalid_argument, "autodiff: loss is not a value of this graph");
@@ -243,7 +264,7 @@ result<gradients> autodiff(graph& g, var loss) {
   out.seed = seed.id;
   out.backward_begin = forward_end;
 
-  backward_pass pass(g);
+  backward_pass pass(g, opts);
   pass.accumulate(loss.id, seed);
   for (std::size_t i = forward_end; i-- > 0;) {
     node n = g.nodes()[i];  // copy: apply_rule appends to the node list
@@ -260,6 +281,7 @@ result<gradients> autodiff(graph& g, var loss) {
     var grad = pass.grad_of(p);
     if (grad.valid()) out.param_grads.emplace_back(p, grad.id);
   }
+  out.sparse_grads = pass.sparse();
   return out;
 }
 

@@ -26,10 +26,23 @@ struct gradients {
   std::size_t backward_begin = 0;  // index of the first backward node
   /// (parameter, its gradient) for every parameter the loss depends on, in parameter order.
   std::vector<std::pair<value_id, value_id>> param_grads;
+  /// With autodiff_options::sparse_tables: the tables whose gradient is kept as entries
+  /// (rows [N] i32, -1 for none; values [N,D]) whose sum by row is the dense gradient. Such
+  /// a parameter is not in param_grads.
+  struct sparse_grad {
+    value_id param = no_value, rows = no_value, values = no_value;
+  };
+  std::vector<sparse_grad> sparse_grads;
+};
+
+struct autodiff_options {
+  /// A parameter table read only by one embedding_bag gets a sparse gradient (the touched
+  /// rows, never a dense [V,D] table): sparse_grads instead of param_grads.
+  bool sparse_tables = false;
 };
 
 /// Appends the backward nodes of scalar `loss`. Errors: loss not a scalar, or an op on the
 /// path has no gradient rule (gradients of gradients are not supported).
-result<gradients> autodiff(graph& g, var loss);
+result<gradients> autodiff(graph& g, var loss, autodiff_options opts = {});
 
 }  // namespace cohort

@@ -87,6 +87,8 @@ const char* to_string(op_kind k) {
       return "attention_grad";
     case op_kind::embedding_bag_grad:
       return "embedding_bag_grad";
+    case op_kind::embedding_bag_sparse_grad:
+      return "embedding_bag_sparse_grad";
     case op_kind::pairwise_dot_grad:
       return "pairwise_dot_grad";
     case op_kind::bce_with_logits_grad:

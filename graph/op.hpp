@@ -67,6 +67,9 @@ enum class op_kind : std::uint8_t {
   slice_grad,                  // dy -> zeros of the full shape with dy placed at [start,end)
   attention_grad,              // (dy, q, k, v, y) -> (dq, dk, dv); the scores recomputed; attention's attrs
   embedding_bag_grad,          // (dy [*,D], ids [*,L]) -> dtable [V,D]; bag_attrs with the table's shape
+  embedding_bag_sparse_grad,   // (dy [*,D], ids [*,L]) -> (rows i32 [N], values [N,D]), N = ids' elements:
+                               // entry i is id i's row (-1 for padding) and its bag's gradient share;
+                               // the table's gradient is their sum by row (autodiff's sparse_tables)
   pairwise_dot_grad,           // (dy [*,P], x [*,F,D]) -> dx
   bce_with_logits_grad,        // (dloss [], logits, labels) -> dlogits
   // -- communication (inserted by partitioning; kernels come from the runtime) -------------

@@ -353,6 +353,15 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
         return shape_error(kind, in, "expects (dy [*,D], ids [*,L]) for table " + table.to_string());
       return types{{table, dtype::f32}};
     }
+    case k::embedding_bag_sparse_grad: {
+      if (auto c = check_operands(kind, in, 2, {1}); !c) return c.error();
+      const shape& table = std::get<bag_attrs>(attrs).table;
+      if (table.rank() != 2 || in[0].shape.rank() < 1 || in[1].shape.rank() < 1 || in[0].shape.at(-1) != table[1] ||
+          without_last(in[0].shape) != without_last(in[1].shape))
+        return shape_error(kind, in, "expects (dy [*,D], ids [*,L]) for table " + table.to_string());
+      const std::int64_t n = in[1].shape.numel();
+      return types{{shape{n}, dtype::i32}, {shape{n, table[1]}, dtype::f32}};
+    }
     case k::pairwise_dot_grad: {
       if (auto c = check_operands(kind, in, 2); !c) return c.error();
       const shape &dy = in[0].shape, &x = in[1].shape;

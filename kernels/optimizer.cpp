@@ -1,6 +1,7 @@
 // SGD and AdamW updates.
 #include "kernels/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cohort::kernels {
@@ -74,6 +75,67 @@ void apply_update(tensor& param, const tensor& grad, optimizer_state& state, con
     sgd(p, g, n, state, *s);
   else
     adamw(p, g, n, state, std::get<adamw_config>(cfg));
+  ++state.step;
+}
+
+std::string sparse_update_problem(const optimizer_config& cfg) {
+  const auto* s = std::get_if<sgd_config>(&cfg);
+  if (s == nullptr) return "AdamW moves every row each step (its moments decay)";
+  if (s->momentum != 0.f) return "SGD with momentum moves rows its buffer remembers";
+  if (s->weight_decay != 0.f) return "weight decay shrinks every row each step";
+  return "";
+}
+
+row_sums::row_sums(std::int64_t entries, std::int64_t dim) : dim_(dim) {
+  std::size_t capacity = 16;
+  while (capacity < 2 * static_cast<std::size_t>(std::max<std::int64_t>(entries, 1))) capacity *= 2;
+  keys_.assign(capacity, -1);
+  slot_of_key_.assign(capacity, 0);
+  rows_.assign(static_cast<std::size_t>(std::max<std::int64_t>(entries, 1)), -1);
+  sums_.assign(rows_.size() * static_cast<std::size_t>(dim), 0.f);
+}
+
+void row_sums::gather(const std::int32_t* rows, const float* values, std::int64_t n) {
+  for (std::int64_t k = 0; k < distinct_; ++k) {  // forget the last step's rows only
+    std::size_t h = static_cast<std::size_t>(rows_[static_cast<std::size_t>(k)]) * 0x9E3779B1u & (keys_.size() - 1);
+    while (keys_[h] != -1) {
+      keys_[h] = -1;
+      h = (h + 1) & (keys_.size() - 1);
+    }
+  }
+  distinct_ = 0;
+  const std::size_t mask = keys_.size() - 1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t r = rows[i];
+    if (r < 0) continue;
+    std::size_t h = static_cast<std::size_t>(r) * 0x9E3779B1u & mask;
+    while (keys_[h] != -1 && keys_[h] != r) h = (h + 1) & mask;
+    float* sum;
+    const float* v = values + i * dim_;
+    if (keys_[h] == -1) {
+      keys_[h] = r;
+      slot_of_key_[h] = static_cast<std::int32_t>(distinct_);
+      rows_[static_cast<std::size_t>(distinct_)] = r;
+      sum = sums_.data() + distinct_ * dim_;
+      ++distinct_;
+      for (std::int64_t j = 0; j < dim_; ++j) sum[j] = 0.f + v[j];  // as the dense kernel: zero, then add
+    } else {
+      sum = sums_.data() + static_cast<std::int64_t>(slot_of_key_[h]) * dim_;
+      for (std::int64_t j = 0; j < dim_; ++j) sum[j] += v[j];
+    }
+  }
+}
+
+void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& state, const optimizer_config& cfg) {
+  const auto& s = std::get<sgd_config>(cfg);
+  const std::int64_t dim = table.shape()[1];
+  float* p = table.data<float>();
+  const float lr = s.lr, decay = s.weight_decay;
+  for (std::int64_t k = 0; k < sums.size(); ++k) {
+    float* row = p + static_cast<std::int64_t>(sums.rows()[k]) * dim;
+    const float* g = sums.sums() + k * dim;
+    for (std::int64_t j = 0; j < dim; ++j) row[j] -= lr * (g[j] + decay * row[j]);  // sgd()'s formula
+  }
   ++state.step;
 }
 

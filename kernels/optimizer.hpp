@@ -6,9 +6,17 @@
 //   optimizer_state st = make_state(param, cfg);     // zeroed slots (exp_avg, exp_avg_sq), step 0
 //   apply_update(param, grad, st, cfg);              // in place; st.step becomes 1
 //   assert(st.step == 1 && st.slots.size() == 2);
+//   row_sums touched(/*entries=*/3, /*dim=*/4);                // an embedding table's sparse gradient
+//   std::int32_t rows[3] = {2, -1, 2};
+//   std::vector<float> values(12, 0.5f);
+//   touched.gather(rows, values.data(), 3);                     // one row (2), its values summed: 1.0
+//   tensor table = tensor::full({5, 4}, 1.f);
+//   optimizer_state none = make_state(table, sgd_config{.lr = 0.1f});
+//   apply_sparse_update(table, touched, none, sgd_config{.lr = 0.1f});   // row 2 becomes 0.9
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/optimizer.hpp"
@@ -25,5 +33,30 @@ optimizer_state make_state(const tensor& param, const optimizer_config& cfg);
 
 /// One update of `param` (contiguous f32) from `grad` (same shape). Allocates nothing.
 void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg);
+
+/// Why `cfg` cannot update a table from its touched rows alone ("" when it can): an update
+/// that moves untouched rows too (momentum, weight decay, AdamW) would differ from the dense one.
+std::string sparse_update_problem(const optimizer_config& cfg);
+
+/// A sparse gradient's entries (row, values) summed by row, in the order rows first appear,
+/// in buffers sized once for `entries` entries of `dim` values (nothing allocated per step).
+class row_sums {
+ public:
+  row_sums(std::int64_t entries, std::int64_t dim);
+  /// Sums the entries (row -1: none) as the dense gradient kernel adds them.
+  void gather(const std::int32_t* rows, const float* values, std::int64_t n);
+  std::int64_t size() const { return distinct_; }
+  const std::int32_t* rows() const { return rows_.data(); }
+  const float* sums() const { return sums_.data(); }
+
+ private:
+  std::int64_t dim_, distinct_ = 0;
+  std::vector<std::int32_t> keys_, slot_of_key_, rows_;  // open addressing: row -> slot
+  std::vector<float> sums_;
+};
+
+/// The update of `table` [V,D] from its touched rows: bit for bit the dense update by a
+/// gradient that is `sums` on those rows and zero elsewhere (sparse_update_problem(cfg) == "").
+void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& state, const optimizer_config& cfg);
 
 }  // namespace cohort::kernels

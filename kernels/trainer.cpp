@@ -13,8 +13,11 @@ serial_trainer::serial_trainer(graph& g, trainer_options opts)
 result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var loss, trainer_options opts) {
   if (opts.threads < 1)
     return make_error(errc::invalid_argument, "trainer: threads must be >= 1, got " + std::to_string(opts.threads));
+  if (opts.sparse_tables)
+    if (auto why = sparse_update_problem(opts.optimizer); !why.empty())
+      return make_error(errc::invalid_argument, "trainer: sparse table updates need plain SGD: " + why);
   std::unique_ptr<serial_trainer> tr(new serial_trainer(g, opts));
-  auto grads = autodiff(g, loss);
+  auto grads = autodiff(g, loss, {.sparse_tables = opts.sparse_tables});
   if (!grads) return grads.error();
   tr->grads_ = *grads;
   tr->params_ = init_parameters(g, opts.seed);
@@ -22,6 +25,10 @@ result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var los
   tr->pool_ = std::make_unique<thread_pool>(opts.threads);
   std::vector<value_id> keep{tr->grads_.loss};
   for (auto [p, gr] : tr->grads_.param_grads) keep.push_back(gr);
+  for (const auto& s : tr->grads_.sparse_grads) {
+    keep.push_back(s.rows);
+    keep.push_back(s.values);
+  }
   auto ex = executor::create(g, tr->params_, keep, {&tr->table_, tr->pool_.get()});
   if (!ex) return ex.error();
   tr->exec_ = std::make_unique<executor>(std::move(*ex));
@@ -29,6 +36,11 @@ result<std::unique_ptr<serial_trainer>> serial_trainer::create(graph& g, var los
     tensor& t = tr->params_.at(g.value(p).name);
     tr->param_tensors_.push_back(&t);
     tr->opt_state_.push_back(make_state(t, opts.optimizer));
+  }
+  for (const auto& s : tr->grads_.sparse_grads) {
+    tensor& t = tr->params_.at(g.value(s.param).name);
+    tr->sparse_.push_back({&t, s.rows, s.values, row_sums(g.value(s.rows).type.shape.numel(), t.shape()[1]),
+                           make_state(t, opts.optimizer)});
   }
   tr->exec_->input(tr->grads_.seed).fill(1.f);
   return tr;
@@ -46,6 +58,11 @@ result<float> serial_trainer::step() {
   float loss = exec_->value(grads_.loss).data<float>()[0];
   for (std::size_t i = 0; i < param_tensors_.size(); ++i)
     apply_update(*param_tensors_[i], exec_->value(grads_.param_grads[i].second), opt_state_[i], opts_.optimizer);
+  for (auto& s : sparse_) {
+    const tensor& rows = exec_->value(s.rows);
+    s.sums.gather(rows.data<std::int32_t>(), exec_->value(s.values).data<float>(), rows.numel());
+    apply_sparse_update(*s.table, s.sums, s.state, opts_.optimizer);
+  }
   ++steps_;
   return loss;
 }

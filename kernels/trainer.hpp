@@ -30,6 +30,10 @@ struct trainer_options {
   std::uint64_t seed = 0;          // parameter initialization
   int threads = 1;                 // OpenBLAS + kernel pool
   bool reference_kernels = false;  // the plain-loop oracle instead of the fast kernels
+  /// Tables read by one embedding_bag are updated from their touched rows (autodiff's
+  /// sparse_tables): bit for bit the dense update, for an optimizer that allows it
+  /// (sparse_update_problem); otherwise create() fails saying why.
+  bool sparse_tables = false;
 };
 
 class serial_trainer {
@@ -62,6 +66,13 @@ class serial_trainer {
   std::unique_ptr<executor> exec_;
   std::vector<tensor*> param_tensors_;  // aligned with grads_.param_grads
   std::vector<optimizer_state> opt_state_;
+  struct sparse_table {
+    tensor* table;
+    value_id rows, values;
+    row_sums sums;
+    optimizer_state state;
+  };
+  std::vector<sparse_table> sparse_;  // aligned with grads_.sparse_grads
   std::int64_t steps_ = 0;
 };
 

@@ -118,6 +118,7 @@ int app::train_job(const job& j) {
   t.threads = static_cast<int>(train_.threads);
   t.metrics_path = metrics_;
   t.note = j.note;
+  t.sparse_tables = j.sparse_tables;
   auto r = apps::train(t, plan_, options_.caf_arguments());
   if (!r) return fail(name_, r.error().message, exit_code_for(r.error()));
   if (!r->report) return 0;  // process 0 of the job reports

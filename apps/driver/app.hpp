@@ -71,6 +71,9 @@ struct job {
   /// Train nothing: evaluate the model of --init.from (as --train.steps=0 does), e.g. to
   /// sample from it. Without --init.from: exit 2.
   bool evaluate_only = false;
+  /// Embedding tables read by one embedding_bag are updated from their touched rows on the
+  /// serial trainer (--plan.mode=serial) when the optimizer allows it (plain SGD).
+  bool sparse_tables = false;
 };
 
 class app {

@@ -140,10 +140,14 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   graph g;
   var loss = job.model(g, job.batch);
   if (auto st = g.check(); !st) return st.error();
-  auto tr =
-      kernels::serial_trainer::create(g, loss, {.optimizer = job.optimizer, .seed = job.seed, .threads = job.threads});
+  const std::string not_sparse = job.sparse_tables ? kernels::sparse_update_problem(job.optimizer) : "";
+  const bool sparse = job.sparse_tables && not_sparse.empty();
+  auto tr = kernels::serial_trainer::create(
+      g, loss, {.optimizer = job.optimizer, .seed = job.seed, .threads = job.threads, .sparse_tables = sparse});
   if (!tr) return tr.error();
   if (!job.note.empty()) std::fprintf(stderr, "%s\n", job.note.c_str());
+  if (!not_sparse.empty())
+    std::fprintf(stderr, "%s: embedding tables updated densely: %s\n", job.app.c_str(), not_sparse.c_str());
   for (std::int64_t step = 0; step < job.steps; ++step) {
     for (auto& [name, t] : job.data(step)) (*tr)->input(name).copy_from(t);
     auto l = (*tr)->step();
@@ -153,6 +157,7 @@ result<training_result> train_serial(const training_job& job, loop_state& loop) 
   loop.finish();
   loop.out.parameters = (*tr)->parameters();
   loop.out.plan = {{"mode", "serial"}, {"ranks", 1}};
+  if (job.sparse_tables) loop.out.plan["sparse_tables"] = sparse;
   return std::move(loop.out);
 }
 

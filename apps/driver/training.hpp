@@ -74,7 +74,8 @@ struct training_job {
   std::uint64_t seed = 0;
   int threads = 1;
   std::string metrics_path;
-  std::string note;  // printed on stderr once the plan is known to run
+  std::string note;            // printed on stderr once the plan is known to run
+  bool sparse_tables = false;  // the serial trainer's sparse table updates, where the optimizer allows
 };
 
 struct training_result {

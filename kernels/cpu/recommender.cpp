@@ -77,18 +77,22 @@ status embedding_bag_grad(const kernel_call& c) {
   std::memset(dt, 0, static_cast<std::size_t>(dtable.numel()) * sizeof(float));
   for (std::int64_t b = 0; b < bags; ++b) {  // serial: two bags may share a row
     const std::int32_t* bag = ids + b * length;
-    float inv = 1.f;
-    if (mean) {
-      std::int64_t used = 0;
-      for (std::int64_t l = 0; l < length; ++l) used += bag[l] != bag_padding ? 1 : 0;
-      inv = used > 0 ? 1.f / static_cast<float>(used) : 0.f;
-    }
+    std::int64_t used = 0;
+    for (std::int64_t l = 0; l < length; ++l) used += bag[l] != bag_padding ? 1 : 0;
+    // a mean's share is dy / count: a division, never fused into the add (the sparse
+    // gradient's entries are the same quotients, summed by row in the same order)
+    const float count = mean ? static_cast<float>(used) : 1.f;
     const float* src = dy + b * dim;
     for (std::int64_t l = 0; l < length; ++l) {
       if (bag[l] == bag_padding) continue;
       float* row = dt + static_cast<std::int64_t>(bag[l]) * dim;
+      if (!mean) {
 #pragma omp simd
-      for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j] * inv;
+        for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j];
+      } else {
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j] / count;
+      }
     }
   }
   return {};

@@ -77,6 +77,30 @@ status embedding_bag_grad(const kernel_call& c) {
   return {};
 }
 
+status embedding_bag_sparse_grad(const kernel_call& c) {
+  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
+  const std::int64_t vocab = std::get<bag_attrs>(c.op.attrs).table[0], dim = c.out[1].shape()[1];
+  const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
+  const float* dy = c.in[0].data<float>();
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  std::int32_t* rows = c.out[0].data<std::int32_t>();
+  float* values = c.out[1].data<float>();
+  for (std::int64_t b = 0; b < bags; ++b) {
+    const std::int32_t* bag = ids + b * length;
+    for (std::int64_t l = 0; l < length; ++l)
+      if (auto st = check_bag_id(bag[l], vocab, b * length + l); !st) return st;
+    // the share as the fast dense kernel adds it: dy, or the float quotient dy / count
+    const float count = mean ? static_cast<float>(bag_divisor(bag, length, true)) : 1.f;
+    for (std::int64_t l = 0; l < length; ++l) {
+      const std::int64_t i = b * length + l;
+      rows[i] = bag[l];
+      for (std::int64_t j = 0; j < dim; ++j)
+        values[i * dim + j] = bag[l] == bag_padding ? 0.f : (mean ? dy[b * dim + j] / count : dy[b * dim + j]);
+    }
+  }
+  return {};
+}
+
 status pairwise_dot(const kernel_call& c) {
   const tensor& x = c.in[0];
   const std::int64_t f = x.shape().at(-2), d = x.shape().at(-1), pairs = f * (f - 1) / 2;

@@ -39,6 +39,7 @@ status attention(const kernel_call& c);
 status attention_grad(const kernel_call& c);
 status embedding_bag(const kernel_call& c);
 status embedding_bag_grad(const kernel_call& c);
+status embedding_bag_sparse_grad(const kernel_call& c);
 status pairwise_dot(const kernel_call& c);
 status pairwise_dot_grad(const kernel_call& c);
 status bce_with_logits(const kernel_call& c);

@@ -176,6 +176,19 @@ std::vector<op_case> make_cases() {
       bc.out = embedding_bag(table, ids, mean);
       return bc;
     });
+  for (bool mean : {false, true})  // autodiff emits it with sparse_tables; here applied directly
+    add_case(
+        mean ? "embedding_bag_sparse_grad mean" : "embedding_bag_sparse_grad sum",
+        [mean](graph& g, rng& r) {
+          built_case bc;
+          std::int64_t vocab = pick(r, {1, 3, 10, 31}), d = dim(r), rows = dim(r), length = pick(r, {1, 2, 5});
+          var ids = bag_operand(g, bc, r, {rows, length}, static_cast<std::int32_t>(vocab));
+          var dy = g.input("dy", {rows, d});
+          bc.inputs["dy"] = random_tensor({rows, d}, r.next());
+          bc.out = g.apply(op_kind::embedding_bag_sparse_grad, bag_attrs{mean, {vocab, d}}, {dy, ids})[1];
+          return bc;
+        },
+        false);
   add_case("pairwise_dot", [](graph& g, rng& r) {
     built_case bc;
     bc.out = pairwise_dot(operand(g, bc, r, "x", {dim(r), pick(r, {2, 3, 5, 27}), dim(r)}));

@@ -22,10 +22,12 @@ namespace cohort::test {
 using batch_fn = std::function<std::map<std::string, tensor>(std::int64_t step)>;
 
 inline std::vector<float> serial_losses(const actors::model_fn& model, std::int64_t batch, int steps,
-                                        const optimizer_config& opt, std::uint64_t seed, const batch_fn& data) {
+                                        const optimizer_config& opt, std::uint64_t seed, const batch_fn& data,
+                                        bool sparse_tables = false) {
   graph g;
   var loss = model(g, batch);
-  auto tr = kernels::serial_trainer::create(g, loss, {.optimizer = opt, .seed = seed, .threads = 1});
+  auto tr = kernels::serial_trainer::create(
+      g, loss, {.optimizer = opt, .seed = seed, .threads = 1, .sparse_tables = sparse_tables});
   REQUIRE_MESSAGE(tr.ok(), tr.error().message);
   std::vector<float> out;
   for (int s = 0; s < steps; ++s) {
