@@ -45,7 +45,7 @@ var layernorm(var x, var gamma, var beta, float eps = 1e-5f);
 var embedding(var table, var ids);
 /// Pooled lookup: for ids [*,L] (i32; bag_padding = -1 fills short bags), the sum (or mean)
 /// of each bag's rows of table [V,D] -> [*,D]. torch.nn.EmbeddingBag's (ids, offsets) bags are
-/// these rows padded to the longest bag (apps/data/bags.hpp converts).
+/// these rows padded to the longest bag (apps/data/bags.hpp: padded_bags).
 var embedding_bag(var table, var ids, bool mean = false);
 /// DLRM's dot interaction: x [*,F,D] -> [*,F(F-1)/2], <x_i, x_j> for i > j in row order.
 var pairwise_dot(var x);

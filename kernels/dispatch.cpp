@@ -77,8 +77,8 @@ dispatch_table cpu_kernels() {
   t.set(k::embedding, cpu::embedding);
   t.set(k::reshape, cpu::reshape);
   t.set(k::permute, cpu::permute);
-  t.set(k::slice, ref::slice);
-  t.set(k::concat, ref::concat);
+  t.set(k::slice, cpu::slice);
+  t.set(k::concat, cpu::concat);
   t.set(k::sum, cpu::sum);
   t.set(k::mean, cpu::mean);
   t.set(k::causal_mask, cpu::causal_mask);
@@ -102,7 +102,7 @@ dispatch_table cpu_kernels() {
   t.set(k::mse_grad, ref::mse_grad);
   t.set(k::layernorm_grad, cpu::layernorm_grad);
   t.set(k::embedding_grad, cpu::embedding_grad);
-  t.set(k::slice_grad, ref::slice_grad);
+  t.set(k::slice_grad, cpu::slice_grad);
   return t;
 }
 

@@ -45,4 +45,8 @@ status embedding_bag_grad(const kernel_call& c);
 status pairwise_dot(const kernel_call& c);
 status pairwise_dot_grad(const kernel_call& c);
 
+status concat(const kernel_call& c);
+status slice(const kernel_call& c);
+status slice_grad(const kernel_call& c);
+
 }  // namespace cohort::kernels::cpu

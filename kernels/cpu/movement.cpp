@@ -1,6 +1,7 @@
 // Fast data movement: embedding rows by memcpy, permute as an odometer over output rows
 // with a contiguous inner copy when the innermost axis stays innermost, reshape as an
-// alias (executors give its output the input's buffer).
+// alias (executors give its output the input's buffer), concat and slice as one memcpy per
+// outer index (the axis and everything inside it are contiguous).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -81,6 +82,66 @@ status permute(const kernel_call& c) {
       idx[d] = 0;
     }
   }
+  return {};
+}
+
+namespace {
+
+// A tensor as [outer, extent(axis) * inner] rows of bytes.
+struct axis_rows {
+  std::int64_t outer = 1, inner = 1;
+};
+
+axis_rows rows_around(const shape& s, int axis) {
+  axis_rows r;
+  for (int d = 0; d < axis; ++d) r.outer *= s[d];
+  for (int d = axis + 1; d < s.rank(); ++d) r.inner *= s[d];
+  return r;
+}
+
+// Copies [outer, n] blocks: dst row o at dst_at, src row o at src_at, `n` elements each.
+void copy_blocks(std::byte* dst, std::int64_t dst_row, std::int64_t dst_at, const std::byte* src, std::int64_t src_row,
+                 std::int64_t src_at, std::int64_t outer, std::int64_t n, std::size_t elem) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + static_cast<std::size_t>(o * dst_row + dst_at) * elem,
+                src + static_cast<std::size_t>(o * src_row + src_at) * elem, static_cast<std::size_t>(n) * elem);
+}
+
+}  // namespace
+
+status concat(const kernel_call& c) {
+  const int axis = std::get<concat_attrs>(c.op.attrs).axis;
+  tensor& y = c.out[0];
+  const axis_rows r = rows_around(y.shape(), axis);
+  const std::size_t elem = size_of(y.type());
+  const std::int64_t out_row = y.shape()[axis] * r.inner;
+  std::int64_t at = 0;
+  for (const tensor& x : c.in) {
+    const std::int64_t n = x.shape()[axis] * r.inner;
+    copy_blocks(y.data<std::byte>(), out_row, at, x.data<std::byte>(), n, 0, r.outer, n, elem);
+    at += n;
+  }
+  return {};
+}
+
+status slice(const kernel_call& c) {
+  const auto& a = std::get<slice_attrs>(c.op.attrs);
+  const tensor& x = c.in[0];
+  const axis_rows r = rows_around(x.shape(), a.axis);
+  const std::int64_t n = (a.end - a.start) * r.inner;
+  copy_blocks(c.out[0].data<std::byte>(), n, 0, x.data<std::byte>(), x.shape()[a.axis] * r.inner, a.start * r.inner,
+              r.outer, n, size_of(x.type()));
+  return {};
+}
+
+status slice_grad(const kernel_call& c) {
+  const auto& a = std::get<slice_attrs>(c.op.attrs);
+  tensor& dx = c.out[0];
+  std::memset(dx.data<std::byte>(), 0, static_cast<std::size_t>(dx.numel()) * size_of(dx.type()));
+  const axis_rows r = rows_around(dx.shape(), a.axis);
+  const std::int64_t n = (a.end - a.start) * r.inner;
+  copy_blocks(dx.data<std::byte>(), dx.shape()[a.axis] * r.inner, a.start * r.inner, c.in[0].data<std::byte>(), n, 0,
+              r.outer, n, size_of(dx.type()));
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apps/data/bags.hpp"
 #include "apps/data/criteo.hpp"
 #include "apps/driver/evaluate.hpp"
 
@@ -171,4 +172,20 @@ TEST_CASE("ROC AUC counts ties as half and log-loss matches the hand-computed va
   CHECK_FALSE(roc_auc({NAN, 0.2f}, {1.f, 0.f}).ok());
   // logits 0 and ln 3: p = 0.5 and 0.75, labels 1 and 0: (ln 2 + ln 4) / 2
   CHECK(log_loss_of_logits({0.f, std::log(3.f)}, {1.f, 0.f}) == doctest::Approx((std::log(2.0) + std::log(4.0)) / 2));
+}
+
+TEST_CASE("EmbeddingBag's (ids, offsets) bags become rows padded with -1") {
+  auto bags = padded_bags({4, 9, 2, 7, 7}, {0, 2, 2});
+  REQUIRE(bags.ok());
+  REQUIRE(bags->shape() == (shape{3, 3}));
+  const std::int32_t want[9] = {4, 9, -1, -1, -1, -1, 2, 7, 7};
+  for (int i = 0; i < 9; ++i) CHECK(bags->data<std::int32_t>()[i] == want[i]);
+  auto fixed = padded_bags({4, 9, 2, 7, 7}, {0, 2, 2}, 4);
+  REQUIRE(fixed.ok());
+  CHECK(fixed->shape() == (shape{3, 4}));
+  CHECK(fixed->data<std::int32_t>()[11] == 7);
+  CHECK(padded_bags({1, 2, 3}, {0, 3}, 2).error().message.find("does not fit rows of 2") != std::string::npos);
+  CHECK_FALSE(padded_bags({1}, {1}).ok());
+  CHECK_FALSE(padded_bags({1, 2}, {0, 3}).ok());
+  CHECK_FALSE(padded_bags({-3}, {0}).ok());
 }

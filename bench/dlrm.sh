@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# DLRM against PyTorch on this machine, interleaved in one run (ABAB...), on the same files:
+# criteo_synth.py's check pair (200,000 / 20,000 samples, tables capped at 100,000 rows, the
+# Kaggle architecture: bottom 13-512-256-64-16, 26 tables of dim 16, top 367-512-256-1), plain
+# SGD lr 0.1, 1 thread for both (compute and BLAS), in file order:
+#   B=128:  1,500 timed steps after 20 warm-up   vs ../shared/bench/dlrm_torch.py --batch 128
+#   B=2048: 200 timed steps after 20 warm-up     vs ../shared/bench/dlrm_torch.py --batch 2048
+# cohort runs the serial trainer with sparse table updates (--plan.mode=serial). Prints one JSON
+# line per run and a table of medians with the ratio cohort/PyTorch, then test AUC per side.
+#   bench/dlrm.sh [REPS]     (default 3; results in bench/results/dlrm-<date>.jsonl)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+reps=${1:-3}
+out="$root/bench/results/dlrm-$(date +%Y%m%d-%H%M%S).jsonl"
+cmake --build "$root/build" --target dlrm >/dev/null
+data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
+mkdir -p "$data"
+if [ ! -f "$data/check_train.tsv.meta.json" ]; then
+  $py "$peers/criteo_synth.py" --write "$data/check_train.tsv" --write-test "$data/check_test.tsv" \
+    --rows 200000 --test-rows 20000 --max-rows 100000 >/dev/null
+fi
+files=(--data.file="$data/check_train.tsv" --data.test-file="$data/check_test.tsv")
+
+for ((r = 1; r <= reps; r++)); do
+  for b in 128 2048; do
+    steps=$([ $b = 128 ] && echo 1500 || echo 200)
+    run cohort dlrm "batch=$b" "$root/build/apps/dlrm" "${files[@]}" --train.batch=$b \
+      --train.steps=$((steps + 20)) --train.warmup=20 --train.threads=1 --plan.mode=serial
+    run torch dlrm "batch=$b" $py "$peers/dlrm_torch.py" --data "$data/check_train.tsv" \
+      --test-data "$data/check_test.tsv" --batch $b --steps $steps --warmup 20 --threads 1
+  done
+done
+
+table torch
+$py - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print()
+for cfg in sorted({r["config"] for r in rows}):
+    for side in ("cohort", "torch"):
+        a = [r["result"].get("test_auc") for r in rows if r["config"] == cfg and r["side"] == side]
+        a = [x for x in a if x is not None]
+        if a: print(f"{cfg:12} {side:7} test AUC median {statistics.median(a):.4f} (runs: {', '.join(f'{x:.4f}' for x in a)})")
+PY
