@@ -183,7 +183,8 @@ TEST_CASE("EmbeddingBag's (ids, offsets) bags become rows padded with -1") {
   auto fixed = padded_bags({4, 9, 2, 7, 7}, {0, 2, 2}, 4);
   REQUIRE(fixed.ok());
   CHECK(fixed->shape() == (shape{3, 4}));
-  CHECK(fixed->data<std::int32_t>()[11] == 7);
+  CHECK(fixed->data<std::int32_t>()[10] == 7);
+  CHECK(fixed->data<std::int32_t>()[11] == bag_padding);
   CHECK(padded_bags({1, 2, 3}, {0, 3}, 2).error().message.find("does not fit rows of 2") != std::string::npos);
   CHECK_FALSE(padded_bags({1}, {1}).ok());
   CHECK_FALSE(padded_bags({1, 2}, {0, 3}).ok());

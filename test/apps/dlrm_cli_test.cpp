@@ -38,7 +38,7 @@ struct criteo_pair {
 TEST_CASE("dlrm learns a Criteo-format file: test AUC near the labels' 0.9 on the serial trainer and on dp2") {
   criteo_pair files;
   for (const char* plan : {"--plan.mode=serial", "--plan.dp=2"}) {
-    CAPTURE(plan);
+    CAPTURE(std::string(plan));
     auto r = run(DLRM_BINARY, files.args() + " " + plan);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.summary["app"] == "dlrm");
