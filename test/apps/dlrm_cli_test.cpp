@@ -38,14 +38,15 @@ struct criteo_pair {
 TEST_CASE("dlrm learns a Criteo-format file: test AUC near the labels' 0.9 on the serial trainer and on dp2") {
   criteo_pair files;
   for (const char* plan : {"--plan.mode=serial", "--plan.dp=2"}) {
-    CAPTURE(std::string(plan));
+    const std::string name = plan;
+    CAPTURE(name);
     auto r = run(DLRM_BINARY, files.args() + " " + plan);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.summary["app"] == "dlrm");
     CHECK(r.summary["train_samples"] == 4000);
     CHECK(r.summary["test_samples"] == 1000);
     CHECK(r.summary["samples_per_s"].get<double>() > 0);
-    MESSAGE(std::string(plan) << ": test AUC " << r.summary["test_auc"].get<double>() << ", log-loss "
+    MESSAGE(name << ": test AUC " << r.summary["test_auc"].get<double>() << ", log-loss "
                               << r.summary["test_logloss"].get<double>());
     // a tenth of the labels are flipped: the best AUC is about 0.9; learning nothing gives 0.5
     CHECK(r.summary["test_auc"].get<double>() > 0.8);
