@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)");
 
   std::unique_ptr<criteo_set> train, test;
-  std::unique_ptr<criteo_sampler> sampler;
+  std::unique_ptr<in_order_sampler> sampler;
   return a.run(argc, argv, [&](const app& a) -> result<job> {
     if (train_file.empty())
       return make_error(errc::invalid_argument,
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       if (!t) return t.error();
       test = std::make_unique<criteo_set>(std::move(*t));
     }
-    sampler = std::make_unique<criteo_sampler>(*train, a.train().batch);
+    sampler = std::make_unique<in_order_sampler>(train->columns, a.train().batch);
     model.tables = criteo_dlrm(*table_rows).tables;
 
     job j;
@@ -85,11 +85,11 @@ int main(int argc, char** argv) {
       j.summary["test_samples"] = test->size();
       j.evaluate = [&](const parameter_store& trained) -> result<json> {
         auto logits = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).logits; };
-        auto inputs = criteo_rows(*test, 0, test->size());
+        column_set inputs = test->columns;
         inputs.erase("label");
         auto scores = predict_rows(logits, inputs, trained, static_cast<int>(a.train().threads));
         if (!scores) return scores.error();
-        const std::vector<float> labels(test->labels.data<float>(), test->labels.data<float>() + test->size());
+        const std::vector<float> labels(test->labels().data<float>(), test->labels().data<float>() + test->size());
         auto auc = roc_auc(*scores, labels);
         if (!auc) return auc.error();
         return json{{"test_auc", *auc}, {"test_logloss", log_loss_of_logits(*scores, labels)}};

