@@ -11,6 +11,7 @@
 
 #include "apps/data/bags.hpp"
 #include "apps/data/criteo.hpp"
+#include "apps/data/movielens.hpp"
 #include "apps/driver/evaluate.hpp"
 
 using namespace cohort;
@@ -195,4 +196,27 @@ TEST_CASE("EmbeddingBag's (ids, offsets) bags become rows padded with -1") {
   CHECK_FALSE(padded_bags({1}, {1}).ok());
   CHECK_FALSE(padded_bags({1, 2}, {0, 3}).ok());
   CHECK_FALSE(padded_bags({-3}, {0}).ok());
+}
+
+TEST_CASE("the MovieLens reader handles quoted titles and NA years, and names a malformed line") {
+  const fs::path dir = temp_file("movielens-dir");
+  fs::create_directories(dir / "movielens");
+  std::ofstream(dir / "movielens" / "ratings.csv")
+      << "\"movieId\",\"title\",\"year\",\"genres\",\"userId\",\"rating\",\"timestamp\"\n"
+      << "31,\"Dangerous Minds, \"\"the\"\" film\",1995,\"Drama\",1,2.5,1260759144\n"
+      << "1029,\"Dumbo\",NA,\"Animation|Children|Drama\",1,4,1260759179\n"
+      << "31,\"Dangerous Minds, \"\"the\"\" film\",1995,\"Drama\",2,5,1260759180\n";
+  auto ml = load_movielens(dir.string());
+  REQUIRE_MESSAGE(ml.ok(), ml.error().message);
+  CHECK(ml->users == 2);
+  CHECK(ml->movies == 2);
+  CHECK(ml->genres == 3);
+  CHECK(ml->max_genres == 3);
+  CHECK(ml->train.size() + ml->test.size() == 3);
+  CHECK(ml->genre_names == std::vector<std::string>{"Animation", "Children", "Drama"});
+  std::ofstream(dir / "movielens" / "ratings.csv", std::ios::app) << "42,\"Open,1999,\"Drama\",3,4,1\n";
+  auto bad = load_movielens(dir.string());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("ratings.csv:5: a quoted field is not closed") != std::string::npos);
+  fs::remove_all(dir);
 }

@@ -47,7 +47,7 @@ TEST_CASE("dlrm learns a Criteo-format file: test AUC near the labels' 0.9 on th
     CHECK(r.summary["test_samples"] == 1000);
     CHECK(r.summary["samples_per_s"].get<double>() > 0);
     MESSAGE(name << ": test AUC " << r.summary["test_auc"].get<double>() << ", log-loss "
-                              << r.summary["test_logloss"].get<double>());
+                 << r.summary["test_logloss"].get<double>());
     // a tenth of the labels are flipped: the best AUC is about 0.9; learning nothing gives 0.5
     CHECK(r.summary["test_auc"].get<double>() > 0.8);
     CHECK(r.summary["test_logloss"].get<double>() < 0.6);
@@ -75,4 +75,26 @@ TEST_CASE("dlrm refuses bad input with exit code 2, naming the option or the fil
   auto absent = run(DLRM_BINARY, "--data.file=/nonexistent/train.tsv --model.rows=1000 --train.steps=1");
   CHECK(absent.exit_code == 2);
   CHECK(absent.err.find("/nonexistent/train.tsv") != std::string::npos);
+}
+
+TEST_CASE("dlrm on MovieLens (user, movie and genre bags) beats the movie-only baselines clearly") {
+  auto r = run(DLRM_BINARY, "--data.name=movielens --plan.mode=serial --train.steps=2000 --train.threads=2");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err << " (data/movielens/ratings.csv comes from scripts/fetch-data.sh)");
+  CHECK(r.summary["train_samples"].get<int>() + r.summary["test_samples"].get<int>() == 100004);
+  const double auc = r.summary["test_auc"], popularity = r.summary["baseline_popularity_auc"],
+               movie_rate = r.summary["baseline_movie_ctr_auc"];
+  MESSAGE("MovieLens test AUC " << auc << "; baselines: popularity " << popularity << ", the movie's click rate "
+                                << movie_rate);
+  CHECK(popularity > 0.55);
+  CHECK(movie_rate > popularity);
+  CHECK(auc > movie_rate + 0.03);
+}
+
+TEST_CASE("dlrm refuses criteo's options with movielens and an unknown data set") {
+  auto mixed = run(DLRM_BINARY, "--data.name=movielens --model.rows=10 --train.steps=1");
+  CHECK(mixed.exit_code == 2);
+  CHECK(mixed.err.find("are for criteo") != std::string::npos);
+  auto unknown = run(DLRM_BINARY, "--data.name=avazu --train.steps=1");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--data.name must be criteo or movielens") != std::string::npos);
 }
