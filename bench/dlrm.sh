@@ -5,6 +5,8 @@
 # SGD lr 0.1, 1 thread for both (compute and BLAS), in file order:
 #   B=128:  1,500 timed steps after 20 warm-up   vs ../shared/bench/dlrm_torch.py --batch 128
 #   B=2048: 200 timed steps after 20 warm-up     vs ../shared/bench/dlrm_torch.py --batch 2048
+# and on the benchmark pair (2,000,000 / 50,000 samples, Criteo Kaggle's full tables: 33.8 M rows,
+# 2.16 GB at f32): B=128, 3,000 timed steps after 20 warm-up ("full" below).
 # cohort runs the serial trainer with sparse table updates (--plan.mode=serial). Prints one JSON
 # line per run and a table of medians with the ratio cohort/PyTorch, then test AUC per side.
 #   bench/dlrm.sh [REPS]     (default 3; results in bench/results/dlrm-<date>.jsonl)
@@ -19,6 +21,10 @@ if [ ! -f "$data/check_train.tsv.meta.json" ]; then
   $py "$peers/criteo_synth.py" --write "$data/check_train.tsv" --write-test "$data/check_test.tsv" \
     --rows 200000 --test-rows 20000 --max-rows 100000 >/dev/null
 fi
+if [ ! -f "$data/bench_train.tsv.meta.json" ]; then
+  $py "$peers/criteo_synth.py" --write "$data/bench_train.tsv" --write-test "$data/bench_test.tsv" \
+    --rows 2000000 --test-rows 50000 >/dev/null
+fi
 files=(--data.file="$data/check_train.tsv" --data.test-file="$data/check_test.tsv")
 
 for ((r = 1; r <= reps; r++)); do
@@ -29,6 +35,11 @@ for ((r = 1; r <= reps; r++)); do
     run torch dlrm "batch=$b" $py "$peers/dlrm_torch.py" --data "$data/check_train.tsv" \
       --test-data "$data/check_test.tsv" --batch $b --steps $steps --warmup 20 --threads 1
   done
+  run cohort dlrm "full batch=128" "$root/build/apps/dlrm" --data.file="$data/bench_train.tsv" \
+    --data.test-file="$data/bench_test.tsv" --train.batch=128 --train.steps=3020 --train.warmup=20 \
+    --train.threads=1 --plan.mode=serial
+  run torch dlrm "full batch=128" $py "$peers/dlrm_torch.py" --data "$data/bench_train.tsv" \
+    --test-data "$data/bench_test.tsv" --batch 128 --steps 3000 --warmup 20 --threads 1
 done
 
 table torch

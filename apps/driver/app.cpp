@@ -47,7 +47,10 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
       .add("train.threads", train_.threads, "threads for OpenBLAS and cohort's kernels together (per process)")
       .add("train.seed", train_.seed, "seed for initialization, data order and synthetic data")
       .add("metrics.file", metrics_, "write one JSON object per step to this file")
-      .add("eval.only", eval_only_, "train nothing: evaluate the model of --init.from (as --train.steps=0)");
+      .add("eval.only", eval_only_, "train nothing: evaluate the model of --init.from (as --train.steps=0)")
+      .add("eval.every", eval_every_,
+           "evaluate every N steps (as at the end; into the metrics file and stderr; not timed); "
+           "needs --plan.mode=serial");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
   if (!parsed) return fail(name_, parsed.error().message, 2);
@@ -119,6 +122,8 @@ int app::train_job(const job& j) {
   t.metrics_path = metrics_;
   t.note = j.note;
   t.sparse_tables = j.sparse_tables;
+  t.evaluate_every = eval_every_;
+  t.evaluate = j.evaluate;
   auto r = apps::train(t, plan_, options_.caf_arguments());
   if (!r) return fail(name_, r.error().message, exit_code_for(r.error()));
   if (!r->report) return 0;  // process 0 of the job reports

@@ -99,6 +99,7 @@ class app {
   train_settings train_;
   std::string optimizer_text_, metrics_;  // --train.optimizer (parsed into train_), --metrics.file
   bool eval_only_ = false;                // --eval.only
+  std::int64_t eval_every_ = 0;           // --eval.every
   plan_options plan_;
 };
 

@@ -78,7 +78,11 @@ TEST_CASE("dlrm refuses bad input with exit code 2, naming the option or the fil
 }
 
 TEST_CASE("dlrm on MovieLens (user, movie and genre bags) beats the movie-only baselines clearly") {
-  auto r = run(DLRM_BINARY, "--data.name=movielens --plan.mode=serial --train.steps=2000 --train.threads=2");
+  const fs::path metrics = fs::temp_directory_path() / ("cohort-dlrm-ml-" + std::to_string(::getpid()) + ".jsonl");
+  auto r = run(DLRM_BINARY,
+               "--data.name=movielens --plan.mode=serial --train.steps=2000 --train.threads=2 "
+               "--eval.every=1000 --metrics.file=" +
+                   metrics.string());
   REQUIRE_MESSAGE(r.exit_code == 0, r.err << " (data/movielens/ratings.csv comes from scripts/fetch-data.sh)");
   CHECK(r.summary["train_samples"].get<int>() + r.summary["test_samples"].get<int>() == 100004);
   const double auc = r.summary["test_auc"], popularity = r.summary["baseline_popularity_auc"],
@@ -88,12 +92,28 @@ TEST_CASE("dlrm on MovieLens (user, movie and genre bags) beats the movie-only b
   CHECK(popularity > 0.55);
   CHECK(movie_rate > popularity);
   CHECK(auc > movie_rate + 0.03);
+  // --eval.every: an evaluation record after steps 1000 and 2000; the last is the summary's
+  std::vector<nlohmann::json> evaluations;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    auto rec = nlohmann::json::parse(line);
+    if (rec.value("event", "") == "evaluation") evaluations.push_back(rec);
+  }
+  fs::remove(metrics);
+  REQUIRE(evaluations.size() == 2);
+  CHECK(evaluations[0]["step"] == 1000);
+  CHECK(evaluations[1]["samples"] == 2000 * 128);
+  CHECK(evaluations[1]["test_auc"].get<double>() == auc);
+  CHECK(evaluations[0]["test_auc"].get<double>() < auc);
 }
 
 TEST_CASE("dlrm refuses criteo's options with movielens and an unknown data set") {
   auto mixed = run(DLRM_BINARY, "--data.name=movielens --model.rows=10 --train.steps=1");
   CHECK(mixed.exit_code == 2);
   CHECK(mixed.err.find("are for criteo") != std::string::npos);
+  auto runtime = run(DLRM_BINARY, "--data.name=movielens --train.steps=4 --eval.every=2");
+  CHECK(runtime.exit_code == 2);
+  CHECK(runtime.err.find("--eval.every evaluates the serial trainer's parameters") != std::string::npos);
   auto unknown = run(DLRM_BINARY, "--data.name=avazu --train.steps=1");
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("--data.name must be criteo or movielens") != std::string::npos);
