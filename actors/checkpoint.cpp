@@ -102,6 +102,8 @@ nlohmann::json optimizer_json(const optimizer_config& o) {
     return {{"rule", "sgd"},           {"lr", s->lr},
             {"momentum", s->momentum}, {"weight_decay", s->weight_decay},
             {"nesterov", s->nesterov}, {"slots", slot_names(o)}};
+  if (const auto* g = std::get_if<adagrad_config>(&o))
+    return {{"rule", "adagrad"}, {"lr", g->lr}, {"eps", g->eps}, {"slots", slot_names(o)}};
   const auto& a = std::get<adamw_config>(o);
   return {{"rule", "adamw"},       {"lr", a.lr},   {"beta1", a.beta1},
           {"beta2", a.beta2},      {"eps", a.eps}, {"weight_decay", a.weight_decay},
@@ -109,6 +111,7 @@ nlohmann::json optimizer_json(const optimizer_config& o) {
 }
 
 std::string optimizer_rule(const optimizer_config& o) {
+  if (std::holds_alternative<adagrad_config>(o)) return "adagrad";
   return std::holds_alternative<sgd_config>(o) ? "sgd" : "adamw";
 }
 
@@ -204,6 +207,7 @@ std::vector<std::string> slot_names(const optimizer_config& o) {
     if (s->momentum != 0.f) return {"momentum"};
     return {};
   }
+  if (std::holds_alternative<adagrad_config>(o)) return {"adagrad_sum"};
   return {"adam_m", "adam_v"};
 }
 

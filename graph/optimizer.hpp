@@ -1,7 +1,7 @@
 // Optimizers as graph-level rules: what state each parameter carries and the update's
 // hyper-parameters. The arithmetic lives in kernels/optimizer.hpp; keeping the rule here
 // lets the planner size optimizer state and lets parameter actors own it per shard.
-// Semantics follow torch.optim.SGD and torch.optim.AdamW exactly.
+// Semantics follow torch.optim.SGD, torch.optim.AdamW and torch.optim.Adagrad exactly.
 //
 //   optimizer_config opt = adamw_config{.lr = 1e-3f, .beta2 = 0.95f, .weight_decay = 0.1f};
 //   int slots = state_slots(opt);    // 2: exp_avg and exp_avg_sq per parameter
@@ -30,11 +30,20 @@ struct adamw_config {
   float weight_decay = 0.01f;
 };
 
-using optimizer_config = std::variant<sgd_config, adamw_config>;
+/// torch.optim.Adagrad (lr_decay 0, weight_decay 0, initial accumulator 0): sum += g*g;
+/// p -= lr * g / (sqrt(sum) + eps). A zero gradient leaves p and sum as they are, so a table
+/// updated from its touched rows alone is updated exactly (torch's sparse Adagrad).
+struct adagrad_config {
+  float lr = 0.01f;
+  float eps = 1e-10f;
+};
+
+using optimizer_config = std::variant<sgd_config, adamw_config, adagrad_config>;
 
 /// Number of state tensors (each shaped like the parameter) the optimizer keeps.
 inline int state_slots(const optimizer_config& c) {
   if (const auto* s = std::get_if<sgd_config>(&c)) return s->momentum != 0.f ? 1 : 0;
+  if (std::holds_alternative<adagrad_config>(c)) return 1;
   return 2;
 }
 

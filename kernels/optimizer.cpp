@@ -59,6 +59,17 @@ void adamw(float* __restrict p, const float* __restrict g, std::int64_t n, optim
   }
 }
 
+// torch's _single_tensor_adagrad: state_sum.addcmul_(g, g); std = state_sum.sqrt() + eps;
+// p.addcdiv_(g, std, -lr).
+void adagrad(float* __restrict p, const float* __restrict g, float* __restrict sum, std::int64_t n,
+             const adagrad_config& c) {
+  const float lr = c.lr, eps = c.eps;
+  for (std::int64_t i = 0; i < n; ++i) {
+    sum[i] += g[i] * g[i];
+    p[i] -= lr * (g[i] / (std::sqrt(sum[i]) + eps));
+  }
+}
+
 }  // namespace
 
 optimizer_state make_state(const tensor& param, const optimizer_config& cfg) {
@@ -73,12 +84,15 @@ void apply_update(tensor& param, const tensor& grad, optimizer_state& state, con
   std::int64_t n = param.numel();
   if (const auto* s = std::get_if<sgd_config>(&cfg))
     sgd(p, g, n, state, *s);
+  else if (const auto* a = std::get_if<adagrad_config>(&cfg))
+    adagrad(p, g, state.slots[0].data<float>(), n, *a);
   else
     adamw(p, g, n, state, std::get<adamw_config>(cfg));
   ++state.step;
 }
 
 std::string sparse_update_problem(const optimizer_config& cfg) {
+  if (std::holds_alternative<adagrad_config>(cfg)) return "";
   const auto* s = std::get_if<sgd_config>(&cfg);
   if (s == nullptr) return "AdamW moves every row each step (its moments decay)";
   if (s->momentum != 0.f) return "SGD with momentum moves rows its buffer remembers";
@@ -127,9 +141,18 @@ void row_sums::gather(const std::int32_t* rows, const float* values, std::int64_
 }
 
 void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& state, const optimizer_config& cfg) {
-  const auto& s = std::get<sgd_config>(cfg);
   const std::int64_t dim = table.shape()[1];
   float* p = table.data<float>();
+  if (const auto* a = std::get_if<adagrad_config>(&cfg)) {
+    float* sum = state.slots[0].data<float>();
+    for (std::int64_t k = 0; k < sums.size(); ++k) {  // adagrad() on each touched row
+      const std::int64_t at = static_cast<std::int64_t>(sums.rows()[k]) * dim;
+      adagrad(p + at, sums.sums() + k * dim, sum + at, dim, *a);
+    }
+    ++state.step;
+    return;
+  }
+  const auto& s = std::get<sgd_config>(cfg);
   const float lr = s.lr, decay = s.weight_decay;
   for (std::int64_t k = 0; k < sums.size(); ++k) {
     float* row = p + static_cast<std::int64_t>(sums.rows()[k]) * dim;

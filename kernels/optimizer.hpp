@@ -1,5 +1,6 @@
-// Optimizer arithmetic for the rules of graph/optimizer.hpp, matching torch.optim.SGD and
-// torch.optim.AdamW (PyTorch 1.13, single-tensor path) operation for operation.
+// Optimizer arithmetic for the rules of graph/optimizer.hpp, matching torch.optim.SGD,
+// torch.optim.AdamW and torch.optim.Adagrad (PyTorch 1.13, single-tensor path) operation for
+// operation.
 //
 //   tensor param = tensor::full({4}, 1.f), grad = tensor::full({4}, 0.5f);
 //   optimizer_config cfg = adamw_config{.lr = 0.01f};
@@ -34,8 +35,9 @@ optimizer_state make_state(const tensor& param, const optimizer_config& cfg);
 /// One update of `param` (contiguous f32) from `grad` (same shape). Allocates nothing.
 void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg);
 
-/// Why `cfg` cannot update a table from its touched rows alone ("" when it can): an update
-/// that moves untouched rows too (momentum, weight decay, AdamW) would differ from the dense one.
+/// Why `cfg` cannot update a table from its touched rows alone ("" when it can: plain SGD,
+/// Adagrad): an update that moves untouched rows too (momentum, weight decay, AdamW) would
+/// differ from the dense one.
 std::string sparse_update_problem(const optimizer_config& cfg);
 
 /// A sparse gradient's entries (row, values) summed by row, in the order rows first appear,

@@ -9,12 +9,22 @@
 
 namespace cohort::apps {
 
-const char* to_string(optimizer_kind k) { return k == optimizer_kind::sgd ? "sgd" : "adamw"; }
+const char* to_string(optimizer_kind k) {
+  switch (k) {
+    case optimizer_kind::sgd:
+      return "sgd";
+    case optimizer_kind::adamw:
+      return "adamw";
+    case optimizer_kind::adagrad:
+      return "adagrad";
+  }
+  return "?";
+}
 
 result<optimizer_kind> parse_optimizer(const std::string& text) {
-  for (optimizer_kind k : {optimizer_kind::sgd, optimizer_kind::adamw})
+  for (optimizer_kind k : {optimizer_kind::sgd, optimizer_kind::adamw, optimizer_kind::adagrad})
     if (text == to_string(k)) return k;
-  return make_error(errc::invalid_argument, "--train.optimizer must be sgd or adamw, got '" + text + "'");
+  return make_error(errc::invalid_argument, "--train.optimizer must be sgd, adamw or adagrad, got '" + text + "'");
 }
 
 optimizer_config train_settings::optimizer_rule() const {
@@ -22,6 +32,7 @@ optimizer_config train_settings::optimizer_rule() const {
     return sgd_config{.lr = static_cast<float>(lr),
                       .momentum = static_cast<float>(momentum),
                       .weight_decay = static_cast<float>(weight_decay)};
+  if (optimizer == optimizer_kind::adagrad) return adagrad_config{.lr = static_cast<float>(lr)};
   return adamw_config{.lr = static_cast<float>(lr),
                       .beta1 = static_cast<float>(beta1),
                       .beta2 = static_cast<float>(beta2),
@@ -37,7 +48,7 @@ app::app(std::string name, std::string summary, train_settings defaults)
 int app::run(int argc, char** argv, const std::function<result<job>(const app&)>& make_job) {
   options_.add("train.steps", train_.steps, "optimizer steps")
       .add("train.batch", train_.batch, "samples per step (the global batch, split over dp x micro-batches)")
-      .add("train.optimizer", optimizer_text_, "sgd or adamw")
+      .add("train.optimizer", optimizer_text_, "sgd, adamw or adagrad (torch.optim's rules)")
       .add("train.lr", train_.lr, "learning rate")
       .add("train.momentum", train_.momentum, "SGD momentum (0 = plain SGD)")
       .add("train.beta1", train_.beta1, "AdamW beta1")

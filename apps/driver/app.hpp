@@ -39,9 +39,9 @@
 
 namespace cohort::apps {
 
-enum class optimizer_kind { sgd, adamw };
+enum class optimizer_kind { sgd, adamw, adagrad };
 
-/// "sgd", "adamw".
+/// "sgd", "adamw", "adagrad".
 const char* to_string(optimizer_kind k);
 result<optimizer_kind> parse_optimizer(const std::string& text);
 

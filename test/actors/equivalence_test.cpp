@@ -138,7 +138,7 @@ TEST_CASE("DLRM (pooled bags, dot interaction, BCE): every plan's losses equal t
                       np.name);
 }
 
-TEST_CASE("DLRM with sparse table updates (touched rows only): the dense run's losses bit for bit") {
+TEST_CASE("DLRM with sparse table updates (SGD, Adagrad): the dense run's losses bit for bit") {
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) { return apps::build_dlrm(g, toy_dlrm(), b).loss; };
   optimizer_config opt = sgd_config{.lr = 0.1f};
@@ -150,6 +150,18 @@ TEST_CASE("DLRM with sparse table updates (touched rows only): the dense run's l
     CHECK(dense[i] == sparse[i]);
   }
   CHECK(dense.back() < dense.front());
+  // Adagrad too: its sums of untouched rows stay as they are
+  optimizer_config adagrad = adagrad_config{.lr = 0.05f};
+  auto dense_adagrad = serial_losses(model, batch, steps, adagrad, 7, dlrm_data(batch));
+  auto sparse_adagrad = serial_losses(model, batch, steps, adagrad, 7, dlrm_data(batch), true);
+  for (std::size_t i = 0; i < dense_adagrad.size(); ++i) CHECK(dense_adagrad[i] == sparse_adagrad[i]);
+  // and every plan of the runtime, with Adagrad's state in its parameter actors, as serial
+  for (const auto& np : plans())
+    if (std::string(np.name) == "dp2 sharded" || std::string(np.name) == "pp2 1f1b m4" ||
+        std::string(np.name) == "dp2 tp2")
+      check_same_losses(dense_adagrad,
+                        runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, adagrad, 7, dlrm_data(batch)),
+                        np.name);
   // an update that moves untouched rows cannot be sparse: refused, saying why
   graph g;
   var loss = model(g, batch);

@@ -1,12 +1,14 @@
 // The dlrm app end to end, as a user runs it: it learns a learnable Criteo-format file (test
 // AUC and log-loss in the summary beside samples/s), on the serial trainer and on the actor
-// runtime with two data-parallel ranks; bad input exits 2 naming the option or the file's line.
+// runtime with two data-parallel ranks; an Adagrad run resumes from its checkpoint bit for bit;
+// MovieLens beats its baselines; bad input exits 2 naming the option or the file's line.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 
 #include "run_app.hpp"
 #include "support/criteo_files.hpp"
+#include "support/run_files.hpp"
 
 using cohort::test::run;
 namespace fs = std::filesystem;
@@ -117,4 +119,26 @@ TEST_CASE("dlrm refuses criteo's options with movielens and an unknown data set"
   auto unknown = run(DLRM_BINARY, "--data.name=avazu --train.steps=1");
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("--data.name must be criteo or movielens") != std::string::npos);
+}
+
+TEST_CASE("dlrm with Adagrad on dp2 resumes from its checkpoint with the uninterrupted run's losses bit for bit") {
+  criteo_pair files;
+  const std::string dir = cohort::test::fresh_dir("dlrm", "adagrad"), full = cohort::test::temp_path("dlrm", "a.jsonl"),
+                    resumed = cohort::test::temp_path("dlrm", "b.jsonl");
+  const std::string job = files.args() + " --train.steps=12 --train.optimizer=adagrad --train.lr=0.05 --plan.dp=2";
+  auto a = run(DLRM_BINARY, job + " --checkpoint.dir=" + dir + " --checkpoint.every=6 --metrics.file=" + full);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.err);
+  const std::string manifest = cohort::test::read_text(dir + "/step-000006/manifest.json");
+  CHECK(manifest.find("\"adagrad\"") != std::string::npos);
+  CHECK(manifest.find("emb.c1.adagrad_sum") != std::string::npos);
+  auto b = run(DLRM_BINARY, job + " --checkpoint.resume=" + dir + "/step-000006 --metrics.file=" + resumed);
+  REQUIRE_MESSAGE(b.exit_code == 0, b.err);
+  const auto all = cohort::test::metrics_losses(full), rest = cohort::test::metrics_losses(resumed);
+  REQUIRE(all.size() == 12);
+  REQUIRE(rest.size() == 6);
+  CHECK(rest == std::vector<double>(all.begin() + 6, all.end()));
+  CHECK(b.summary["test_auc"] == a.summary["test_auc"]);
+  fs::remove_all(dir);
+  fs::remove(full);
+  fs::remove(resumed);
 }

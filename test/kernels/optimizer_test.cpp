@@ -1,4 +1,4 @@
-// SGD and AdamW against the update rules of torch.optim written out by hand.
+// SGD, AdamW and Adagrad against the update rules of torch.optim written out by hand.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -76,5 +76,24 @@ TEST_CASE("AdamW follows torch.optim.AdamW with decoupled weight decay") {
     double denom = std::sqrt(v) / std::sqrt(1 - std::pow(0.95, t)) + 1e-8;
     pv -= step * m / denom;
     CHECK(p.at(0) == doctest::Approx(pv).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("Adagrad follows torch.optim.Adagrad and leaves a row without gradient as it is") {
+  adagrad_config c{.lr = 0.1f, .eps = 1e-10f};
+  tensor p = tensor::full({2}, 1.f);
+  auto st = make_state(p, c);
+  REQUIRE(st.slots.size() == 1);
+  double pv = 1.0, sum = 0;
+  const double grads[] = {0.5, -0.25, 1.0};
+  for (double gv : grads) {
+    tensor g = tensor::zeros({2});
+    g.data<float>()[0] = static_cast<float>(gv);
+    apply_update(p, g, st, c);
+    sum += gv * gv;
+    pv -= 0.1 * gv / (std::sqrt(sum) + 1e-10);
+    CHECK(p.at(0) == doctest::Approx(pv).epsilon(1e-6));
+    CHECK(p.at(1) == 1.f);  // a zero gradient: sum and value unchanged
+    CHECK(st.slots[0].at(1) == 0.f);
   }
 }

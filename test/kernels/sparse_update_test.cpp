@@ -1,6 +1,7 @@
 // Sparse table gradients: the entries embedding_bag_sparse_grad emits, summed by row
-// (row_sums), are the dense embedding_bag_grad bit for bit, and the sparse SGD update of the
-// touched rows is the dense update; optimizers that move untouched rows are refused.
+// (row_sums), are the dense embedding_bag_grad bit for bit, and the sparse SGD and Adagrad
+// updates of the touched rows are the dense updates; optimizers that move untouched rows are
+// refused.
 #include <doctest/doctest.h>
 
 #include "graph/dsl.hpp"
@@ -42,17 +43,26 @@ TEST_CASE("sparse table gradient entries summed by row are the dense gradient, a
       for (std::int64_t i = 0; i < vocab * dim; ++i) CHECK(scattered.data<float>()[i] == dense_out[0].data<float>()[i]);
     }
 
-    const optimizer_config sgd = sgd_config{.lr = 0.3f};
-    tensor a = test::random_tensor({vocab, dim}, 5), b = a.clone();
-    optimizer_state sa = make_state(a, sgd), sb = make_state(b, sgd);
-    apply_update(a, dense_out[0], sa, sgd);
-    apply_sparse_update(b, sums, sb, sgd);
-    for (std::int64_t i = 0; i < vocab * dim; ++i) CHECK(a.data<float>()[i] == b.data<float>()[i]);
-    CHECK(sb.step == 1);
+    for (const optimizer_config& rule :
+         {optimizer_config{sgd_config{.lr = 0.3f}}, optimizer_config{adagrad_config{.lr = 0.3f}}}) {
+      CAPTURE(rule.index());
+      tensor a = test::random_tensor({vocab, dim}, 5), b = a.clone();
+      optimizer_state sa = make_state(a, rule), sb = make_state(b, rule);
+      for (int step = 0; step < 3; ++step) {  // Adagrad's sums carry over
+        apply_update(a, dense_out[0], sa, rule);
+        apply_sparse_update(b, sums, sb, rule);
+      }
+      for (std::int64_t i = 0; i < vocab * dim; ++i) CHECK(a.data<float>()[i] == b.data<float>()[i]);
+      for (std::size_t s = 0; s < sa.slots.size(); ++s)
+        for (std::int64_t i = 0; i < vocab * dim; ++i)
+          CHECK(sa.slots[s].data<float>()[i] == sb.slots[s].data<float>()[i]);
+      CHECK(sb.step == 3);
+    }
     (void)dense;
     (void)sparse;
   }
   CHECK(sparse_update_problem(sgd_config{.lr = 0.1f}).empty());
   CHECK(sparse_update_problem(sgd_config{.lr = 0.1f, .weight_decay = 0.1f}).find("weight decay") != std::string::npos);
   CHECK(sparse_update_problem(adamw_config{}).find("AdamW") != std::string::npos);
+  CHECK(sparse_update_problem(adagrad_config{}).empty());
 }

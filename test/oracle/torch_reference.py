@@ -184,7 +184,10 @@ def run_dlrm(data, cfg):
     out = {"loss": loss.detach().reshape(1)}
     for n in names:
         out["grad." + n] = p[n].grad
-    opt = torch.optim.SGD(p.values(), lr=float(cfg["lr"]), momentum=0.9)
+    if cfg.get("opt", "sgd") == "adagrad":
+        opt = torch.optim.Adagrad(p.values(), lr=float(cfg["lr"]))
+    else:
+        opt = torch.optim.SGD(p.values(), lr=float(cfg["lr"]), momentum=0.9)
     opt.step()
     for n in names:
         out["next." + n] = p[n].detach()
