@@ -13,6 +13,12 @@ op_profile profile_of(const graph& g, const node& n, std::int64_t rows) {
   double bytes = 0;
   for (auto v : n.inputs) bytes += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
   for (auto v : n.outputs) bytes += static_cast<double>(g.value(v).type.shape.numel()) * 4.0;
+  if (n.kind == op_kind::embedding || n.kind == op_kind::embedding_bag) {
+    // a lookup reads the rows its ids name, not the table
+    const shape& table = g.value(n.inputs[0]).type.shape;
+    bytes -= static_cast<double>(table.numel()) * 4.0;
+    bytes += static_cast<double>(g.value(n.inputs[1]).type.shape.numel()) * static_cast<double>(table[1]) * 4.0;
+  }
   p.bytes = bytes;
   if (n.kind == op_kind::matmul) {
     const auto& at = std::get<matmul_attrs>(n.attrs);
