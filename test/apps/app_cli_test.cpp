@@ -92,7 +92,7 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
       {MLP_BINARY, "--plan.pp=100",
        "mlp: error: plan pp=100: cannot cut 9 forward operations into 100 pipeline stages"},
       {MLP_BINARY, "--plan.only=true --cluster.file=" + duplicate, "DUPLICATE"},
-      {MLP_BINARY, "--train.optimizer=lamb", "mlp: error: --train.optimizer must be sgd or adamw, got 'lamb'"},
+      {MLP_BINARY, "--train.optimizer=lamb", "mlp: error: --train.optimizer must be sgd, adamw or adagrad, got 'lamb'"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
