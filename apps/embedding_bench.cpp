@@ -56,16 +56,17 @@ int main(int argc, char** argv) {
   in_order_sampler sampler(data->columns, batch);
 
   graph g;
-  std::vector<var> pooled;
+  var loss;
   std::int64_t total_rows = 0;
   for (int t = 0; t < criteo_tables; ++t) {
     const std::int64_t n = (*table_rows)[static_cast<std::size_t>(t)];
     total_rows += n;
     var table = g.parameter("emb." + criteo_table_input(t), {n, dim},
                             init_spec::uniform(static_cast<float>(1.0 / std::sqrt(static_cast<double>(n)))));
-    pooled.push_back(embedding_bag(table, g.input(criteo_table_input(t), {batch, 1}, dtype::i32)));
+    // d loss / d output = 1: every looked-up row is updated
+    var part = sum(embedding_bag(table, g.input(criteo_table_input(t), {batch, 1}, dtype::i32)));
+    loss = t == 0 ? part : loss + part;
   }
-  var loss = sum(concat(pooled, 1));  // d loss / d output = 1: every looked-up row is updated
   auto tr = kernels::serial_trainer::create(
       g, loss, {.optimizer = sgd_config{.lr = 0.01f}, .seed = 1, .threads = 1, .sparse_tables = true});
   if (!tr) return fail(tr.error().message, 1);

@@ -86,7 +86,7 @@ dispatch_table cpu_kernels() {
   t.set(k::attention_grad, ref::attention_grad);
   t.set(k::embedding_bag, cpu::embedding_bag);
   t.set(k::embedding_bag_grad, cpu::embedding_bag_grad);
-  t.set(k::embedding_bag_sparse_grad, ref::embedding_bag_sparse_grad);  // a copy per id: nothing to gain
+  t.set(k::embedding_bag_sparse_grad, cpu::embedding_bag_sparse_grad);
   t.set(k::pairwise_dot, cpu::pairwise_dot);
   t.set(k::pairwise_dot_grad, cpu::pairwise_dot_grad);
   t.set(k::bce_with_logits, ref::bce_with_logits);  // O(rows): the reference is fast enough

@@ -42,6 +42,7 @@ status broadcast_to(const kernel_call& c);
 
 status embedding_bag(const kernel_call& c);
 status embedding_bag_grad(const kernel_call& c);
+status embedding_bag_sparse_grad(const kernel_call& c);
 status pairwise_dot(const kernel_call& c);
 status pairwise_dot_grad(const kernel_call& c);
 

@@ -13,6 +13,7 @@ namespace cohort::kernels::cpu {
 namespace {
 
 constexpr std::int64_t grain_elems = 1 << 14;
+constexpr std::int64_t prefetch_bags = 8;  // how far ahead a lookup asks for its rows
 
 template <class F>
 void for_rows(const kernel_call& c, std::int64_t rows, std::int64_t elems_per_row, F&& body) {
@@ -39,16 +40,23 @@ status embedding_bag(const kernel_call& c) {
   const std::int32_t* ids = c.in[1].data<std::int32_t>();
   float* y = c.out[0].data<float>();
   if (bags == 0 || !ids_valid(ids, c.in[1].numel(), vocab)) return ref::embedding_bag(c);
+  const std::int64_t n_ids = c.in[1].numel();
   for_rows(c, bags, length * dim, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t b = begin; b < end; ++b) {
       const std::int32_t* bag = ids + b * length;
       float* out = y + b * dim;
+      // rows of a large table are cache misses: ask for the ones a few bags ahead now
+      for (std::int64_t l = 0; l < length; ++l) {
+        const std::int64_t ahead = (b + prefetch_bags) * length + l;
+        if (ahead < n_ids && ids[ahead] >= 0) __builtin_prefetch(table + static_cast<std::int64_t>(ids[ahead]) * dim);
+      }
       std::int64_t used = 0;
       for (std::int64_t l = 0; l < length; ++l) {
         if (bag[l] == bag_padding) continue;
         const float* row = table + static_cast<std::int64_t>(bag[l]) * dim;
         if (used++ == 0) {
-          std::memcpy(out, row, static_cast<std::size_t>(dim) * sizeof(float));
+#pragma omp simd
+          for (std::int64_t j = 0; j < dim; ++j) out[j] = row[j];
         } else {
 #pragma omp simd
           for (std::int64_t j = 0; j < dim; ++j) out[j] += row[j];
@@ -92,6 +100,38 @@ status embedding_bag_grad(const kernel_call& c) {
       } else {
 #pragma omp simd
         for (std::int64_t j = 0; j < dim; ++j) row[j] += src[j] / count;
+      }
+    }
+  }
+  return {};
+}
+
+status embedding_bag_sparse_grad(const kernel_call& c) {
+  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
+  const std::int64_t vocab = std::get<bag_attrs>(c.op.attrs).table[0], dim = c.out[1].shape()[1];
+  const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  if (!ids_valid(ids, c.in[1].numel(), vocab)) return ref::embedding_bag_sparse_grad(c);
+  const float* dy = c.in[0].data<float>();
+  std::int32_t* rows = c.out[0].data<std::int32_t>();
+  float* values = c.out[1].data<float>();
+  std::memcpy(rows, ids, static_cast<std::size_t>(c.in[1].numel()) * sizeof(std::int32_t));
+  for (std::int64_t b = 0; b < bags; ++b) {
+    const std::int32_t* bag = ids + b * length;
+    std::int64_t used = 0;
+    for (std::int64_t l = 0; l < length; ++l) used += bag[l] != bag_padding ? 1 : 0;
+    const float count = mean ? static_cast<float>(used) : 1.f;  // the dense kernel's quotient
+    const float* src = dy + b * dim;
+    for (std::int64_t l = 0; l < length; ++l) {
+      float* v = values + (b * length + l) * dim;
+      if (bag[l] == bag_padding) {
+        std::memset(v, 0, static_cast<std::size_t>(dim) * sizeof(float));
+      } else if (!mean) {
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) v[j] = src[j];
+      } else {
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) v[j] = src[j] / count;
       }
     }
   }

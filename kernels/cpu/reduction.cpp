@@ -12,6 +12,13 @@ namespace {
 
 // out[j] += in[r*cols + j] over all rows.
 void sum_rows(const float* in, std::int64_t rows, std::int64_t cols, float* out) {
+  if (cols == 1) {  // a sum of everything: vector lanes of partial sums, not one chain of adds
+    float s = 0.f;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t r = 0; r < rows; ++r) s += in[r];
+    out[0] = s;
+    return;
+  }
   std::memset(out, 0, static_cast<std::size_t>(cols) * sizeof(float));
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * cols;
@@ -91,6 +98,10 @@ status broadcast_to(const kernel_call& c) {
   tensor& y = c.out[0];
   const float* px = x.data<float>();
   float* py = y.data<float>();
+  if (x.numel() == 1) {  // a scalar everywhere (a sum's gradient): a fill, not a copy per element
+    std::fill(py, py + y.numel(), px[0]);
+    return {};
+  }
   if (is_trailing(x.shape(), y.shape()) && x.numel() > 0) {
     std::int64_t cols = x.numel();
     for (std::int64_t r = 0, rows = y.numel() / cols; r < rows; ++r)
