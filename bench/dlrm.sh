@@ -7,14 +7,17 @@
 #   B=2048: 200 timed steps after 20 warm-up     vs ../shared/bench/dlrm_torch.py --batch 2048
 # and on the benchmark pair (2,000,000 / 50,000 samples, Criteo Kaggle's full tables: 33.8 M rows,
 # 2.16 GB at f32): B=128, 3,000 timed steps after 20 warm-up ("full" below).
-# cohort runs the serial trainer with sparse table updates (--plan.mode=serial). Prints one JSON
-# line per run and a table of medians with the ratio cohort/PyTorch, then test AUC per side.
+# cohort runs the serial trainer with sparse table updates (--plan.mode=serial). Then the
+# embedding path alone on the full tables, B=2048, 200 timed steps: build/apps/cohort-embedding
+# (with and without transparent huge pages) vs bench/embedding_torch.py (nn.EmbeddingBag sparse,
+# torch.optim.SGD), rows looked up and updated per second. Prints one JSON line per run and a
+# table of medians with the ratio cohort/PyTorch, then test AUC per side.
 #   bench/dlrm.sh [REPS]     (default 3; results in bench/results/dlrm-<date>.jsonl)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 reps=${1:-3}
 out="$root/bench/results/dlrm-$(date +%Y%m%d-%H%M%S).jsonl"
-cmake --build "$root/build" --target dlrm >/dev/null
+cmake --build "$root/build" --target dlrm cohort-embedding >/dev/null
 data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
 mkdir -p "$data"
 if [ ! -f "$data/check_train.tsv.meta.json" ]; then
@@ -40,6 +43,12 @@ for ((r = 1; r <= reps; r++)); do
     --train.threads=1 --plan.mode=serial
   run torch dlrm "full batch=128" $py "$peers/dlrm_torch.py" --data "$data/bench_train.tsv" \
     --test-data "$data/bench_test.tsv" --batch 128 --steps 3000 --warmup 20 --threads 1
+  for hp in false true; do
+    run cohort embedding "hugepages=$hp" "$root/build/apps/cohort-embedding" --data.file="$data/bench_train.tsv" \
+      --batch=2048 --steps=200 --hugepages=$hp
+  done
+  COHORT_PEERS="$peers" run torch embedding "hugepages=false" $py "$root/bench/embedding_torch.py" \
+    "$data/bench_train.tsv" --batch 2048 --steps 200
 done
 
 table torch

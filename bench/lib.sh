@@ -25,7 +25,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 base = sys.argv[2]
 def rate(r):
     res = r["result"]
-    return res.get("samples_per_s") or res.get("tokens_per_s")
+    return res.get("samples_per_s") or res.get("tokens_per_s") or res.get("rows_per_s")
 keys = []
 for r in rows:
     k = (r["model"], r["config"])
