@@ -101,8 +101,9 @@ fi
 if [ ! -f "$dest/movielens/ratings.csv" ]; then
   command -v Rscript >/dev/null || { echo "fetch-data: Rscript not found: scripts/install-deps.sh installs r-base-core" >&2; exit 1; }
   rm -rf dslabs && mkdir dslabs && dpkg-deb -x r-cran-dslabs_*_all.deb dslabs
-  # the movielens object of dslabs' lazy-load database, as CSV (DATA.md: 100,004 ratings)
-  Rscript -e 'e <- new.env(); invisible(lazyLoad(commandArgs(TRUE)[1], envir = e));
+  # the movielens object of dslabs' lazy-load database, as CSV (DATA.md: 100,004 ratings); in
+  # a UTF-8 locale whatever the caller's: under C, R writes the titles' accents as <U+00E9>
+  LC_ALL=C.UTF-8 Rscript -e 'e <- new.env(); invisible(lazyLoad(commandArgs(TRUE)[1], envir = e));
               write.csv(get("movielens", e), commandArgs(TRUE)[2], row.names = FALSE)' \
     dslabs/usr/lib/R/site-library/dslabs/data/Rdata "$dest/movielens/ratings.csv"
   rm -rf dslabs
