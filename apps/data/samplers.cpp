@@ -65,6 +65,7 @@ column_set rows_of(const column_set& table, std::int64_t begin, std::int64_t cou
 
 column_set in_order_sampler::batch_at(std::int64_t step) const {
   const std::int64_t n = table_.empty() ? 0 : table_.begin()->second.shape()[0];
+  if (n == 0) return {};  // nothing to draw from (the loaders refuse empty sets)
   const std::int64_t lo = (step * batch_) % n;
   if (lo + batch_ <= n) return rows_of(table_, lo, batch_);
   // wraps round the end: the tail, then whole passes and a head as needed
