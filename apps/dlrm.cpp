@@ -77,7 +77,9 @@ int main(int argc, char** argv) {
            "data file's .meta.json")
       .add("model.dim", model.dim, "embedding dimension (the bottom MLP's output)")
       .add("model.bottom", model.bottom, "hidden widths of the bottom MLP (dense features -> ... -> dim)")
-      .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)");
+      .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)")
+      .add("model.column-sharded", model.column_sharded_tables,
+           "split every table by columns over the tensor-parallel ranks (--plan.tp); else replicated");
 
   std::unique_ptr<criteo_set> train, test;
   std::unique_ptr<movielens_data> movielens;

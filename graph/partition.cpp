@@ -114,6 +114,11 @@ op_attrs local_builder::localized(const node& n) const {
     case op_kind::broadcast_to:
     case op_kind::embedding_grad:
       return shape_attrs{local_of(n.outputs[0])};
+    case op_kind::embedding_bag_grad: {  // the rank's piece of the table
+      bag_attrs a = std::get<bag_attrs>(n.attrs);
+      a.table = local_of(n.outputs[0]);
+      return a;
+    }
     default:
       return n.attrs;
   }

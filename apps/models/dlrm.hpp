@@ -35,6 +35,10 @@ struct dlrm_config {
   std::vector<std::int64_t> bottom{512, 256, 64};  // hidden widths of the bottom MLP (then dim)
   std::vector<std::int64_t> top{512, 256};         // hidden widths of the top MLP (then 1)
   std::vector<dlrm_table> tables;
+  /// Tensor parallelism: every table split by columns over "tp" (TorchRec's column-wise
+  /// sharding): each rank looks up its columns of every row; the dot interaction sums the
+  /// ranks' partial dots. Otherwise tables are replicated on the tp ranks.
+  bool column_sharded_tables = false;
 };
 
 struct dlrm_model {

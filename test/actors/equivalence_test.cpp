@@ -170,3 +170,19 @@ TEST_CASE("DLRM with sparse table updates (SGD, Adagrad): the dense run's losses
   REQUIRE_FALSE(tr.ok());
   CHECK(tr.error().message.find("sparse table updates need plain SGD: SGD with momentum") != std::string::npos);
 }
+
+TEST_CASE("DLRM with column-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the serial run's") {
+  const std::int64_t batch = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) {
+    apps::dlrm_config c = toy_dlrm();
+    c.column_sharded_tables = true;
+    return apps::build_dlrm(g, c, b).loss;
+  };
+  optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
+  auto serial = serial_losses(model, batch, steps, opt, 7, dlrm_data(batch));
+  for (const char* name : {"tp2", "tp3", "dp2 tp2", "tp2 pp2 m4"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(
+            serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 7, dlrm_data(batch)), np.name);
+}

@@ -142,3 +142,22 @@ TEST_CASE("dlrm with Adagrad on dp2 resumes from its checkpoint with the uninter
   fs::remove(full);
   fs::remove(resumed);
 }
+
+TEST_CASE("dlrm with column-sharded tables on tp2 across 2 processes trains as the serial program") {
+  criteo_pair files;
+  const std::string serial = cohort::test::temp_path("dlrm", "serial.jsonl"),
+                    sharded = cohort::test::temp_path("dlrm", "tp2.jsonl");
+  const std::string job = files.args() + " --train.steps=20";
+  auto a = run(DLRM_BINARY, job + " --plan.mode=serial --metrics.file=" + serial);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.err);
+  auto b =
+      run(DLRM_BINARY, job + " --plan.tp=2 --launch.nproc=2 --model.column-sharded=true --metrics.file=" + sharded);
+  REQUIRE_MESSAGE(b.exit_code == 0, b.err);
+  CHECK(b.summary["plan"]["tp"] == 2);
+  const double worst =
+      cohort::test::worst_relative(cohort::test::metrics_losses(sharded), cohort::test::metrics_losses(serial));
+  MESSAGE("column-sharded tp2 over 2 processes: max relative loss difference " << worst);
+  CHECK(worst <= 1e-5);
+  fs::remove(serial);
+  fs::remove(sharded);
+}
