@@ -128,12 +128,6 @@ class line_parser {
   const std::vector<std::int64_t>& rows_;
 };
 
-tensor make_tensor(const shape& s, dtype t, const void* data) {
-  tensor x = tensor::empty(s, t);
-  std::memcpy(x.data<std::byte>(), data, static_cast<std::size_t>(s.numel()) * size_of(t));
-  return x;
-}
-
 }  // namespace
 
 std::string criteo_table_input(int t) { return "c" + std::to_string(t + 1); }
@@ -219,10 +213,10 @@ result<criteo_set> read_criteo(const std::string& file, const std::vector<std::i
                                                   ": the last line has no newline (a truncated file?)");
   if (line == 0) return make_error(errc::invalid_argument, "Criteo file '" + file + "' has no samples");
   criteo_set s;
-  s.columns["dense"] = make_tensor({line, criteo_dense_features}, dtype::f32, cols.dense.data());
+  s.columns["dense"] = tensor::from({line, criteo_dense_features}, cols.dense);
   for (int t = 0; t < criteo_tables; ++t)
-    s.columns[criteo_table_input(t)] = make_tensor({line, 1}, dtype::i32, cols.ids[static_cast<std::size_t>(t)].data());
-  s.columns["label"] = make_tensor({line}, dtype::f32, cols.labels.data());
+    s.columns[criteo_table_input(t)] = tensor::from_ints({line, 1}, cols.ids[static_cast<std::size_t>(t)]);
+  s.columns["label"] = tensor::from({line}, cols.labels);
   return s;
 }
 

@@ -66,12 +66,6 @@ std::vector<std::string> split_genres(const std::string& s) {
   return out;
 }
 
-tensor ints(const std::vector<std::int32_t>& v, std::int64_t rows, std::int64_t width) {
-  tensor t = tensor::empty({rows, width}, dtype::i32);
-  std::memcpy(t.data<std::int32_t>(), v.data(), v.size() * sizeof(std::int32_t));
-  return t;
-}
-
 }  // namespace
 
 result<movielens_data> load_movielens(const std::string& data_dir) {
@@ -154,9 +148,9 @@ result<movielens_data> load_movielens(const std::string& data_dir) {
         d.train_clicks[static_cast<std::size_t>(m)] += r.rating >= 4.f ? 1 : 0;
       }
     }
-    out.columns["user"] = ints(users, n, 1);
-    out.columns["movie"] = ints(movies, n, 1);
-    out.columns["genres"] = ints(genres, n, d.max_genres);
+    out.columns["user"] = tensor::from_ints({n, 1}, users);
+    out.columns["movie"] = tensor::from_ints({n, 1}, movies);
+    out.columns["genres"] = tensor::from_ints({n, d.max_genres}, genres);
     out.columns["dense"] = dense;
     out.columns["label"] = label;
   };

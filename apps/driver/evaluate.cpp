@@ -16,34 +16,18 @@ namespace cohort::apps {
 
 result<double> classification_accuracy(const std::function<var(graph&, std::int64_t rows)>& logits, const tensor& x,
                                        const tensor& y, const parameter_store& params, int threads) {
-  const std::int64_t n = x.shape()[0], features = x.shape()[1];
-  const std::int64_t chunk = std::min<std::int64_t>(n, 1000);
-  if (chunk < 1) return 0.0;
-  kernels::thread_pool pool(std::max(1, threads));
-  kernels::set_math_threads(std::max(1, threads));
-  graph g;
-  var out = logits(g, chunk);
-  if (auto st = g.check(); !st) return st.error();
-  const value_id input = g.find("x");
-  if (input == no_value) return make_error(errc::not_found, "accuracy: the model has no input named 'x'");
-  auto table = kernels::cpu_kernels();
-  auto ex = kernels::executor::create(g, params, {out.id}, {&table, &pool});
-  if (!ex) return ex.error();
-  const std::int64_t classes = g.value(out.id).type.shape.at(-1);
-  std::int64_t correct = 0, seen = 0;
-  const tensor xs = x.contiguous(), ys = y.contiguous();
-  for (std::int64_t begin = 0; begin + chunk <= n; begin += chunk) {
-    std::memcpy(ex->input(input).data<float>(), xs.data<float>() + begin * features,
-                static_cast<std::size_t>(chunk * features) * sizeof(float));
-    if (auto st = ex->run(); !st) return st.error();
-    const float* rows = ex->value(out.id).data<float>();
-    for (std::int64_t i = 0; i < chunk; ++i) {
-      const float* row = rows + i * classes;
-      correct += (std::max_element(row, row + classes) - row) == ys.data<std::int32_t>()[begin + i] ? 1 : 0;
-    }
-    seen += chunk;
+  const std::int64_t n = x.shape()[0];
+  if (n < 1) return 0.0;
+  auto scores = predict_rows(logits, {{"x", x.contiguous()}}, params, threads, 1000);
+  if (!scores) return make_error(scores.error().code, "accuracy: " + scores.error().message);
+  const auto classes = static_cast<std::int64_t>(scores->size()) / n;
+  const tensor ys = y.contiguous();
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = scores->data() + i * classes;
+    correct += (std::max_element(row, row + classes) - row) == ys.data<std::int32_t>()[i] ? 1 : 0;
   }
-  return static_cast<double>(correct) / static_cast<double>(seen);
+  return static_cast<double>(correct) / static_cast<double>(n);
 }
 
 result<std::vector<float>> predict_rows(const std::function<var(graph&, std::int64_t rows)>& out,
@@ -65,8 +49,9 @@ result<std::vector<float>> predict_rows(const std::function<var(graph&, std::int
     graph g;
     var y = out(g, size);
     if (auto st = g.check(); !st) return st;
-    if (g.value(y.id).type.shape.numel() != size)
-      return make_error(errc::invalid_argument, "predict_rows: the model's output is not one value per row");
+    const std::int64_t width = size > 0 ? g.value(y.id).type.shape.numel() / size : 0;
+    if (width < 1 || width * size != g.value(y.id).type.shape.numel())
+      return make_error(errc::invalid_argument, "predict_rows: the model's output is not rows of values");
     auto ex = kernels::executor::create(g, params, {y.id}, {&table, &pool});
     if (!ex) return ex.error();
     std::vector<std::pair<value_id, const tensor*>> feeds;
@@ -84,7 +69,7 @@ result<std::vector<float>> predict_rows(const std::function<var(graph&, std::int
       }
       if (auto st = ex->run(); !st) return st;
       const float* v = ex->value(y.id).data<float>();
-      result_rows.insert(result_rows.end(), v, v + size);
+      result_rows.insert(result_rows.end(), v, v + size * width);
     }
     return {};
   };

@@ -24,13 +24,13 @@ namespace cohort::apps {
 
 /// The fraction of rows of `x` ([N, F] f32) whose argmax logit is their label in `y` ([N] i32):
 /// `logits` builds the model's logits for `rows` rows from an input named "x", run forward
-/// with `params` in chunks of at most 1000 rows (a last partial chunk is left out).
+/// with `params` by predict_rows in chunks of at most 1000 rows.
 result<double> classification_accuracy(const std::function<var(graph&, std::int64_t rows)>& logits, const tensor& x,
                                        const tensor& y, const parameter_store& params, int threads);
 
 /// The model's output for every row of `inputs` (each [N, ...], named as the model's
-/// inputs): `out` builds it for `rows` rows (one value per row), run forward with `params`
-/// in chunks of at most `chunk` rows, the last chunk as large as what is left.
+/// inputs), row after row (N x its width values): `out` builds it for `rows` rows, run
+/// forward with `params` in chunks of at most `chunk` rows, the last as large as what is left.
 result<std::vector<float>> predict_rows(const std::function<var(graph&, std::int64_t rows)>& out,
                                         const std::map<std::string, tensor>& inputs, const parameter_store& params,
                                         int threads, std::int64_t chunk = 4096);
