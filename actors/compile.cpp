@@ -12,17 +12,18 @@ result<stage_program> compiled_model::program(int stage, int tp_rank) const {
 }
 
 result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
-                               const std::vector<std::size_t>& stage_cuts) {
+                               const std::vector<std::size_t>& stage_cuts, compile_options options) {
   if (auto st = planner::validate(plan, batch); !st) return st.error();
   compiled_model cm;
   cm.source = model;
+  cm.options = options;
   cm.plan = plan;
   cm.batch = batch;
   cm.micro_batch = batch / (static_cast<std::int64_t>(plan.dp) * plan.micro_batches);
   cm.serial = std::make_unique<graph>();
   var loss = model(*cm.serial, cm.micro_batch);
   if (auto st = cm.serial->check(); !st) return st.error();
-  auto gr = autodiff(*cm.serial, loss);
+  auto gr = autodiff(*cm.serial, loss, {.sparse_tables = options.sparse_tables});
   if (!gr) return gr.error();
   cm.grads = *gr;
   auto tp = complete_axis(*cm.serial, "tp", plan.tp);

@@ -29,8 +29,16 @@ namespace cohort::actors {
 /// Builds the model for `batch` rows into `g` and returns its scalar loss.
 using model_fn = std::function<var(graph& g, std::int64_t batch)>;
 
+struct compile_options {
+  /// Embedding tables get sparse gradients (autodiff_options::sparse_tables): their entries
+  /// are gathered across data-parallel replicas and their parameter owners update the touched
+  /// rows only. The optimizer must allow it (kernels::sparse_update_problem).
+  bool sparse_tables = false;
+};
+
 struct compiled_model {
   model_fn source;  // what it was compiled from (a plan transition compiles it again)
+  compile_options options;
   planner::parallel_plan plan;
   std::int64_t batch = 0, micro_batch = 0;
   std::unique_ptr<graph> serial;
@@ -53,6 +61,6 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
 /// tensor parallelism the model's shapes cannot take (naming the tensor), more pipeline
 /// stages than operations.
 result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
-                               const std::vector<std::size_t>& stage_cuts = {});
+                               const std::vector<std::size_t>& stage_cuts = {}, compile_options options = {});
 
 }  // namespace cohort::actors

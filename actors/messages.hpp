@@ -6,7 +6,8 @@
 //   coordinator -> worker        (step_atom, g, k, c)         => (done_atom, g, k, step_outcome)
 //                                 the worker first applies its committed gradient (step c)
 //   worker -> data actor         (batch_atom, k, replica) => micro_batch (all its micro-batches' rows)
-//   worker -> parameter actor    (update_atom, g, k, tensor)  => ok_atom (the gradient waits)
+//   worker -> parameter actor    (update_atom, g, k, piece_gradient) => ok_atom (the gradient
+//                                 waits; dense, with sparse tables' entries beside it)
 // Plan transitions (at a step boundary, every worker idle):
 //   coordinator -> planner actor (plan_atom, change, current model) => decided_plan (the new plan, re-plan seconds)
 //   coordinator -> planner actor (transfer_atom, decided_plan, current model) => transition_plan

@@ -22,7 +22,7 @@ status parameter_piece::attach(tensor storage) {
   return shard_->rebind(std::move(storage));
 }
 
-status parameter_piece::submit(std::int64_t generation, std::int64_t step, tensor grad) {
+status parameter_piece::submit(std::int64_t generation, std::int64_t step, piece_gradient grad) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (generation != generation_)
     return make_error(errc::invalid_argument, "parameters: gradient from generation " + std::to_string(generation) +
@@ -36,7 +36,7 @@ status parameter_piece::apply_locked(std::int64_t committed) {
   if (pending_step_ < 0 || pending_step_ > committed) return {};
   if (!shard_) return make_error(errc::invalid_argument, "parameters: a gradient but no attached piece");
   auto updated = shard_->update(pending_);
-  pending_ = tensor();
+  pending_ = piece_gradient{};
   pending_step_ = -1;
   return updated ? status{} : status(updated.error());
 }
@@ -49,7 +49,7 @@ status parameter_piece::apply_committed(std::int64_t committed) {
 status parameter_piece::rollback(std::int64_t new_generation, std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto st = apply_locked(committed);
-  pending_ = tensor();  // an uncommitted step's gradient
+  pending_ = piece_gradient{};  // an uncommitted step's gradient
   pending_step_ = -1;
   generation_ = new_generation;
   return st;
@@ -87,7 +87,7 @@ param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<par
         if (auto st = self->state.piece->attach(std::move(storage)); !st) return to_caf(st.error());
         return self->state.piece;
       },
-      [=](update_atom, std::int64_t gen, std::int64_t step, tensor& grad) -> caf::result<ok_atom> {
+      [=](update_atom, std::int64_t gen, std::int64_t step, piece_gradient& grad) -> caf::result<ok_atom> {
         if (auto st = self->state.piece->submit(gen, step, std::move(grad)); !st) return to_caf(st.error());
         return ok_atom::value;
       },

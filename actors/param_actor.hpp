@@ -15,8 +15,10 @@
 //   piece_ptr piece;
 //   tensor storage = tensor::zeros({256});                 // the worker's piece of its flat parameters
 //   worker->request(p, 10s, attach_atom::value, storage).receive([&](piece_ptr& lent) { piece = lent; }, on_error);
-//   worker->request(p, 10s, update_atom::value, /*generation=*/std::int64_t{0}, /*step=*/std::int64_t{0},
-//                   tensor::full({256}, 0.1f)).receive([](ok_atom) {}, on_error);   // the gradient waits
+//   piece_gradient grad;                                   // dense, and sparse tables' entries if any
+//   grad.dense = tensor::full({256}, 0.1f);
+//   worker->request(p, 10s, update_atom::value, /*generation=*/std::int64_t{0}, /*step=*/std::int64_t{0}, grad)
+//       .receive([](ok_atom) {}, on_error);                 // the gradient waits
 //   if (!failed) return failed;
 //   if (auto st = piece->apply_committed(/*committed=*/0); !st) return st;   // start of step 1: into storage
 //   // coordinator: (rollback_atom, g', committed) ; (fetch_atom, committed) => tensor
@@ -48,7 +50,13 @@ class parameter_piece {
   /// refills `storage` with the current values and updates it from then on.
   status attach(tensor storage);
   /// Keeps `grad` for step `step` of generation `generation` until it is committed.
-  status submit(std::int64_t generation, std::int64_t step, tensor grad);
+  status submit(std::int64_t generation, std::int64_t step, piece_gradient grad);
+  /// A dense gradient alone.
+  status submit(std::int64_t generation, std::int64_t step, tensor grad) {
+    piece_gradient g;
+    g.dense = std::move(grad);
+    return submit(generation, step, std::move(g));
+  }
   /// Applies the waiting gradient if its step is at most `committed` (once).
   status apply_committed(std::int64_t committed);
   /// A new generation: applies what was committed, drops what was not.
@@ -67,7 +75,7 @@ class parameter_piece {
   std::optional<piece_state> initial_;  // until the first attach
   std::unique_ptr<param_shard> shard_;
   std::int64_t generation_ = 0;
-  tensor pending_;
+  piece_gradient pending_;
   std::int64_t pending_step_ = -1;
 };
 
@@ -85,3 +93,4 @@ param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<par
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_state)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::piece_gradient)

@@ -1,6 +1,7 @@
 // Parameter pieces and their optimizer state.
 #include "actors/param_shard.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace cohort::actors {
@@ -16,6 +17,65 @@ result<tensor> param_shard::update(const tensor& grad) {
     return make_error(errc::invalid_argument, "parameter update: gradient piece of " + std::to_string(grad.numel()) +
                                                   " elements for a piece of " + std::to_string(piece_.numel()));
   kernels::apply_update(piece_, grad, state_, cfg_);
+  return piece_;
+}
+
+status param_shard::check_sparse(const piece_gradient& grad) const {
+  const std::int64_t n = piece_.numel();
+  if (grad.dense.numel() != n)
+    return make_error(errc::invalid_argument, "parameter update: gradient piece of " +
+                                                  std::to_string(grad.dense.numel()) + " elements for a piece of " +
+                                                  std::to_string(n));
+  if (grad.blocks < 0 || grad.block_size < 0 || grad.entries.numel() < grad.blocks * grad.block_size)
+    return make_error(errc::invalid_argument, "parameter update: sparse entries shorter than their blocks");
+  if (!grad.tables.empty()) {
+    if (const std::string why = kernels::sparse_update_problem(cfg_); !why.empty())
+      return make_error(errc::invalid_argument,
+                        "parameter update: sparse table gradients need plain SGD or Adagrad: " + why);
+  }
+  for (const auto& t : grad.tables)
+    if (t.rows < 0 || t.dim < 1 || t.count < 0 || t.first < 0 || t.first + t.count * (1 + t.dim) > grad.block_size)
+      return make_error(errc::invalid_argument, "parameter update: a sparse table's entries lie outside their block");
+  return {};
+}
+
+result<tensor> param_shard::update(const piece_gradient& grad) {
+  if (grad.tables.empty()) return update(grad.dense);
+  if (auto st = check_sparse(grad); !st) return st.error();
+  const std::int64_t n = piece_.numel();
+  // The dense runs: what no table covers (computed again only when the layout changes).
+  std::vector<std::int64_t> layout;
+  for (const auto& t : grad.tables) layout.insert(layout.end(), {t.offset, t.rows, t.dim, grad.blocks * t.count});
+  if (layout != layout_) {
+    layout_ = std::move(layout);
+    std::vector<range> covered;
+    for (const auto& t : grad.tables)
+      covered.push_back(
+          {std::clamp<std::int64_t>(t.offset, 0, n), std::clamp<std::int64_t>(t.offset + t.rows * t.dim, 0, n)});
+    std::sort(covered.begin(), covered.end(), [](const range& a, const range& b) { return a.begin < b.begin; });
+    dense_runs_.clear();
+    std::int64_t at = 0;
+    for (const range& c : covered) {
+      if (c.begin > at) dense_runs_.push_back({at, c.begin});
+      at = std::max(at, c.end);
+    }
+    if (at < n) dense_runs_.push_back({at, n});
+    sums_.clear();
+    for (const auto& t : grad.tables) sums_.emplace_back(std::max<std::int64_t>(grad.blocks * t.count, 1), t.dim);
+  }
+  float* slot = std::holds_alternative<adagrad_config>(cfg_) ? state_.slots[0].data<float>() : nullptr;
+  const float* entries = grad.entries.data<float>();
+  for (std::size_t i = 0; i < grad.tables.size(); ++i) {
+    const auto& t = grad.tables[i];
+    auto& sums = sums_[i];
+    sums.clear();
+    for (std::int64_t b = 0; b < grad.blocks; ++b) {
+      const float* block = entries + b * grad.block_size + t.first;
+      sums.add(reinterpret_cast<const std::int32_t*>(block), block + t.count, t.count);
+    }
+    kernels::apply_sparse_rows(piece_.data<float>(), n, slot, t.offset, t.dim, sums, cfg_);
+  }
+  kernels::apply_update_runs(piece_, grad.dense, state_, cfg_, dense_runs_);  // the step count rises once
   return piece_;
 }
 

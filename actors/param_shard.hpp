@@ -10,15 +10,45 @@
 //   result<tensor> updated = ps.update(tensor::full({1024}, 0.01f));   // same length, returns the new piece
 //   if (!updated) return updated.error();
 //   assert(ps.steps() == 1 && updated->shares_storage_with(initial_piece));   // in place: pass a clone to keep apart
+//   piece_gradient sparse;                       // a table [10, 4] at elements 8..47, one entry: row 3
+//   sparse.dense = tensor::zeros({1024});
+//   sparse.entries = tensor::zeros({5});         // one block: the row's i32 bits, then its 4 values
+//   std::int32_t row = 3;
+//   std::memcpy(sparse.entries.data<float>(), &row, sizeof row);
+//   sparse.blocks = 1;
+//   sparse.block_size = 5;
+//   sparse.tables.push_back({/*offset=*/8, /*rows=*/10, /*dim=*/4, /*first=*/0, /*count=*/1});
+//   param_shard with_table(tensor::zeros({1024}), sgd_config{.lr = 0.1f});   // plain SGD or Adagrad
+//   if (auto again = with_table.update(sparse); !again) return again.error();   // of the table, row 3 only
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "graph/optimizer.hpp"
 #include "graph/tensor.hpp"
 #include "kernels/optimizer.hpp"
 
 namespace cohort::actors {
+
+/// One embedding table's sparse gradient inside a piece's step gradient (compile_options::
+/// sparse_tables): its entries lie in `piece_gradient::entries`, one block per data-parallel
+/// replica (in replica order, the serial batch's order), each block holding, for this table,
+/// `count` rows (i32 bits, -1: none) at `first` and then `count` x `dim` values.
+struct sparse_table_grad {
+  std::int64_t offset = 0;  // the table's first element in the piece (negative: it starts before)
+  std::int64_t rows = 0, dim = 0;
+  std::int64_t first = 0, count = 0;
+};
+
+/// What a worker hands its parameter owner at the end of a step.
+struct piece_gradient {
+  tensor dense;    // the piece's gradient (zeros, never read, where a sparse table lies)
+  tensor entries;  // the sparse tables' entries: `blocks` blocks of `block_size` elements
+  std::int64_t blocks = 0, block_size = 0;
+  std::vector<sparse_table_grad> tables;
+};
 
 class param_shard {
  public:
@@ -29,6 +59,9 @@ class param_shard {
   /// One optimizer step with `grad` (the piece's gradient, summed over the data-parallel
   /// replicas and micro-batches). Returns the updated piece (shares storage with params()).
   result<tensor> update(const tensor& grad);
+  /// The same with sparse tables: the dense rule on the elements no table covers, the touched
+  /// rows of each table as if its gradient were dense (kernels::apply_sparse_rows).
+  result<tensor> update(const piece_gradient& grad);
   const tensor& params() const { return piece_; }
   /// Moves the piece into `storage` (same length): copies the current values there and
   /// updates `storage` from now on (a respawned worker's new parameter buffer).
@@ -37,9 +70,15 @@ class param_shard {
   const kernels::optimizer_state& optimizer_state() const { return state_; }
 
  private:
+  status check_sparse(const piece_gradient& grad) const;
+
   tensor piece_;
   optimizer_config cfg_;
   kernels::optimizer_state state_;
+  // the last sparse layout's dense runs and per-table row sums (sized once)
+  std::vector<std::int64_t> layout_;
+  std::vector<range> dense_runs_;
+  std::vector<kernels::row_sums> sums_;
 };
 
 }  // namespace cohort::actors

@@ -33,7 +33,7 @@ result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, c
 result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
                                            const compiled_model& current) {
   const auto start = std::chrono::steady_clock::now();
-  auto cm = compile(in.model, decided.choice.plan, in.batch, decided.choice.cuts);
+  auto cm = compile(in.model, decided.choice.plan, in.batch, decided.choice.cuts, current.options);
   if (!cm)
     return make_error(cm.error().code,
                       "the new plan " + planner::describe(decided.choice.plan) + ": " + cm.error().message);

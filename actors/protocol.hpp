@@ -27,6 +27,7 @@ namespace actors {
 struct micro_batch;
 struct step_outcome;
 struct piece_state;
+struct piece_gradient;
 struct decided_plan;
 struct transition_plan;
 struct compiled_model;
@@ -49,7 +50,7 @@ using worker_hdl =
 /// One worker's parameter piece and its optimizer state.
 using param_actor_hdl =
     caf::typed_actor<caf::replies_to<attach_atom, tensor>::with<piece_ptr>,
-                     caf::replies_to<update_atom, std::int64_t, std::int64_t, tensor>::with<ok_atom>,
+                     caf::replies_to<update_atom, std::int64_t, std::int64_t, piece_gradient>::with<ok_atom>,
                      caf::replies_to<rollback_atom, std::int64_t, std::int64_t>::with<ok_atom>,
                      caf::replies_to<fetch_atom, std::int64_t>::with<tensor>,
                      caf::replies_to<export_atom, std::int64_t>::with<piece_state>>;

@@ -148,6 +148,7 @@ struct run_options {
   std::chrono::milliseconds timeout{60000};  // every wait inside a step
   int max_restarts = 3;
   std::vector<std::size_t> stage_cuts;  // explicit pipeline cuts (empty: balanced)
+  compile_options compile;              // e.g. sparse embedding-table gradients
   failure_injection inject;
   bool collect_parameters = true;                        // return the trained parameters in the summary
   std::function<void(const step_metrics&)> on_step;      // called by the coordinator, in order

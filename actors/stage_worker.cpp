@@ -1,6 +1,8 @@
 // A stage worker's computation: slots, flat parameter and gradient buffers.
 #include "actors/stage_worker.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "graph/init.hpp"
@@ -21,6 +23,20 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
     w->ranges_.push_back({total, total + n});
     total += n;
   }
+  std::int64_t dense_from = 0;
+  for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
+    const auto& p = w->program_.params[i];
+    if (!p.sparse()) continue;
+    const shape& table = w->program_.g.value(p.local).type.shape;
+    const shape& values = w->program_.g.value(p.sparse_values).type.shape;
+    if (table.rank() != 2 || values.rank() != 2 || values[1] != table[1])
+      return make_error(errc::invalid_argument, "stage worker: the sparse gradient of '" + p.name + "' is " +
+                                                    values.to_string() + " for a table of " + table.to_string());
+    w->sparse_.push_back({i, table[0], table[1], values[0], 0, 0});
+    if (w->ranges_[i].begin > dense_from) w->dense_runs_.push_back({dense_from, w->ranges_[i].begin});
+    dense_from = w->ranges_[i].end;
+  }
+  if (total > dense_from) w->dense_runs_.push_back({dense_from, total});
   w->flat_params_ = tensor::zeros({total});
   w->flat_grads_ = tensor::zeros({total});
   for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
@@ -34,6 +50,7 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
   if (w->grads_in_place_)
     for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
       const auto& p = w->program_.params[i];
+      if (p.sparse()) continue;
       opts.bound.emplace_back(p.grad, tensor(w->flat_grads_.storage_ptr(), w->program_.g.value(p.local).type.shape,
                                              dtype::f32, w->ranges_[i].begin));
     }
@@ -68,6 +85,26 @@ tensor& stage_worker::grad_piece(std::int64_t n) {
   return grad_piece_;
 }
 
+void stage_worker::begin_sparse_step(int backwards, int blocks, int block) {
+  backward_index_ = 0;
+  if (sparse_.empty()) return;
+  if (backwards == backwards_ && blocks == blocks_ && entries_.defined()) {
+    block_ = block;
+    return;
+  }
+  backwards_ = backwards;
+  blocks_ = blocks;
+  block_ = block;
+  std::int64_t at = 0;
+  for (auto& t : sparse_) {
+    t.first = at;
+    t.count = t.per_backward * backwards;
+    at += t.count * (1 + t.dim);
+  }
+  block_size_ = at;
+  entries_ = tensor::zeros({std::max<std::int64_t>(block_size_ * blocks, 1)});
+}
+
 tensor& stage_worker::input(int slot, value_id local) { return exec_.at(static_cast<std::size_t>(slot))->input(local); }
 
 const tensor& stage_worker::value(int slot, value_id local) const {
@@ -82,8 +119,25 @@ status stage_worker::backward(int slot, float seed) {
   auto& ex = *exec_.at(static_cast<std::size_t>(slot));
   if (program_.seed != no_value) ex.input(program_.seed).fill(seed);
   if (auto st = ex.run(program_.backward_begin, program_.g.nodes().size()); !st) return st;
+  if (!sparse_.empty()) {  // this backward's entries, after the earlier ones of the step
+    if (backward_index_ >= backwards_)
+      return make_error(errc::invalid_argument, "stage worker: more backward tasks than the step announced (" +
+                                                    std::to_string(backwards_) + ")");
+    float* block = entries_.data<float>() + block_ * block_size_;
+    for (const auto& t : sparse_) {
+      const auto& p = program_.params[t.param];
+      const tensor& rows = ex.value(p.sparse_rows);
+      const tensor& values = ex.value(p.sparse_values);
+      std::memcpy(block + t.first + backward_index_ * t.per_backward, rows.data<std::int32_t>(),
+                  static_cast<std::size_t>(t.per_backward) * sizeof(std::int32_t));
+      std::memcpy(block + t.first + t.count + backward_index_ * t.per_backward * t.dim, values.data<float>(),
+                  static_cast<std::size_t>(t.per_backward * t.dim) * sizeof(float));
+    }
+    ++backward_index_;
+  }
   float* acc = flat_grads_.data<float>();
   for (std::size_t i = 0; i < program_.params.size(); ++i) {
+    if (program_.params[i].sparse()) continue;
     if (ex.is_bound(program_.params[i].grad)) continue;  // computed in place
     const float* g = ex.value(program_.params[i].grad).data<float>();
     float* dst = acc + ranges_[i].begin;

@@ -68,6 +68,26 @@ class stage_worker {
   }
   /// A buffer of `n` floats kept for this worker's reduce-scattered gradient piece.
   tensor& grad_piece(std::int64_t n);
+
+  /// A sparse table (stage_program::param::sparse()): its gradient is not in flat_grads()
+  /// (that range stays zero) but entries, `per_backward` of them per backward task, kept in
+  /// sparse_entries() at `first` of this replica's block: `count` rows, then their values.
+  struct sparse_table {
+    std::size_t param = 0;  // index in program().params
+    std::int64_t rows = 0, dim = 0, per_backward = 0;
+    std::int64_t first = 0, count = 0;
+  };
+  const std::vector<sparse_table>& sparse_tables() const { return sparse_; }
+  /// Before a step's first backward: `backwards` backward tasks follow, and this replica's
+  /// entries go to block `block` of `blocks` (the blocks of every data-parallel replica are
+  /// gathered there). Sizes the buffers when the plan's shape changes.
+  void begin_sparse_step(int backwards, int blocks, int block);
+  tensor& sparse_entries() { return entries_; }
+  /// This replica's block of sparse_entries().
+  tensor sparse_block() { return entries_.slice(0, block_ * block_size_, (block_ + 1) * block_size_); }
+  std::int64_t sparse_block_size() const { return block_size_; }
+  /// The runs of flat_grads() that are dense gradients (everything but the sparse tables).
+  const std::vector<range>& dense_runs() const { return dense_runs_; }
   /// [offset, size) of parameter i inside the flat buffers.
   range param_range(std::size_t i) const { return ranges_[i]; }
 
@@ -80,6 +100,10 @@ class stage_worker {
   std::vector<range> ranges_;
   bool grads_in_place_ = false;
   parameter_store views_;  // name -> view into flat_params_
+  std::vector<sparse_table> sparse_;
+  std::vector<range> dense_runs_;
+  tensor entries_;
+  std::int64_t block_size_ = 0, blocks_ = 0, block_ = 0, backwards_ = 0, backward_index_ = 0;
   std::vector<std::unique_ptr<kernels::executor>> exec_;
 };
 

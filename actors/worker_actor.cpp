@@ -68,7 +68,7 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     }
     return out;
   };
-  io.submit = [&](const tensor& piece) -> status {
+  io.submit = [&](const piece_gradient& piece) -> status {
     status st;
     request(s.params, s.timeout, update_atom::value, generation_, step, piece)
         .receive([&](ok_atom) {}, [&](caf::error& e) { st = make_error(errc::closed, "parameters: " + to_string(e)); });

@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::uint64_t pipeline_tag_space = 2;
 constexpr std::uint64_t dp_tag_space = 3;
+constexpr std::uint64_t sparse_tag_space = 4;
 
 std::uint64_t transfer_tag(int micro_batch, value_id serial) {
   return (pipeline_tag_space << 40) | (static_cast<std::uint64_t>(micro_batch) << 24) |
@@ -71,6 +72,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   const std::vector<int> dp_group = layout.group(layout.rank_of(at), "dp");
   transport::collective_options dp_opt{.tag = (dp_tag_space << 40) | (step & ((1ull << 40) - 1)), .timeout = timeout};
   w.zero_grads();
+  w.begin_sparse_step(plan.micro_batches, plan.dp, at.dp_rank);
   double gather_s = 0;  // the sharded plan's all-gather: the amplifier's too, reported with its task
   if (plan.shard_params) {
     // Every rank owns a piece, updated at the last commit: gather the others'.
@@ -128,18 +130,43 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       if (st) st = send(slot, t.micro_batch, true, bytes);
     } else {
       // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
+      // Sparse tables' entries are gathered instead: every replica updates the same rows.
       tensor& grads = w.flat_grads();
       tensor piece = grads;
-      if (plan.dp > 1) bytes = grads.numel() * static_cast<std::int64_t>(sizeof(float));
-      if (plan.dp > 1 && !plan.shard_params) st = transport::allreduce(ch, dp_group, grads, dp_opt);
+      const bool sparse = !w.sparse_tables().empty();
+      range mine{0, grads.numel()};
+      if (plan.dp > 1 && !plan.shard_params) {
+        for (const range& r : w.dense_runs()) {
+          if (!st) break;
+          tensor run = grads.slice(0, r.begin, r.end);
+          bytes += r.size() * static_cast<std::int64_t>(sizeof(float));
+          st = transport::allreduce(ch, dp_group, run, dp_opt);
+        }
+      }
       if (st && plan.shard_params) {
-        range mine = owned_piece(plan, grads.numel(), at.dp_rank);
+        mine = owned_piece(plan, grads.numel(), at.dp_rank);
         piece = w.grad_piece(mine.size());
+        bytes = grads.numel() * static_cast<std::int64_t>(sizeof(float));
         st =
             transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
       }
+      if (st && sparse && plan.dp > 1) {
+        transport::collective_options sparse_opt = dp_opt;
+        sparse_opt.tag = (sparse_tag_space << 40) | (step & ((1ull << 40) - 1));
+        bytes += w.sparse_entries().numel() * static_cast<std::int64_t>(sizeof(float));
+        st = transport::all_gather_ring(ch, dp_group, w.sparse_block(), w.sparse_entries(), sparse_opt);
+      }
       end = worked = std::chrono::steady_clock::now();
-      if (st) st = io.submit(piece);
+      piece_gradient out;
+      out.dense = piece;
+      if (sparse) {
+        out.entries = w.sparse_entries();
+        out.blocks = plan.dp;
+        out.block_size = w.sparse_block_size();
+        for (const auto& t : w.sparse_tables())
+          out.tables.push_back({w.param_range(t.param).begin - mine.begin, t.rows, t.dim, t.first, t.count});
+      }
+      if (st) st = io.submit(out);
     }
     if (!st) return in_task(st.error(), t, at);
     if (t.kind != task_kind::update) end = std::chrono::steady_clock::now();

@@ -24,7 +24,7 @@
 //   tensor pending;
 //   step_io io;
 //   io.inputs = [&](int /*mb*/) -> result<std::map<std::string, tensor>> { return batch; };
-//   io.submit = [&](const tensor& g) { pending = g.clone(); return status{}; };   // the parameter actor's part
+//   io.submit = [&](const piece_gradient& g) { pending = g.dense.clone(); return status{}; };   // the parameter actor's part
 //   auto r = run_worker_step(**w, cm->schedule[0], cm->plan, at, io, /*step=*/0, 30s);
 //   if (!r) return r.error();
 //   // ... after every worker is done: the owner applies `pending` (param_shard::update)
@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/param_shard.hpp"
 #include "actors/stage_worker.hpp"
 #include "actors/task_trace.hpp"
 #include "graph/mesh.hpp"
@@ -59,7 +60,7 @@ struct step_io {
   std::function<result<std::map<std::string, tensor>>(int mb)> inputs;
   /// Takes this worker's piece of the step's summed gradient (valid until the next step
   /// starts); the owner applies it to params_piece() once the step has committed.
-  std::function<status(const tensor& grad_piece)> submit;
+  std::function<status(const piece_gradient& grad_piece)> submit;
   /// Called before each task with its index in the order (the runtime's failure injection).
   std::function<void(const task&, std::size_t index)> before_task;
   /// Record each task's span in step_report::spans (a traced step).

@@ -176,8 +176,28 @@ result<stage_program> local_builder::build() {
     for (auto& prm : prog_.params)
       if (prm.local == lp.id) prm.grad = placed->id;
   }
+  // Sparse table gradients: entries, their values sliced like the table's columns.
+  for (const auto& sg : gr_.sparse_grads) {
+    var lp = local_[static_cast<std::size_t>(sg.param)];
+    if (!lp.valid()) continue;
+    var rows = local_[static_cast<std::size_t>(sg.rows)], values = local_[static_cast<std::size_t>(sg.values)];
+    if (!rows.valid() || !values.valid())
+      return make_error(errc::invalid_argument, "partition: the sparse gradient of '" + g_.value(sg.param).name +
+                                                    "' is computed on another stage than the table");
+    const placement& table = c_.placement_of(sg.param);
+    if (const shard* sh = as_shard(table); sh != nullptr && sh->dim != 1)
+      return make_error(errc::unsupported, "partition: '" + g_.value(sg.param).name +
+                                               "' is split by rows: its gradient cannot be kept sparse");
+    auto placed = reshard(values, sg.values, table);
+    if (!placed) return placed.error();
+    for (auto& prm : prog_.params)
+      if (prm.local == lp.id) {
+        prm.sparse_rows = rows.id;
+        prm.sparse_values = placed->id;
+      }
+  }
   for (const auto& prm : prog_.params)
-    if (prm.grad == no_value)
+    if (prm.grad == no_value && !prm.sparse())
       return make_error(errc::invalid_argument, "partition: parameter '" + prm.name + "' is read on stage " +
                                                     std::to_string(stage_) +
                                                     " but differentiated elsewhere (shared across stages)");
@@ -224,7 +244,13 @@ std::vector<value_id> stage_program::kept() const {
   std::vector<value_id> out;
   for (const auto& s : sends) out.push_back(s.local);
   if (loss != no_value) out.push_back(loss);
-  for (const auto& p : params) out.push_back(p.grad);
+  for (const auto& p : params) {
+    if (p.grad != no_value) out.push_back(p.grad);
+    if (p.sparse()) {
+      out.push_back(p.sparse_rows);
+      out.push_back(p.sparse_values);
+    }
+  }
   return out;
 }
 

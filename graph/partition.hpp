@@ -59,11 +59,16 @@ struct stage_program {
   struct param {
     std::string name;  // the serial parameter's name
     value_id local;    // local parameter
-    value_id grad;     // its local gradient, placed like the parameter
+    value_id grad;     // its local gradient, placed like the parameter (none for a sparse table)
     placement tp;      // how the local tensor slices the full one
+    /// A sparse table's gradient (autodiff_options::sparse_tables): entries whose sum by row
+    /// is the local gradient — rows i32 [N] (-1: none), values [N, local columns].
+    value_id sparse_rows = no_value, sparse_values = no_value;
+    bool sparse() const { return sparse_rows != no_value; }
   };
   std::vector<param> params;
-  /// Values the executor must keep readable: sends, the loss, parameter gradients.
+  /// Values the executor must keep readable: sends, the loss, parameter gradients (dense or
+  /// sparse).
   std::vector<value_id> kept() const;
 };
 

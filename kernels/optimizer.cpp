@@ -78,6 +78,25 @@ optimizer_state make_state(const tensor& param, const optimizer_config& cfg) {
   return st;
 }
 
+namespace {
+
+// One rule on elements [begin, end): the state's slots are read at the same offsets.
+void update_span(float* p, const float* g, std::int64_t begin, std::int64_t end, optimizer_state& state,
+                 const optimizer_config& cfg) {
+  const std::int64_t n = end - begin;
+  optimizer_state view;  // the slots' span, no copy; the step as it is
+  view.step = state.step;
+  for (auto& slot : state.slots) view.slots.push_back(slot.slice(0, begin, end));
+  if (const auto* s = std::get_if<sgd_config>(&cfg))
+    sgd(p + begin, g + begin, n, view, *s);
+  else if (const auto* a = std::get_if<adagrad_config>(&cfg))
+    adagrad(p + begin, g + begin, view.slots[0].data<float>(), n, *a);
+  else
+    adamw(p + begin, g + begin, n, view, std::get<adamw_config>(cfg));
+}
+
+}  // namespace
+
 void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg) {
   float* p = param.data<float>();
   const float* g = grad.data<float>();
@@ -88,6 +107,15 @@ void apply_update(tensor& param, const tensor& grad, optimizer_state& state, con
     adagrad(p, g, state.slots[0].data<float>(), n, *a);
   else
     adamw(p, g, n, state, std::get<adamw_config>(cfg));
+  ++state.step;
+}
+
+void apply_update_runs(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg,
+                       const std::vector<range>& runs) {
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  for (const range& r : runs)
+    if (r.size() > 0) update_span(p, g, r.begin, r.end, state, cfg);
   ++state.step;
 }
 
@@ -114,6 +142,11 @@ row_sums::row_sums(std::int64_t entries, std::int64_t dim) : dim_(dim) {
 }
 
 void row_sums::gather(const std::int32_t* rows, const float* values, std::int64_t n) {
+  clear();
+  add(rows, values, n);
+}
+
+void row_sums::clear() {
   for (std::int64_t k = 0; k < distinct_; ++k) {  // forget the last step's rows only
     std::size_t h = static_cast<std::size_t>(rows_[static_cast<std::size_t>(k)]) * 0x9E3779B1u & (keys_.size() - 1);
     while (keys_[h] != -1) {
@@ -122,6 +155,9 @@ void row_sums::gather(const std::int32_t* rows, const float* values, std::int64_
     }
   }
   distinct_ = 0;
+}
+
+void row_sums::add(const std::int32_t* rows, const float* values, std::int64_t n) {
   const std::size_t mask = keys_.size() - 1;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t r = rows[i];
@@ -171,6 +207,26 @@ void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& s
     for (std::int64_t j = 0; j < dim; ++j) row[j] -= lr * (g[j] + decay * row[j]);  // sgd()'s formula
   }
   ++state.step;
+}
+
+void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset, std::int64_t dim,
+                       const row_sums& sums, const optimizer_config& cfg) {
+  const auto* a = std::get_if<adagrad_config>(&cfg);
+  const auto* s = std::get_if<sgd_config>(&cfg);
+  for (std::int64_t k = 0; k < sums.size(); ++k) {
+    const std::int64_t row_begin = table_offset + static_cast<std::int64_t>(sums.rows()[k]) * dim;
+    const std::int64_t begin = std::max<std::int64_t>(row_begin, 0);
+    const std::int64_t end = std::min<std::int64_t>(row_begin + dim, piece_size);
+    if (begin >= end) continue;  // a row of another piece
+    const float* g = sums.sums() + k * dim + (begin - row_begin);
+    if (a != nullptr) {
+      adagrad(piece + begin, g, slot + begin, end - begin, *a);
+    } else {
+      const float lr = s->lr, decay = s->weight_decay;
+      float* row = piece + begin;
+      for (std::int64_t j = 0; j < end - begin; ++j) row[j] -= lr * (g[j] + decay * row[j]);  // sgd()'s formula
+    }
+  }
 }
 
 }  // namespace cohort::kernels

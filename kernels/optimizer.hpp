@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "graph/optimizer.hpp"
+#include "graph/placement.hpp"
 #include "graph/tensor.hpp"
 
 namespace cohort::kernels {
@@ -45,8 +46,13 @@ std::string sparse_update_problem(const optimizer_config& cfg);
 class row_sums {
  public:
   row_sums(std::int64_t entries, std::int64_t dim);
-  /// Sums the entries (row -1: none) as the dense gradient kernel adds them.
+  /// Sums the entries (row -1: none) as the dense gradient kernel adds them: clear() then add().
   void gather(const std::int32_t* rows, const float* values, std::int64_t n);
+  /// Forgets the rows summed so far.
+  void clear();
+  /// Adds more entries after those already summed (at most `entries` in all since clear()).
+  void add(const std::int32_t* rows, const float* values, std::int64_t n);
+  std::int64_t capacity() const { return static_cast<std::int64_t>(rows_.size()); }
   std::int64_t size() const { return distinct_; }
   const std::int32_t* rows() const { return rows_.data(); }
   const float* sums() const { return sums_.data(); }
@@ -60,5 +66,18 @@ class row_sums {
 /// The update of `table` [V,D] from its touched rows: bit for bit the dense update by a
 /// gradient that is `sums` on those rows and zero elsewhere (sparse_update_problem(cfg) == "").
 void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& state, const optimizer_config& cfg);
+
+/// apply_update on the elements [begin, end) of each run of `param` alone (ascending, inside
+/// it); the other elements and their state stay as they are. The step count rises once.
+void apply_update_runs(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg,
+                       const std::vector<range>& runs);
+
+/// A table [rows, dim] that starts at element `table_offset` of a flat piece of `piece_size`
+/// elements (negative or past the end where the piece holds only part of it): updates the
+/// touched rows' elements that lie in the piece, as apply_sparse_update does (bit for bit
+/// the dense update; sparse_update_problem(cfg) == ""). `slot` is the piece's Adagrad sum
+/// (nullptr for SGD). The step count is the caller's.
+void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset, std::int64_t dim,
+                       const row_sums& sums, const optimizer_config& cfg);
 
 }  // namespace cohort::kernels

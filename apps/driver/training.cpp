@@ -218,10 +218,8 @@ result<training_result> train(const training_job& job, const plan_options& plan,
                       "--checkpoint.every, --checkpoint.resume and --init.from need the actor runtime: "
                       "--plan.mode=serial runs the reference trainer");
   if (job.sparse_tables && plan.mode != planner::plan_mode::serial && !plan.only && plan.dist.reports())
-    std::fprintf(stderr,
-                 "%s: note: the actor runtime updates embedding tables from dense gradients (every row, every "
-                 "step); --plan.mode=serial updates only the rows a batch touched\n",
-                 job.app.c_str());
+    if (const std::string why = kernels::sparse_update_problem(job.optimizer); !why.empty())
+      std::fprintf(stderr, "%s: embedding tables updated densely: %s\n", job.app.c_str(), why.c_str());
   training_job started = job;
   auto start = std::make_shared<start_point>();
   if (!plan.only) {

@@ -3,6 +3,7 @@
 
 #include "actors/actor_system.hpp"
 #include "apps/driver/metrics_server.hpp"
+#include "kernels/optimizer.hpp"
 #include "transport/auth.hpp"
 
 #include <caf/all.hpp>
@@ -70,6 +71,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.timeout = std::chrono::milliseconds(p.timeout_ms);
   o.max_restarts = static_cast<int>(p.max_restarts);
   o.stage_cuts = choice.cuts;
+  o.compile.sparse_tables = job.sparse_tables && kernels::sparse_update_problem(job.optimizer).empty();
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
   if (p.trace.on()) loop.trace = std::make_shared<trace_recorder>(loop.process);
   if (loop.trace || loop.report) {
@@ -197,6 +199,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   loop.out.parameters = std::move(r->parameters);
   loop.out.plan = choice.to_json();
   loop.out.plan["cuts"] = r->cuts;  // what ran: the planner's cuts (compile() asks it when none were given)
+  if (job.sparse_tables) loop.out.plan["sparse_tables"] = o.compile.sparse_tables;
   return std::move(loop.out);
 }
 

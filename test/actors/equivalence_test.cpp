@@ -171,6 +171,48 @@ TEST_CASE("DLRM with sparse table updates (SGD, Adagrad): the dense run's losses
   CHECK(tr.error().message.find("sparse table updates need plain SGD: SGD with momentum") != std::string::npos);
 }
 
+TEST_CASE("DLRM with sparse table gradients on the runtime: every plan's losses equal the serial run's") {
+  // The tables' entries are gathered across dp (never a dense table allreduced) and their
+  // parameter actors update the touched rows only.
+  const std::int64_t batch = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) { return apps::build_dlrm(g, toy_dlrm(), b).loss; };
+  // the runtime really keeps them sparse: every table's gradient is entries, none dense
+  auto compiled = actors::compile(model, {.dp = 2, .pp = 2, .micro_batches = 2}, batch, {}, {.sparse_tables = true});
+  REQUIRE_MESSAGE(compiled.ok(), compiled.error().message);
+  int sparse_tables = 0;
+  for (int stage = 0; stage < 2; ++stage) {
+    auto prog = compiled->program(stage, 0);
+    REQUIRE(prog.ok());
+    for (const auto& p : prog->params) {
+      CAPTURE(p.name);
+      CHECK(p.sparse() == (p.name.rfind("emb.", 0) == 0));
+      if (p.sparse()) CHECK(p.grad == no_value);
+      sparse_tables += p.sparse() ? 1 : 0;
+    }
+  }
+  CHECK(sparse_tables == 3);
+  optimizer_config opt = sgd_config{.lr = 0.1f};
+  auto serial = serial_losses(model, batch, steps, opt, 7, dlrm_data(batch));
+  CHECK(serial.back() < serial.front());
+  for (const auto& np : plans())
+    check_same_losses(serial,
+                      runtime_losses(model, {np.plan, np.cuts, {}, {}, true}, batch, steps, opt, 7, dlrm_data(batch)),
+                      std::string(np.name) + " sparse");
+  optimizer_config adagrad = adagrad_config{.lr = 0.05f};
+  auto serial_adagrad = serial_losses(model, batch, steps, adagrad, 7, dlrm_data(batch));
+  for (const char* name : {"dp2", "dp2 sharded", "dp2 pp2 m4", "dp2 tp2 pp2 m2"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(
+            serial_adagrad,
+            runtime_losses(model, {np.plan, np.cuts, {}, {}, true}, batch, steps, adagrad, 7, dlrm_data(batch)),
+            std::string(np.name) + " sparse adagrad");
+  // four replicas: each step's entries are four blocks, in the serial batch's order
+  check_same_losses(serial_adagrad,
+                    runtime_losses(model, {{.dp = 4}, {}, {}, {}, true}, batch, steps, adagrad, 7, dlrm_data(batch)),
+                    "dp4 sparse adagrad");
+}
+
 TEST_CASE("DLRM with column-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the serial run's") {
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
@@ -182,7 +224,18 @@ TEST_CASE("DLRM with column-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal 
   auto serial = serial_losses(model, batch, steps, opt, 7, dlrm_data(batch));
   for (const char* name : {"tp2", "tp3", "dp2 tp2", "tp2 pp2 m4"})
     for (const auto& np : plans())
-      if (std::string(np.name) == name)
+      if (std::string(np.name) == name) {
         check_same_losses(
             serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 7, dlrm_data(batch)), np.name);
+      }
+  // sparse gradients of column-sharded tables: each tp rank's entries hold its columns
+  optimizer_config plain = sgd_config{.lr = 0.1f};
+  auto serial_plain = serial_losses(model, batch, steps, plain, 7, dlrm_data(batch));
+  for (const char* name : {"tp2", "tp3", "dp2 tp2", "tp2 pp2 m4"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(
+            serial_plain,
+            runtime_losses(model, {np.plan, np.cuts, {}, {}, true}, batch, steps, plain, 7, dlrm_data(batch)),
+            std::string(np.name) + " sparse");
 }

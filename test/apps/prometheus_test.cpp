@@ -148,12 +148,13 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
     ready = s.ok() && get(prom_port, "/-/ready").first == 200;
   }
   REQUIRE_MESSAGE(ready, cohort::test::read_text(temp_file("prom.out")));
-  // the job: trains ~15 s here (many scrapes at 1 s while it runs), then keeps serving long
-  // enough for the scrapes after its end
+  // the job: trains 10-20 s here (many scrapes at 1 s while it runs; a small model, so that the
+  // two processes and Prometheus on 2 cores stay well inside the deadline), then keeps serving
+  // long enough for the scrapes after its end
   const std::string out = temp_file("job.out"), err = temp_file("job.err");
   child job(std::string(MLP_BINARY) +
-            " --data.name=synth --train.batch=128 --train.steps=30000 --train.threads=1 --plan.dp=2 --launch.nproc=2 "
-            "--metrics.listen=127.0.0.1:" +
+            " --data.name=synth --model.dims=784,32,10 --train.batch=128 --train.steps=30000 --train.threads=1 "
+            "--plan.dp=2 --launch.nproc=2 --metrics.listen=127.0.0.1:" +
             std::to_string(job_port) + " --metrics.linger-s=8 >" + out + " 2>" + err);
   double running_step = std::nan("");
   while (std::isnan(running_step) && std::chrono::steady_clock::now() < deadline) {

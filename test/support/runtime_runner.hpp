@@ -56,6 +56,7 @@ struct runtime_run {
   std::vector<std::size_t> cuts;             // empty: the planner's
   std::vector<actors::plan_change> changes;  // plan transitions
   std::shared_ptr<planner::planning_setup> planning;
+  bool sparse_tables = false;  // embedding tables with sparse gradients (compile_options)
 };
 
 /// The run's summary on the actor runtime (REQUIREs that it succeeded).
@@ -74,6 +75,7 @@ inline actors::run_summary runtime_summary(const actors::model_fn& model, const 
   o.changes = run.changes;
   o.planning = run.planning;
   o.collect_parameters = false;
+  o.compile.sparse_tables = run.sparse_tables;
   caf::actor_system sys{test_config()};
   auto r = actors::train(
       sys, model, [data](std::int64_t s) -> result<std::map<std::string, tensor>> { return data(s); }, o);
