@@ -34,7 +34,8 @@ status param_shard::check_sparse(const piece_gradient& grad) const {
                         "parameter update: sparse table gradients need plain SGD or Adagrad: " + why);
   }
   for (const auto& t : grad.tables)
-    if (t.rows < 0 || t.dim < 1 || t.count < 0 || t.first < 0 || t.first + t.count * (1 + t.dim) > grad.block_size)
+    if (t.rows < 0 || t.dim < 1 || t.count < 0 || t.first < 0 || t.first_row < 0 ||
+        t.first + t.count * (1 + t.dim) > grad.block_size)
       return make_error(errc::invalid_argument, "parameter update: a sparse table's entries lie outside their block");
   return {};
 }
@@ -45,7 +46,8 @@ result<tensor> param_shard::update(const piece_gradient& grad) {
   const std::int64_t n = piece_.numel();
   // The dense runs: what no table covers (computed again only when the layout changes).
   std::vector<std::int64_t> layout;
-  for (const auto& t : grad.tables) layout.insert(layout.end(), {t.offset, t.rows, t.dim, grad.blocks * t.count});
+  for (const auto& t : grad.tables)
+    layout.insert(layout.end(), {t.offset, t.rows, t.dim, grad.blocks * t.count, t.first_row});
   if (layout != layout_) {
     layout_ = std::move(layout);
     std::vector<range> covered;
@@ -73,7 +75,7 @@ result<tensor> param_shard::update(const piece_gradient& grad) {
       const float* block = entries + b * grad.block_size + t.first;
       sums.add(reinterpret_cast<const std::int32_t*>(block), block + t.count, t.count);
     }
-    kernels::apply_sparse_rows(piece_.data<float>(), n, slot, t.offset, t.dim, sums, cfg_);
+    kernels::apply_sparse_rows(piece_.data<float>(), n, slot, t.offset, t.first_row, t.rows, t.dim, sums, cfg_);
   }
   kernels::apply_update_runs(piece_, grad.dense, state_, cfg_, dense_runs_);  // the step count rises once
   return piece_;

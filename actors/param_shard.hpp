@@ -40,6 +40,7 @@ struct sparse_table_grad {
   std::int64_t offset = 0;  // the table's first element in the piece (negative: it starts before)
   std::int64_t rows = 0, dim = 0;
   std::int64_t first = 0, count = 0;
+  std::int64_t first_row = 0;  // a row shard's first row: entries name rows of the whole table
 };
 
 /// What a worker hands its parameter owner at the end of a step.

@@ -32,7 +32,7 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
     if (table.rank() != 2 || values.rank() != 2 || values[1] != table[1])
       return make_error(errc::invalid_argument, "stage worker: the sparse gradient of '" + p.name + "' is " +
                                                     values.to_string() + " for a table of " + table.to_string());
-    w->sparse_.push_back({i, table[0], table[1], values[0], 0, 0});
+    w->sparse_.push_back({i, table[0], table[1], values[0], 0, 0, p.sparse_first_row});
     if (w->ranges_[i].begin > dense_from) w->dense_runs_.push_back({dense_from, w->ranges_[i].begin});
     dense_from = w->ranges_[i].end;
   }

@@ -76,6 +76,7 @@ class stage_worker {
     std::size_t param = 0;  // index in program().params
     std::int64_t rows = 0, dim = 0, per_backward = 0;
     std::int64_t first = 0, count = 0;
+    std::int64_t first_row = 0;  // a row shard's first row (stage_program::param::sparse_first_row)
   };
   const std::vector<sparse_table>& sparse_tables() const { return sparse_; }
   /// Before a step's first backward: `backwards` backward tasks follow, and this replica's

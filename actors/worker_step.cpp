@@ -164,7 +164,8 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         out.blocks = plan.dp;
         out.block_size = w.sparse_block_size();
         for (const auto& t : w.sparse_tables())
-          out.tables.push_back({w.param_range(t.param).begin - mine.begin, t.rows, t.dim, t.first, t.count});
+          out.tables.push_back(
+              {w.param_range(t.param).begin - mine.begin, t.rows, t.dim, t.first, t.count, t.first_row});
       }
       if (st) st = io.submit(out);
     }

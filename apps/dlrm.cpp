@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   std::string data_name = "criteo", data_dir = default_data_dir(), train_file, test_file;
   std::vector<std::int64_t> rows;  // empty: from the file's .meta.json
   dlrm_config model;
+  bool sparse_tables = true;
   a.options()
       .add("data.name", data_name,
            "criteo (--data.file in Criteo's TSV format) or movielens (data/movielens/ratings.csv: user, movie "
@@ -79,13 +80,21 @@ int main(int argc, char** argv) {
       .add("model.bottom", model.bottom, "hidden widths of the bottom MLP (dense features -> ... -> dim)")
       .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)")
       .add("model.column-sharded", model.column_sharded_tables,
-           "split every table by columns over the tensor-parallel ranks (--plan.tp); else replicated");
+           "split every table by columns over the tensor-parallel ranks (--plan.tp); else replicated")
+      .add("model.sparse", sparse_tables,
+           "tables take sparse gradients (the touched rows, gathered over dp) where the optimizer allows: plain SGD "
+           "or Adagrad; false: dense [rows, dim] gradients")
+      .add("model.row-sharded", model.row_sharded_tables,
+           "split every table by rows over the tensor-parallel ranks (--plan.tp): each holds a range of rows");
 
   std::unique_ptr<criteo_set> train, test;
   std::unique_ptr<movielens_data> movielens;
   std::unique_ptr<in_order_sampler> sampler;
   return a.run(argc, argv, [&](const app& a) -> result<job> {
     if (model.dim < 1) return make_error(errc::invalid_argument, "--model.dim must be positive");
+    if (model.column_sharded_tables && model.row_sharded_tables)
+      return make_error(errc::invalid_argument,
+                        "--model.column-sharded and --model.row-sharded: a table is split one way or the other");
     for (auto w : model.bottom)
       if (w < 1) return make_error(errc::invalid_argument, "--model.bottom: every width must be positive");
     for (auto w : model.top)
@@ -148,7 +157,7 @@ int main(int argc, char** argv) {
     j.summary["embedding_dim"] = model.dim;
     j.model = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
-    j.sparse_tables = true;  // on the serial trainer; the actor runtime's tables take dense gradients
+    j.sparse_tables = sparse_tables;  // where the optimizer allows (plain SGD, Adagrad)
     if (test_columns != nullptr)
       j.evaluate = [&, test_columns](const parameter_store& trained) -> result<json> {
         auto logits = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).logits; };

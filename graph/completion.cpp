@@ -168,6 +168,8 @@ rule_out rules::embedding(const node& n, placements in) const {
   int out_last = rank_of(n.outputs[0]) - 1;
   const shard* t = as_shard(in[0]);
   if (t != nullptr && t->dim == 1) return {{in[0], R()}, {S(out_last, t->granule)}};
+  // a row shard pools the ids it holds: partial sums (every rank sees every id)
+  if (t != nullptr && t->dim == 0 && n.kind == op_kind::embedding_bag) return {{in[0], R()}, {P()}};
   // embedding_bag pools its ids' last axis: a shard there is gathered first
   const shard* ids = as_shard(in[1]);
   const bool pooled = n.kind == op_kind::embedding_bag && ids != nullptr && ids->dim == rank_of(n.inputs[1]) - 1;

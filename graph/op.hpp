@@ -152,9 +152,14 @@ struct attention_attrs {
 /// embedding_bag: sum or mean of the bag's rows (a mean over the ids that are not padding;
 /// an empty bag gives zeros, as torch.nn.EmbeddingBag). embedding_bag_grad: the same, and
 /// `table` is the table's shape.
+/// A row shard (a table split by rows over tensor parallelism; set by partitioning): the
+/// local table holds rows [first_row, first_row + its rows) of `all_rows`; an id of another
+/// shard adds nothing here (the ranks' outputs are partial sums) but still counts in a mean's
+/// divisor. all_rows == 0: the table is whole.
 struct bag_attrs {
   bool mean = false;
   shape table;
+  std::int64_t first_row = 0, all_rows = 0;
   friend bool operator==(const bag_attrs&, const bag_attrs&) = default;
 };
 

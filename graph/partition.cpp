@@ -119,6 +119,15 @@ op_attrs local_builder::localized(const node& n) const {
       a.table = local_of(n.outputs[0]);
       return a;
     }
+    case op_kind::embedding_bag:  // a row shard looks up the ids it holds
+      if (const shard* s = as_shard(c_.placement_of(n.inputs[0])); s != nullptr && s->dim == 0) {
+        bag_attrs a = std::get<bag_attrs>(n.attrs);
+        const std::int64_t rows = g_.value(n.inputs[0]).type.shape[0];
+        a.first_row = shard_range(rows, c_.degree, rank_, s->granule).begin;
+        a.all_rows = rows;
+        return a;
+      }
+      return n.attrs;
     default:
       return n.attrs;
   }
@@ -185,15 +194,17 @@ result<stage_program> local_builder::build() {
       return make_error(errc::invalid_argument, "partition: the sparse gradient of '" + g_.value(sg.param).name +
                                                     "' is computed on another stage than the table");
     const placement& table = c_.placement_of(sg.param);
-    if (const shard* sh = as_shard(table); sh != nullptr && sh->dim != 1)
-      return make_error(errc::unsupported, "partition: '" + g_.value(sg.param).name +
-                                               "' is split by rows: its gradient cannot be kept sparse");
-    auto placed = reshard(values, sg.values, table);
+    const shard* sh = as_shard(table);
+    // split by rows: the entries stay whole (global rows); the owner keeps those it holds
+    const bool by_rows = sh != nullptr && sh->dim == 0;
+    auto placed = by_rows ? result<var>(values) : reshard(values, sg.values, table);
     if (!placed) return placed.error();
     for (auto& prm : prog_.params)
       if (prm.local == lp.id) {
         prm.sparse_rows = rows.id;
         prm.sparse_values = placed->id;
+        if (by_rows)
+          prm.sparse_first_row = shard_range(g_.value(sg.param).type.shape[0], c_.degree, rank_, sh->granule).begin;
       }
   }
   for (const auto& prm : prog_.params)

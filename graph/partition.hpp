@@ -64,6 +64,8 @@ struct stage_program {
     /// A sparse table's gradient (autodiff_options::sparse_tables): entries whose sum by row
     /// is the local gradient — rows i32 [N] (-1: none), values [N, local columns].
     value_id sparse_rows = no_value, sparse_values = no_value;
+    /// A table split by rows: the entries name global rows; this rank holds rows from here.
+    std::int64_t sparse_first_row = 0;
     bool sparse() const { return sparse_rows != no_value; }
   };
   std::vector<param> params;

@@ -209,12 +209,15 @@ void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& s
   ++state.step;
 }
 
-void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset, std::int64_t dim,
-                       const row_sums& sums, const optimizer_config& cfg) {
+void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset,
+                       std::int64_t first_row, std::int64_t rows, std::int64_t dim, const row_sums& sums,
+                       const optimizer_config& cfg) {
   const auto* a = std::get_if<adagrad_config>(&cfg);
   const auto* s = std::get_if<sgd_config>(&cfg);
   for (std::int64_t k = 0; k < sums.size(); ++k) {
-    const std::int64_t row_begin = table_offset + static_cast<std::int64_t>(sums.rows()[k]) * dim;
+    const std::int64_t row = static_cast<std::int64_t>(sums.rows()[k]) - first_row;
+    if (row < 0 || row >= rows) continue;  // another shard's row
+    const std::int64_t row_begin = table_offset + row * dim;
     const std::int64_t begin = std::max<std::int64_t>(row_begin, 0);
     const std::int64_t end = std::min<std::int64_t>(row_begin + dim, piece_size);
     if (begin >= end) continue;  // a row of another piece

@@ -72,12 +72,14 @@ void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& s
 void apply_update_runs(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg,
                        const std::vector<range>& runs);
 
-/// A table [rows, dim] that starts at element `table_offset` of a flat piece of `piece_size`
+/// A table of `rows` x `dim` holding rows [first_row, first_row + rows) of a larger one (0 for
+/// a whole table) that starts at element `table_offset` of a flat piece of `piece_size`
 /// elements (negative or past the end where the piece holds only part of it): updates the
 /// touched rows' elements that lie in the piece, as apply_sparse_update does (bit for bit
-/// the dense update; sparse_update_problem(cfg) == ""). `slot` is the piece's Adagrad sum
-/// (nullptr for SGD). The step count is the caller's.
-void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset, std::int64_t dim,
-                       const row_sums& sums, const optimizer_config& cfg);
+/// the dense update; sparse_update_problem(cfg) == ""); other rows are another shard's.
+/// `slot` is the piece's Adagrad sum (nullptr for SGD). The step count is the caller's.
+void apply_sparse_rows(float* piece, std::int64_t piece_size, float* slot, std::int64_t table_offset,
+                       std::int64_t first_row, std::int64_t rows, std::int64_t dim, const row_sums& sums,
+                       const optimizer_config& cfg);
 
 }  // namespace cohort::kernels

@@ -35,6 +35,7 @@ dlrm_model build_dlrm(graph& g, const dlrm_config& cfg, std::int64_t batch) {
     var table = g.parameter("emb." + t.input, {t.rows, cfg.dim},
                             init_spec::uniform(static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.rows)))));
     if (cfg.column_sharded_tables) annotate(table, "tp", shard{1});
+    if (cfg.row_sharded_tables) annotate(table, "tp", shard{0});
     var ids = g.input(t.input, {batch, t.bag}, dtype::i32);
     features.push_back(reshape(embedding_bag(table, ids, t.mean), {batch, 1, cfg.dim}));
   }

@@ -39,6 +39,10 @@ struct dlrm_config {
   /// sharding): each rank looks up its columns of every row; the dot interaction sums the
   /// ranks' partial dots. Otherwise tables are replicated on the tp ranks.
   bool column_sharded_tables = false;
+  /// Every table split by rows over "tp" (TorchRec's row-wise sharding): each rank holds a
+  /// near-equal range of rows and pools the ids that fall in it; the ranks' partial sums are
+  /// added. A table's memory and update work divide by tp.
+  bool row_sharded_tables = false;
 };
 
 struct dlrm_model {

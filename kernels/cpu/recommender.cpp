@@ -30,15 +30,52 @@ bool ids_valid(const std::int32_t* ids, std::int64_t n, std::int64_t vocab) {
   return ok;
 }
 
+// A row shard's lookup (bag_attrs::all_rows > 0): the ids it holds, a mean over all of them.
+void embedding_bag_row_shard(const kernel_call& c, const bag_attrs& attrs) {
+  const std::int64_t local = c.in[0].shape()[0], dim = c.in[0].shape()[1], first = attrs.first_row;
+  const std::int64_t length = c.in[1].shape().at(-1), bags = c.in[1].numel() / length;
+  const float* table = c.in[0].data<float>();
+  const std::int32_t* ids = c.in[1].data<std::int32_t>();
+  float* y = c.out[0].data<float>();
+  for_rows(c, bags, length * dim, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t b = begin; b < end; ++b) {
+      const std::int32_t* bag = ids + b * length;
+      float* out = y + b * dim;
+      std::memset(out, 0, static_cast<std::size_t>(dim) * sizeof(float));
+      std::int64_t count = 0;
+      for (std::int64_t l = 0; l < length; ++l) {
+        if (bag[l] == bag_padding) continue;
+        ++count;
+        const std::int64_t r = bag[l] - first;
+        if (r < 0 || r >= local) continue;
+        const float* row = table + r * dim;
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) out[j] += row[j];
+      }
+      if (attrs.mean && count > 1) {
+        const float inv = 1.f / static_cast<float>(count);
+#pragma omp simd
+        for (std::int64_t j = 0; j < dim; ++j) out[j] *= inv;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 status embedding_bag(const kernel_call& c) {
-  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
+  const auto& attrs = std::get<bag_attrs>(c.op.attrs);
+  const bool mean = attrs.mean;
   const std::int64_t vocab = c.in[0].shape()[0], dim = c.in[0].shape()[1];
   const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
   const float* table = c.in[0].data<float>();
   const std::int32_t* ids = c.in[1].data<std::int32_t>();
   float* y = c.out[0].data<float>();
+  if (attrs.all_rows > 0) {
+    if (bags == 0 || !ids_valid(ids, c.in[1].numel(), attrs.all_rows)) return ref::embedding_bag(c);
+    embedding_bag_row_shard(c, attrs);
+    return {};
+  }
   if (bags == 0 || !ids_valid(ids, c.in[1].numel(), vocab)) return ref::embedding_bag(c);
   const std::int64_t n_ids = c.in[1].numel();
   for_rows(c, bags, length * dim, [&](std::int64_t begin, std::int64_t end) {

@@ -31,8 +31,12 @@ double bce_term(double z, double y) { return std::log1p(std::exp(-std::fabs(z)))
 }  // namespace
 
 status embedding_bag(const kernel_call& c) {
-  const bool mean = std::get<bag_attrs>(c.op.attrs).mean;
-  const std::int64_t vocab = c.in[0].shape()[0], dim = c.in[0].shape()[1];
+  const auto& attrs = std::get<bag_attrs>(c.op.attrs);
+  const bool mean = attrs.mean;
+  // a row shard holds rows [first, first + local); ids of other shards add nothing here
+  const std::int64_t local = c.in[0].shape()[0], dim = c.in[0].shape()[1];
+  const std::int64_t first = attrs.all_rows > 0 ? attrs.first_row : 0;
+  const std::int64_t vocab = attrs.all_rows > 0 ? attrs.all_rows : local;
   const std::int64_t length = c.in[1].shape().at(-1), bags = length > 0 ? c.in[1].numel() / length : 0;
   const float* table = c.in[0].data<float>();
   const std::int32_t* ids = c.in[1].data<std::int32_t>();
@@ -45,7 +49,7 @@ status embedding_bag(const kernel_call& c) {
     for (std::int64_t j = 0; j < dim; ++j) {
       double s = 0;
       for (std::int64_t l = 0; l < length; ++l)
-        if (bag[l] != bag_padding) s += table[bag[l] * dim + j];
+        if (bag[l] != bag_padding && bag[l] >= first && bag[l] < first + local) s += table[(bag[l] - first) * dim + j];
       y[b * dim + j] = divisor > 0 ? static_cast<float>(s / divisor) : 0.f;
     }
   }

@@ -54,7 +54,7 @@ piece_gradient sparse_gradient(const std::vector<entries>& blocks, const tensor&
     std::memcpy(block, blocks[b].rows.data(), blocks[b].rows.size() * sizeof(std::int32_t));
     std::memcpy(block + count, blocks[b].values.data(), blocks[b].values.size() * sizeof(float));
   }
-  out.tables.push_back({dense_before - begin, table_rows, dim, 0, count});
+  out.tables.push_back({dense_before - begin, table_rows, dim, 0, count, 0});
   return out;
 }
 
@@ -101,6 +101,29 @@ TEST_CASE("a piece updated from sparse table entries equals the dense update bit
       check_bits(part.params(), dense.params().slice(0, begin, end).clone());
     }
   }
+}
+
+TEST_CASE("a row shard of a table takes the entries of its rows and leaves the others to its peers") {
+  rng r(12);
+  tensor initial = tensor::empty({flat}), dense_part = tensor::empty({flat});
+  for (std::int64_t i = 0; i < flat; ++i) {
+    initial.data<float>()[i] = r.normal();
+    dense_part.data<float>()[i] = r.normal();
+  }
+  const auto blocks = two_blocks();
+  const optimizer_config cfg = adagrad_config{.lr = 0.05f};
+  param_shard whole(initial.clone(), cfg);
+  REQUIRE(whole.update(dense_gradient(blocks, dense_part)).ok());
+  // the shard holds rows 2..3 only: a piece of those rows alone, entries naming the whole table's rows
+  const std::int64_t first_row = 2, rows = 2;
+  const std::int64_t begin = dense_before + first_row * dim, end = begin + rows * dim;
+  param_shard shard(initial.slice(0, begin, end).clone(), cfg);
+  auto g = sparse_gradient(blocks, dense_part, begin, end);
+  g.tables[0] = {0, rows, dim, 0, static_cast<std::int64_t>(blocks[0].rows.size()), first_row};
+  auto st = shard.update(g);
+  REQUIRE_MESSAGE(st.ok(), st.error().message);
+  check_bits(shard.params(), whole.params().slice(0, begin, end).clone());
+  check_bits(shard.optimizer_state().slots[0], whole.optimizer_state().slots[0].slice(0, begin, end).clone());
 }
 
 TEST_CASE("sparse table entries are refused when they lie outside their block or the rule moves every row") {

@@ -143,21 +143,30 @@ TEST_CASE("dlrm with Adagrad on dp2 resumes from its checkpoint with the uninter
   fs::remove(resumed);
 }
 
-TEST_CASE("dlrm with column-sharded tables on tp2 across 2 processes trains as the serial program") {
+TEST_CASE("dlrm across 2 processes with sparse table gradients: dp2, column- and row-sharded tp2 train as serial") {
+  // the tables' gradient entries cross the TCP data plane (gathered over dp, or kept per tp rank)
   criteo_pair files;
   const std::string serial = cohort::test::temp_path("dlrm", "serial.jsonl"),
-                    sharded = cohort::test::temp_path("dlrm", "tp2.jsonl");
+                    sharded = cohort::test::temp_path("dlrm", "two.jsonl");
   const std::string job = files.args() + " --train.steps=20";
   auto a = run(DLRM_BINARY, job + " --plan.mode=serial --metrics.file=" + serial);
   REQUIRE_MESSAGE(a.exit_code == 0, a.err);
-  auto b =
-      run(DLRM_BINARY, job + " --plan.tp=2 --launch.nproc=2 --model.column-sharded=true --metrics.file=" + sharded);
-  REQUIRE_MESSAGE(b.exit_code == 0, b.err);
-  CHECK(b.summary["plan"]["tp"] == 2);
-  const double worst =
-      cohort::test::worst_relative(cohort::test::metrics_losses(sharded), cohort::test::metrics_losses(serial));
-  MESSAGE("column-sharded tp2 over 2 processes: max relative loss difference " << worst);
-  CHECK(worst <= 1e-5);
+  for (const char* layout :
+       {"--plan.dp=2", "--plan.tp=2 --model.column-sharded=true", "--plan.tp=2 --model.row-sharded=true"}) {
+    const std::string name = layout;
+    CAPTURE(name);
+    auto b = run(DLRM_BINARY, job + " " + layout + " --launch.nproc=2 --metrics.file=" + sharded);
+    REQUIRE_MESSAGE(b.exit_code == 0, b.err);
+    CHECK(b.summary["plan"]["sparse_tables"] == true);
+    CHECK(b.summary["plan"]["dp"].get<int>() * b.summary["plan"]["tp"].get<int>() == 2);
+    const double worst =
+        cohort::test::worst_relative(cohort::test::metrics_losses(sharded), cohort::test::metrics_losses(serial));
+    MESSAGE(name << " over 2 processes: max relative loss difference " << worst);
+    CHECK(worst <= 1e-5);
+  }
+  auto both = run(DLRM_BINARY, job + " --model.column-sharded=true --model.row-sharded=true");
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--model.column-sharded and --model.row-sharded") != std::string::npos);
   fs::remove(serial);
   fs::remove(sharded);
 }

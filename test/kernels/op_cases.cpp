@@ -176,6 +176,22 @@ std::vector<op_case> make_cases() {
       bc.out = embedding_bag(table, ids, mean);
       return bc;
     });
+  for (bool mean : {false, true})  // a tp rank's row shard (partition sets the attributes)
+    add_case(
+        mean ? "embedding_bag row shard mean" : "embedding_bag row shard sum",
+        [mean](graph& g, rng& r) {
+          built_case bc;
+          std::int64_t all = pick(r, {3, 10, 31}), d = dim(r);
+          std::int64_t first = static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(all)));
+          std::int64_t local = 1 + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(all - first)));
+          var table = g.input("table", {local, d});  // forward only: a shard's gradient is partition's
+          bc.inputs["table"] = random_tensor({local, d}, r.next());
+          var ids = bag_operand(g, bc, r, {dim(r), pick(r, {1, 2, 5})}, static_cast<std::int32_t>(all));
+          bag_attrs a{mean, {}, first, all};
+          bc.out = g.apply1(op_kind::embedding_bag, a, {table, ids});
+          return bc;
+        },
+        false);
   for (bool mean : {false, true})  // autodiff emits it with sparse_tables; here applied directly
     add_case(
         mean ? "embedding_bag_sparse_grad mean" : "embedding_bag_sparse_grad sum",
