@@ -15,7 +15,7 @@ result<const axis_completion*> model_analysis::completion(int tp) const {
 }
 
 result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(graph&, std::int64_t)>& model,
-                                                      int optimizer_slots) {
+                                                      int optimizer_slots, bool sparse_tables) {
   constexpr std::int64_t r1 = 3, r2 = 5;
   auto a = std::make_unique<model_analysis>();
   a->g = std::make_unique<graph>();
@@ -24,9 +24,9 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   var l2 = model(other, r2);
   if (auto st = a->g->check(); !st) return st.error();
   if (auto st = other.check(); !st) return st.error();
-  auto g1 = autodiff(*a->g, l1);
+  auto g1 = autodiff(*a->g, l1, {.sparse_tables = sparse_tables});
   if (!g1) return g1.error();
-  auto g2 = autodiff(other, l2);
+  auto g2 = autodiff(other, l2, {.sparse_tables = sparse_tables});
   if (!g2) return g2.error();
   a->grads = *g1;
   const graph& x = *a->g;

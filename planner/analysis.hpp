@@ -63,7 +63,10 @@ struct model_analysis {
 
 /// Builds the model twice (at 3 and 5 rows: extents unlikely to collide with the model's own)
 /// and derives the affine costs. Errors: a model error, graphs that differ beyond the batch.
+/// `sparse_tables`: embedding tables take sparse gradients, as the runtime runs them with
+/// compile_options::sparse_tables (grads.sparse_grads lists them; the cost model prices their
+/// entries, not a dense table gradient).
 result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(graph&, std::int64_t)>& model,
-                                                      int optimizer_slots);
+                                                      int optimizer_slots, bool sparse_tables = false);
 
 }  // namespace cohort::planner

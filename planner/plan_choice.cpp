@@ -77,7 +77,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
                                         machine_profile profile, std::string profile_path) {
   planning_setup s;
   s.threads = threads;
-  auto a = analyze_model(model, optimizer_slots);
+  auto a = analyze_model(model, optimizer_slots, opts.sparse_tables);
   if (!a) return a.error();
   s.analysis = std::move(*a);
   s.profile = std::move(profile);

@@ -54,6 +54,7 @@ struct plan_request {
   bool half_precision = false;    // plan for mixed precision (cluster files)
   bool recompute = false;         // may plan activation recomputation (cluster files)
   bool always_recompute = false;  // auto: only plans that recompute (what a published run did; cluster files)
+  bool sparse_tables = false;     // embedding tables take sparse gradients: priced as their entries
   std::string assume_overlap;     // "", "none", "tp", "dp", "tp,dp": the runtime planned for overlaps these
 };
 

@@ -31,6 +31,11 @@ struct tp_view {
   std::vector<per_rows> comm_bytes;        // every node: allreduce-equivalent bytes over the tp group
   std::vector<per_rows> activation_bytes;  // forward node: outputs one rank keeps per micro-batch
   std::vector<double> param_bytes;         // forward node: parameters one rank holds, read first here
+  // forward node: of those, sparse tables (their gradient is entries), and the entries one
+  // rank makes per micro-batch (rows and values; the runtime gathers them over dp)
+  std::vector<double> sparse_param_bytes;
+  std::vector<per_rows> sparse_entry_bytes;
+  std::vector<per_rows> sparse_value_bytes;  // of which their values (a touched row's bytes each)
 };
 
 result<tp_view> view_for(const model_analysis& a, int tp) {
@@ -69,6 +74,9 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
     }
   out.activation_bytes.assign(forward, {});
   out.param_bytes.assign(forward, 0.0);
+  out.sparse_param_bytes.assign(forward, 0.0);
+  out.sparse_entry_bytes.assign(forward, {});
+  out.sparse_value_bytes.assign(forward, {});
   std::vector<bool> counted(g.num_values(), false);
   for (std::size_t i = 0; i < forward; ++i) {
     for (auto v : g.nodes()[i].outputs) {
@@ -81,6 +89,18 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
         counted[static_cast<std::size_t>(v)] = true;  // a parameter lives on the stage that reads it first
         double share = as_shard(c.placement_of(v)) != nullptr ? 1.0 / tp : 1.0;
         out.param_bytes[i] += static_cast<double>(g.value(v).type.shape.numel()) * 4.0 * share;
+        for (const auto& sg : a.grads.sparse_grads)
+          if (sg.param == v) {
+            out.sparse_param_bytes[i] += static_cast<double>(g.value(v).type.shape.numel()) * 4.0 * share;
+            // the values split like the table's columns; a row shard's entries stay whole
+            const shard* s = as_shard(c.placement_of(v));
+            const double values_share = s != nullptr && s->dim == 1 ? 1.0 / tp : 1.0;
+            const auto r = static_cast<std::size_t>(sg.rows), x = static_cast<std::size_t>(sg.values);
+            out.sparse_entry_bytes[i] += {a.value_bytes_fixed[r] + a.value_bytes_fixed[x] * values_share,
+                                          a.value_bytes_per_row[r] + a.value_bytes_per_row[x] * values_share};
+            out.sparse_value_bytes[i] +=
+                {a.value_bytes_fixed[x] * values_share, a.value_bytes_per_row[x] * values_share};
+          }
       }
   }
   return out;
@@ -216,6 +236,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   const auto stages = static_cast<std::size_t>(p.pp);
   std::vector<stage_timing> timing(stages);
   std::vector<double> params(stages, 0.0), activations(stages, 0.0), layer_peak(stages, 0.0);
+  // per micro-batch: sparse tables' entries, and their values alone
+  std::vector<double> sparse_params(stages, 0.0), sparse_entries(stages, 0.0), sparse_values(stages, 0.0);
   double tp_comm = 0;
   std::vector<double> stage_fwd_comm(stages, 0.0), stage_bwd_comm(stages, 0.0);  // per micro-batch
   std::size_t s = 0, boundary = 0;
@@ -248,6 +270,9 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
       layer_peak[s] = std::max(layer_peak[s], layer);
     }
     params[s] += view.param_bytes[i];
+    sparse_params[s] += view.sparse_param_bytes[i];
+    sparse_entries[s] += view.sparse_entry_bytes[i].at(rows);
+    sparse_values[s] += view.sparse_value_bytes[i].at(rows);
   }
   if (o.overlap_tp_comm)  // each micro-batch's collectives beside its compute: the longer of the two
     for (std::size_t k = 0; k < stages; ++k) {
@@ -267,16 +292,26 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   const double slots = a.optimizer_slots;  // bytes of optimizer state per parameter byte
   for (std::size_t k = 0; k < stages; ++k) {
     double owned = p.shard_params ? params[k] / p.dp : params[k];
-    double grads = params[k] * bytes_scale;
+    // sparse tables (as the runtime does them): no dense gradient allreduced or applied; their
+    // entries, every micro-batch's, all-gathered over dp, the touched rows updated (at most one
+    // per entry, never more than the table). A sharded plan still reduce-scatters and gathers
+    // the whole flat buffer.
+    const double dense = params[k] - sparse_params[k];
+    const double entries = sparse_entries[k] * p.micro_batches;  // one replica's, per step
+    const double touched =
+        std::min(sparse_params[k] / (p.shard_params ? p.dp : 1), sparse_values[k] * p.micro_batches * p.dp);
+    const double updated = sparse_params[k] > 0 ? (p.shard_params ? dense / p.dp : dense) + touched : owned;
+    double grads = (p.shard_params ? params[k] : dense) * bytes_scale;
     const double gather = p.shard_params ? all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff) : 0;
     double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff)
                                    : allreduce_seconds(grads, p.dp, dp_link, o.eff);
+    if (entries > 0 && p.dp > 1) reduce += all_gather_ring_seconds(entries * p.dp, p.dp, dp_link, o.eff);
     if (o.overlap_dp_reduction)  // only what outlasts the last backward and the first forward is exposed
       reduce = std::max(0.0, reduce - timing[k].backward_s) + std::max(0.0, gather - timing[k].forward_s);
     else
       reduce += gather;
     // the optimizer streams parameters, gradients and state once
-    double update = optimizer_seconds(owned * (3.0 + 2.0 * slots), o.topo.speed, o.eff);
+    double update = optimizer_seconds(updated * (3.0 + 2.0 * slots), o.topo.speed, o.eff);
     timing[k].update_s = reduce + update;
     out.stages[k].update_comm_s = reduce;  // scaled to the task's wall time below
     dp_comm = std::max(dp_comm, reduce);

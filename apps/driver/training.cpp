@@ -130,8 +130,10 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
     if (profile.source == "defaults")
       profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
   }
-  return planner::prepare_planning(job.model, state_slots(job.optimizer), job.batch, threads, p, std::move(profile),
-                                   path);
+  planner::plan_request request = p;  // the tables priced as the runtime will run them
+  request.sparse_tables = job.sparse_tables && kernels::sparse_update_problem(job.optimizer).empty();
+  return planner::prepare_planning(job.model, state_slots(job.optimizer), job.batch, threads, request,
+                                   std::move(profile), path);
 }
 
 namespace {

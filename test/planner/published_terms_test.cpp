@@ -128,3 +128,43 @@ TEST_CASE("micro-batches: every equal split of a replica's batch, and on one sta
   CHECK(tight->front().plan.micro_batches > 1);
   CHECK(tight->front().plan.pp == 1);
 }
+
+TEST_CASE("sparse embedding tables: the data-parallel step prices their gathered entries, not a dense table") {
+  // one table of 100,000 x 16 looked up once per sample, a 16 x 1 head: dense, dp2 allreduces the
+  // table's 6.4 MB gradient and updates every row; sparse (the runtime's compile_options), it
+  // allreduces the head's 64 bytes, all-gathers both replicas' entries and updates those rows
+  constexpr std::int64_t table_rows = 100000, dim = 16, batch = 256;
+  auto model = [](graph& g, std::int64_t rows) {
+    var table = g.parameter("emb", {table_rows, dim}, init_spec::normal(0.01f));
+    var pooled = embedding_bag(table, g.input("ids", {rows, 1}, dtype::i32));
+    var w = g.parameter("w", {dim, 1}, init_spec::normal(0.1f));
+    return bce_with_logits(reshape(matmul(pooled, w), {rows}), g.input("y", {rows}));
+  };
+  auto dense = analyze_model(model, 1);
+  auto sparse = analyze_model(model, 1, /*sparse_tables=*/true);
+  REQUIRE(dense);
+  REQUIRE(sparse);
+  REQUIRE((*sparse)->grads.sparse_grads.size() == 1);
+  search_options o = on_devices(2, batch);
+  const parallel_plan dp2{.dp = 2};
+  auto d = evaluate_plan(**dense, dp2, o);
+  auto s = evaluate_plan(**sparse, dp2, o);
+  REQUIRE(d);
+  REQUIRE(s);
+  const link_cost& link = o.topo.intra;
+  const double table_bytes = table_rows * dim * 4.0, head_bytes = dim * 4.0;
+  // one replica's entries per step: 128 ids, each a 4-byte row and 16 values
+  const double entries = (batch / 2) * (4.0 + dim * 4.0);
+  CHECK(d->stages[0].update_comm_s ==
+        doctest::Approx(allreduce_seconds(table_bytes + head_bytes, 2, link, o.eff)).epsilon(1e-9));
+  CHECK(s->stages[0].update_comm_s == doctest::Approx(allreduce_seconds(head_bytes, 2, link, o.eff) +
+                                                      all_gather_ring_seconds(2 * entries, 2, link, o.eff))
+                                          .epsilon(1e-9));
+  // the update streams the head and at most both replicas' 256 touched rows, not 100,000
+  const double updated = head_bytes + 256 * dim * 4.0;
+  CHECK(s->stages[0].update_s - s->stages[0].update_comm_s ==
+        doctest::Approx(optimizer_seconds(updated * (3.0 + 2.0), o.topo.speed, o.eff)).epsilon(1e-9));
+  CHECK(s->step_s < d->step_s);
+  // the memory is the same: the table and its state live on every replica either way
+  CHECK(s->peak_memory_bytes == doctest::Approx(d->peak_memory_bytes));
+}
