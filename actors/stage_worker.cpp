@@ -38,7 +38,9 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
   }
   if (total > dense_from) w->dense_runs_.push_back({dense_from, total});
   w->flat_params_ = tensor::zeros({total});
-  w->flat_grads_ = tensor::zeros({total});
+  // the tables' ranges of the gradient buffer stay untouched (see zero_grads)
+  w->flat_grads_ = w->sparse_.empty() ? tensor::zeros({total}) : tensor::empty({total});
+  for (const range& r : w->dense_runs_) w->flat_grads_.slice(0, r.begin, r.end).fill(0.f);
   for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
     const auto& p = w->program_.params[i];
     w->views_.emplace(p.name, tensor(w->flat_params_.storage_ptr(), w->program_.g.value(p.local).type.shape, dtype::f32,
@@ -83,6 +85,21 @@ status stage_worker::load_initial_parameters(const graph& serial, std::uint64_t 
 tensor& stage_worker::grad_piece(std::int64_t n) {
   if (!grad_piece_.defined() || grad_piece_.numel() != n) grad_piece_ = tensor::zeros({n});
   return grad_piece_;
+}
+
+void stage_worker::zero_grads() {
+  if (grads_in_place_) return;
+  if (sparse_.empty()) {
+    flat_grads_.fill(0.f);
+    return;
+  }
+  for (const range& r : dense_runs_) flat_grads_.slice(0, r.begin, r.end).fill(0.f);
+}
+
+void stage_worker::zero_table_grads() {
+  if (table_grads_zeroed_) return;
+  table_grads_zeroed_ = true;
+  for (const auto& t : sparse_) flat_grads_.slice(0, ranges_[t.param].begin, ranges_[t.param].end).fill(0.f);
 }
 
 void stage_worker::begin_sparse_step(int backwards, int blocks, int block) {

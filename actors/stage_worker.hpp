@@ -63,9 +63,12 @@ class stage_worker {
   tensor& flat_params() { return flat_params_; }
   tensor& flat_grads() { return flat_grads_; }
   /// Before a step's first backward (nothing to do when gradients are written in place).
-  void zero_grads() {
-    if (!grads_in_place_) flat_grads_.fill(0.f);
-  }
+  /// With sparse tables only the dense runs: the tables' ranges of flat_grads() are never
+  /// written nor read (their pages are never touched: a table's gradient costs no memory).
+  void zero_grads();
+  /// Zeroes the sparse tables' ranges of flat_grads() too (once): a sharded plan
+  /// reduce-scatters the whole buffer.
+  void zero_table_grads();
   /// A buffer of `n` floats kept for this worker's reduce-scattered gradient piece.
   tensor& grad_piece(std::int64_t n);
 
@@ -105,6 +108,7 @@ class stage_worker {
   std::vector<range> dense_runs_;
   tensor entries_;
   std::int64_t block_size_ = 0, blocks_ = 0, block_ = 0, backwards_ = 0, backward_index_ = 0;
+  bool table_grads_zeroed_ = false;
   std::vector<std::unique_ptr<kernels::executor>> exec_;
 };
 

@@ -144,6 +144,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         }
       }
       if (st && plan.shard_params) {
+        if (sparse) w.zero_table_grads();  // reduce-scattered whole: zeros there
         mine = owned_piece(plan, grads.numel(), at.dp_rank);
         piece = w.grad_piece(mine.size());
         bytes = grads.numel() * static_cast<std::int64_t>(sizeof(float));

@@ -33,6 +33,9 @@ struct loop_state {
   progress_line progress;
   metrics_file metrics;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), timed_start = start;
+  // when the last step was reported: the rate ends there, not after the runtime has gathered
+  // the trained parameters (seconds for gigabytes of embedding tables)
+  std::chrono::steady_clock::time_point last_step_end = start;
   training_result out;
 
   bool quiet = false;                     // another process reports
@@ -58,6 +61,7 @@ struct loop_state {
                const actors::step_metrics* m = nullptr) {  // step is 0-based
     if (step == job.first_step) out.first_loss = loss;
     last_committed = step + 1;
+    last_step_end = std::chrono::steady_clock::now();
     if (step + 1 == job.first_step + job.warmup + 1) timed_start = std::chrono::steady_clock::now();
     out.final_loss = loss;
     double elapsed = seconds_since(start);
@@ -110,7 +114,9 @@ struct loop_state {
     const std::int64_t run = job.steps - job.first_step;  // the steps this run trained
     std::int64_t timed = run > job.warmup ? run - job.warmup : run;
     if (run <= job.warmup) timed_start = start;
-    out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) / seconds_since(timed_start);
+    const auto end = last_step_end > timed_start ? last_step_end : std::chrono::steady_clock::now();
+    out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) /
+                      std::chrono::duration<double>(end - timed_start).count();
   }
 };
 
