@@ -110,6 +110,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
     }
     spec->params = s.params[static_cast<std::size_t>(r)];
     spec->inject = s.options.inject;
+    spec->exchange = s.options.exchange;
     spec->trace = s.options.trace;
     s.specs.push_back(spec);
   }
@@ -218,6 +219,8 @@ void collect(self_ptr self, const collect_action& a) {
   auto assemble = [=](std::vector<tensor> all) {
     auto& st = self->state;
     if (all.empty()) return finish_collection(self);  // another process assembles the model
+    if (st.options.exchange.geo())  // the replicas' tables agree again after the last step
+      if (auto agree = replicas_agree(st.model->plan, all); !agree) return fail(agree.error());
     auto full = assemble_parameters(*st.model, all);
     if (!full) return fail(full.error());
     st.summary.parameters = std::move(*full);
@@ -283,6 +286,7 @@ void execute(self_ptr self, actions todo) {
             combine_loss(self, a);
           else if constexpr (std::is_same_v<A, report_step_action>) {
             if (s.options.refit) self->send(s.planner, observe_atom::value, a.metrics);
+            s.summary.sparse_bytes += a.metrics.sparse_bytes;
             if (s.options.on_step) s.options.on_step(a.metrics);
           } else if constexpr (std::is_same_v<A, recover_action>)
             recover(self, a);
@@ -310,6 +314,13 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
   self->state.initial = std::move(initial);
   self->state.model = std::move(model);
   self->state.options = std::move(options);
+  {  // where the replicas' tables must agree (geo mode): the run's end, plan changes, checkpoints
+    auto& o = self->state.options;
+    o.exchange.steps = o.steps;
+    o.exchange.change_at.clear();
+    for (const auto& ch : o.changes) o.exchange.change_at.push_back(ch.at_step);
+    o.exchange.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
+  }
   self->state.data_source = std::move(data);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;

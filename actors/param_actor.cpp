@@ -78,6 +78,20 @@ std::int64_t parameter_piece::updates() const {
   return shard_ ? shard_->steps() : 0;
 }
 
+status parameter_piece::with_local_rows(const std::vector<sparse_table_grad>& tables,
+                                        const std::function<void(local_rows&, const std::vector<table_span>&)>& f) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  std::vector<table_span> spans;
+  for (const auto& t : tables) {
+    auto span = shard_->span_of(t);
+    if (!span) return span.error();
+    spans.push_back(*span);
+  }
+  f(shard_->local(tables), spans);
+  return {};
+}
+
 param_actor_hdl::behavior_type param_actor(param_actor_hdl::stateful_pointer<param_state> self,
                                            optimizer_config optimizer, std::optional<piece_state> initial,
                                            std::int64_t generation) {

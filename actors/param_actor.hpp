@@ -27,6 +27,7 @@
 // the first attach fills the worker's storage with its values, its optimizer state continues.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,6 +67,11 @@ class parameter_piece {
   /// The piece's values and optimizer state (after applying what was committed), copied.
   result<piece_state> export_state(std::int64_t committed);
   std::int64_t updates() const;
+  /// Geo mode (table_exchange.hpp): runs `f` on the piece's kept local rows and the spans of
+  /// `tables` inside it, under the piece's lock (never across a collective: count, pack and
+  /// merge are separate calls).
+  status with_local_rows(const std::vector<sparse_table_grad>& tables,
+                         const std::function<void(local_rows&, const std::vector<table_span>&)>& f);
 
  private:
   status apply_locked(std::int64_t committed);

@@ -75,10 +75,28 @@ result<tensor> param_shard::update(const piece_gradient& grad) {
       const float* block = entries + b * grad.block_size + t.first;
       sums.add(reinterpret_cast<const std::int32_t*>(block), block + t.count, t.count);
     }
+    if (grad.local) {
+      auto span = span_of(t);
+      if (!span) return span.error();
+      local(grad.tables).keep(i, *span, sums.rows(), sums.size());
+    }
     kernels::apply_sparse_rows(piece_.data<float>(), n, slot, t.offset, t.first_row, t.rows, t.dim, sums, cfg_);
   }
   kernels::apply_update_runs(piece_, grad.dense, state_, cfg_, dense_runs_);  // the step count rises once
   return piece_;
+}
+
+local_rows& param_shard::local(const std::vector<sparse_table_grad>& tables) {
+  if (local_.tables() != tables.size()) local_ = local_rows(tables.size());
+  return local_;
+}
+
+result<table_span> param_shard::span_of(const sparse_table_grad& t) {
+  if (t.offset < 0 || t.offset + t.rows * t.dim > piece_.numel())
+    return make_error(errc::invalid_argument,
+                      "parameter update: a table's local rows need the whole table in the piece (geo mode trains "
+                      "full replicas, not a sharded plan's pieces)");
+  return table_span{piece_.data<float>() + t.offset, t.rows, t.dim, t.first_row};
 }
 
 status param_shard::rebind(tensor storage) {

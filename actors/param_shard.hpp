@@ -20,6 +20,9 @@
 //   sparse.tables.push_back({/*offset=*/8, /*rows=*/10, /*dim=*/4, /*first=*/0, /*count=*/1});
 //   param_shard with_table(tensor::zeros({1024}), sgd_config{.lr = 0.1f});   // plain SGD or Adagrad
 //   if (auto again = with_table.update(sparse); !again) return again.error();   // of the table, row 3 only
+//   sparse.local = true;                         // geo mode: row 3's value before the update is kept
+//   if (auto geo = with_table.update(sparse); !geo) return geo.error();
+//   assert(with_table.local(sparse.tables).counts()[0] == 1);
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@
 
 #include "graph/optimizer.hpp"
 #include "graph/tensor.hpp"
+#include "actors/local_rows.hpp"
 #include "kernels/optimizer.hpp"
 
 namespace cohort::actors {
@@ -49,6 +53,9 @@ struct piece_gradient {
   tensor entries;  // the sparse tables' entries: `blocks` blocks of `block_size` elements
   std::int64_t blocks = 0, block_size = 0;
   std::vector<sparse_table_grad> tables;
+  /// Geo mode: one block, this replica's own entries, and the touched rows' values before
+  /// the update are kept for the next exchange (param_shard::local()).
+  bool local = false;
 };
 
 class param_shard {
@@ -69,6 +76,12 @@ class param_shard {
   status rebind(tensor storage);
   std::int64_t steps() const { return state_.step; }
   const kernels::optimizer_state& optimizer_state() const { return state_; }
+  /// Geo mode: the rows `local` gradients updated since the last exchange (one record per
+  /// table of `tables`, in that order).
+  local_rows& local(const std::vector<sparse_table_grad>& tables);
+  /// Table `t` inside the piece; an error unless the piece holds all of it (geo mode trains
+  /// whole tables, never a sharded plan's pieces).
+  result<table_span> span_of(const sparse_table_grad& t);
 
  private:
   status check_sparse(const piece_gradient& grad) const;
@@ -80,6 +93,7 @@ class param_shard {
   std::vector<std::int64_t> layout_;
   std::vector<range> dense_runs_;
   std::vector<kernels::row_sums> sums_;
+  local_rows local_;
 };
 
 }  // namespace cohort::actors

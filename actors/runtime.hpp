@@ -108,6 +108,8 @@ struct run_summary {
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
   double seconds = 0;
+  /// Bytes this process's workers sent to exchange sparse tables' rows (step_metrics, summed).
+  std::int64_t sparse_bytes = 0;
 };
 
 /// What a job of several processes gives the runtime: this process runs its block of ranks
@@ -149,6 +151,9 @@ struct run_options {
   int max_restarts = 3;
   std::vector<std::size_t> stage_cuts;  // explicit pipeline cuts (empty: balanced)
   compile_options compile;              // e.g. sparse embedding-table gradients
+  /// How data-parallel replicas share sparse tables' updates (sync, geo); the runtime sets its
+  /// steps, changes and checkpoints from these options.
+  table_exchange exchange;
   failure_injection inject;
   bool collect_parameters = true;                        // return the trained parameters in the summary
   std::function<void(const step_metrics&)> on_step;      // called by the coordinator, in order

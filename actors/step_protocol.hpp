@@ -59,6 +59,8 @@ struct step_metrics {
   /// Per rank: seconds in forward, backward and update tasks this step (zeros for the ranks
   /// of other processes).
   std::vector<planner::task_seconds> task_seconds;
+  /// Bytes this process's workers sent to exchange sparse tables' rows this step.
+  std::int64_t sparse_bytes = 0;
 };
 
 struct failure_event {

@@ -45,7 +45,25 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     out.code = st.error().code;
     return out;
   }
+  // geo mode: the kept rows' deltas are exchanged between steps, the step trains locally or gathers
+  const auto& plan = s.model->plan;
+  const bool geo = s.exchange.geo() && !worker_->sparse_tables().empty() && plan.dp > 1 && !plan.shard_params;
+  std::int64_t geo_bytes = 0;
+  double geo_s = 0;
+  if (geo && s.exchange.exchanges_before(step)) {
+    const auto start = std::chrono::steady_clock::now();
+    auto bytes = exchange_local_rows(*piece_, sparse_table_grads(*worker_, 0), *worker_->comm().channel,
+                                     worker_->comm().groups.at("dp"), static_cast<std::uint64_t>(step), s.timeout);
+    if (!bytes) {
+      out.failure = "geo exchange before step " + std::to_string(step) + ": " + bytes.error().message;
+      out.code = bytes.error().code;
+      return out;
+    }
+    geo_bytes = *bytes;
+    geo_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   step_io io;
+  io.local_tables = geo && !s.exchange.gathers(step);
   io.trace = s.trace.covers(step);
   // the replica's rows for the whole step, asked for once at its first micro-batch
   std::optional<std::map<std::string, tensor>> rows;
@@ -84,6 +102,8 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
                            static_cast<std::uint64_t>(step), s.timeout);
   if (r) {
     out.report = std::move(*r);
+    out.report.sparse_bytes += geo_bytes;
+    out.report.seconds.update_s += geo_s;
   } else {
     out.failure = r.error().message;
     out.code = r.error().code;

@@ -29,6 +29,7 @@
 #include "actors/compile.hpp"
 #include "actors/messages.hpp"
 #include "actors/param_actor.hpp"
+#include "actors/table_exchange.hpp"
 #include "actors/task_trace.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/thread_pool.hpp"
@@ -57,6 +58,7 @@ struct worker_spec {
   data_actor_hdl data;
   param_actor_hdl params;
   failure_injection inject;
+  table_exchange exchange;  // sync or geo, with the steps where replicas must agree
   trace_window trace;  // steps whose task spans the worker records
   /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.
   bool restore = false;

@@ -29,6 +29,13 @@ range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, in
   return shard_range(flat_size, plan.dp, dp_rank);
 }
 
+std::vector<sparse_table_grad> sparse_table_grads(stage_worker& w, std::int64_t piece_begin) {
+  std::vector<sparse_table_grad> out;
+  for (const auto& t : w.sparse_tables())
+    out.push_back({w.param_range(t.param).begin - piece_begin, t.rows, t.dim, t.first, t.count, t.first_row});
+  return out;
+}
+
 tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_rank) {
   range r = owned_piece(plan, w.flat_params().numel(), dp_rank);
   return w.flat_params().slice(0, r.begin, r.end);
@@ -134,6 +141,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       tensor& grads = w.flat_grads();
       tensor piece = grads;
       const bool sparse = !w.sparse_tables().empty();
+      const bool local = io.local_tables && sparse && plan.dp > 1 && !plan.shard_params;
       range mine{0, grads.numel()};
       if (plan.dp > 1 && !plan.shard_params) {
         for (const range& r : w.dense_runs()) {
@@ -151,22 +159,22 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         st =
             transport::reduce_scatter_ring_consuming(ch, dp_group, grads, piece, dp_opt);  // grads are zeroed next step
       }
-      if (st && sparse && plan.dp > 1) {
+      if (st && sparse && plan.dp > 1 && !local) {
         transport::collective_options sparse_opt = dp_opt;
         sparse_opt.tag = (sparse_tag_space << 40) | (step & ((1ull << 40) - 1));
         bytes += w.sparse_entries().numel() * static_cast<std::int64_t>(sizeof(float));
+        report.sparse_bytes += (plan.dp - 1) * w.sparse_block_size() * static_cast<std::int64_t>(sizeof(float));
         st = transport::all_gather_ring(ch, dp_group, w.sparse_block(), w.sparse_entries(), sparse_opt);
       }
       end = worked = std::chrono::steady_clock::now();
       piece_gradient out;
       out.dense = piece;
       if (sparse) {
-        out.entries = w.sparse_entries();
-        out.blocks = plan.dp;
+        out.entries = local ? w.sparse_block() : w.sparse_entries();
+        out.blocks = local ? 1 : plan.dp;
         out.block_size = w.sparse_block_size();
-        for (const auto& t : w.sparse_tables())
-          out.tables.push_back(
-              {w.param_range(t.param).begin - mine.begin, t.rows, t.dim, t.first, t.count, t.first_row});
+        out.tables = sparse_table_grads(w, mine.begin);
+        out.local = local;
       }
       if (st) st = io.submit(out);
     }

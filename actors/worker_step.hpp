@@ -65,6 +65,9 @@ struct step_io {
   std::function<void(const task&, std::size_t index)> before_task;
   /// Record each task's span in step_report::spans (a traced step).
   bool trace = false;
+  /// Geo mode between exchanges (table_exchange.hpp): the sparse tables' entries are not
+  /// gathered; the replica's own go to its parameter owner alone (piece_gradient::local).
+  bool local_tables = false;
 };
 
 struct step_report {
@@ -78,6 +81,8 @@ struct step_report {
   planner::task_seconds seconds;
   /// Each task's span, in order, when step_io::trace asked for them.
   std::vector<task_span> spans;
+  /// Bytes this worker sent to exchange sparse tables' rows (sync's gather, geo's exchange).
+  std::int64_t sparse_bytes = 0;
 };
 
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,
@@ -87,6 +92,10 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
 /// The [begin, end) of the flat parameter buffer a data-parallel rank updates: all of it,
 /// or its near-equal piece with shard_params.
 range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank);
+
+/// The worker's sparse tables as its parameter owner sees them, for a piece that starts at
+/// element `piece_begin` of the flat buffer.
+std::vector<sparse_table_grad> sparse_table_grads(stage_worker& w, std::int64_t piece_begin);
 
 /// The worker's parameters that its parameter owner updates (a view of flat_params()).
 tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_rank);

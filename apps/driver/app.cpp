@@ -1,6 +1,7 @@
 // The app object: standard options, the call order, the standard summary.
 #include "apps/driver/app.hpp"
 
+#include "kernels/optimizer.hpp"
 #include "kernels/threads.hpp"
 
 #include <chrono>
@@ -62,6 +63,13 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
       .add("eval.every", eval_every_,
            "evaluate every N steps (as at the end; into the metrics file and stderr; not timed); "
            "needs --plan.mode=serial");
+  if (options_.has("model.sparse"))  // apps with embedding tables
+    options_
+        .add("exec.mode", exec_mode_,
+             "how data-parallel replicas share the tables' sparse updates: sync (gathered every step, the serial "
+             "program's losses) or geo (each replica trains its own copy; the touched rows' deltas are exchanged "
+             "every --exec.geo-steps steps)")
+        .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
   if (!parsed) return fail(name_, parsed.error().message, 2);
@@ -80,8 +88,24 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   auto kind = parse_optimizer(optimizer_text_);
   if (!kind) return fail(name_, kind.error().message, 2);
   train_.optimizer = *kind;
+  auto mode = actors::parse_exchange_mode(exec_mode_);
+  if (!mode) return fail(name_, mode.error().message, 2);
+  if (geo_steps_ < 1) return fail(name_, "--exec.geo-steps must be positive", 2);
   auto j = make_job(*this);
   if (!j) return fail(name_, j.error().message, 2);
+  if (*mode == actors::exchange_mode::geo) {
+    const std::string why = kernels::sparse_update_problem(train_.optimizer_rule());
+    if (!j->sparse_tables || !why.empty())
+      return fail(name_,
+                  "--exec.mode=geo exchanges the tables' touched rows: it needs sparse tables (--model.sparse) and "
+                  "an optimizer that updates touched rows alone (" +
+                      (why.empty() ? std::string("--model.sparse=false") : why) + ")",
+                  2);
+    if (plan_.shard_params)
+      return fail(name_, "--exec.mode=geo trains full table replicas: not with --plan.shard-params", 2);
+  }
+  exchange_.mode = *mode;
+  exchange_.geo_steps = geo_steps_;
   if (j->evaluate_only && plan_.checkpoint.init_from.empty())
     return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
   if (evaluate_only || j->evaluate_only) return evaluate_job(*j);
@@ -135,6 +159,7 @@ int app::train_job(const job& j) {
   t.sparse_tables = j.sparse_tables;
   t.evaluate_every = eval_every_;
   t.evaluate = j.evaluate;
+  t.exchange = exchange_;
   auto r = apps::train(t, plan_, options_.caf_arguments());
   if (!r) return fail(name_, r.error().message, exit_code_for(r.error()));
   if (!r->report) return 0;  // process 0 of the job reports
@@ -155,6 +180,7 @@ int app::train_job(const job& j) {
   summary["transitions"] = r->transitions;
   summary["checkpoints"] = r->checkpoints;
   summary["recoveries"] = r->recoveries;
+  if (j.sparse_tables) summary["sparse_bytes_sent"] = r->sparse_bytes;
   if (!r->resumed_from.is_null()) summary["resumed_from"] = r->resumed_from;
   if (!plan_.checkpoint.export_file.empty()) {
     if (auto st = export_parameters(plan_.checkpoint.export_file, r->parameters); !st)

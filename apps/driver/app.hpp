@@ -100,6 +100,9 @@ class app {
   std::string optimizer_text_, metrics_;  // --train.optimizer (parsed into train_), --metrics.file
   bool eval_only_ = false;                // --eval.only
   std::int64_t eval_every_ = 0;           // --eval.every
+  std::string exec_mode_ = "sync";        // --exec.mode
+  std::int64_t geo_steps_ = 10;           // --exec.geo-steps
+  actors::table_exchange exchange_;       // parsed from both
   plan_options plan_;
 };
 

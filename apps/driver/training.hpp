@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actors/planner_actor.hpp"
+#include "actors/table_exchange.hpp"
 #include "apps/driver/checkpointing.hpp"
 #include "apps/driver/live_metrics.hpp"
 #include "apps/driver/options.hpp"
@@ -79,6 +80,8 @@ struct training_job {
   /// --eval.every: `evaluate` on the parameters after every that many steps (serial trainer).
   std::int64_t evaluate_every = 0;
   std::function<result<json>(const parameter_store&)> evaluate;
+  /// --exec.mode, --exec.geo-steps: how data-parallel replicas share sparse tables' updates.
+  actors::table_exchange exchange;
 };
 
 struct training_result {
@@ -93,6 +96,7 @@ struct training_result {
       json::array();  // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
   json resumed_from;  // {"path", "step"} when the run resumed
   json recoveries = json::array();          // each failure the job recovered from (restarts.hpp)
+  std::int64_t sparse_bytes = 0;            // sent by this process's workers for sparse tables' rows
   bool plan_only = false;                   // --plan.only: nothing was trained
   bool report = true;                       // false on a job's other processes: process 0 reports
   std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)

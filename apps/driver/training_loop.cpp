@@ -72,6 +72,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.max_restarts = static_cast<int>(p.max_restarts);
   o.stage_cuts = choice.cuts;
   o.compile.sparse_tables = job.sparse_tables && kernels::sparse_update_problem(job.optimizer).empty();
+  o.exchange = job.exchange;
   o.inject = {static_cast<int>(p.inject_rank), p.inject_step, static_cast<std::size_t>(p.inject_task)};
   if (p.trace.on()) loop.trace = std::make_shared<trace_recorder>(loop.process);
   if (loop.trace || loop.report) {
@@ -200,6 +201,11 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   loop.out.plan = choice.to_json();
   loop.out.plan["cuts"] = r->cuts;  // what ran: the planner's cuts (compile() asks it when none were given)
   if (job.sparse_tables) loop.out.plan["sparse_tables"] = o.compile.sparse_tables;
+  if (job.sparse_tables) {
+    loop.out.plan["exec"] = {{"mode", actors::to_string(o.exchange.mode)}};
+    if (o.exchange.geo()) loop.out.plan["exec"]["geo_steps"] = o.exchange.geo_steps;
+  }
+  loop.out.sparse_bytes = r->sparse_bytes;
   return std::move(loop.out);
 }
 

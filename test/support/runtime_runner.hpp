@@ -57,6 +57,8 @@ struct runtime_run {
   std::vector<actors::plan_change> changes;  // plan transitions
   std::shared_ptr<planner::planning_setup> planning;
   bool sparse_tables = false;  // embedding tables with sparse gradients (compile_options)
+  actors::table_exchange exchange = {};  // how dp replicas share the tables' updates (sync, geo)
+  bool collect_parameters = false;       // the trained model in the summary (geo: replicas checked)
 };
 
 /// The run's summary on the actor runtime (REQUIREs that it succeeded).
@@ -74,8 +76,9 @@ inline actors::run_summary runtime_summary(const actors::model_fn& model, const 
   o.timeout = std::chrono::milliseconds(30000);
   o.changes = run.changes;
   o.planning = run.planning;
-  o.collect_parameters = false;
+  o.collect_parameters = run.collect_parameters;
   o.compile.sparse_tables = run.sparse_tables;
+  o.exchange = run.exchange;
   caf::actor_system sys{test_config()};
   auto r = actors::train(
       sys, model, [data](std::int64_t s) -> result<std::map<std::string, tensor>> { return data(s); }, o);

@@ -1,0 +1,139 @@
+// Geo mode's kept rows: keep before an update, pack the deltas, merge every replica's.
+#include "actors/local_rows.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace cohort::actors {
+namespace {
+
+std::int32_t int_at(const float* p) {
+  std::int32_t r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
+}
+
+void put_int(float* p, std::int64_t v) {
+  const auto i = static_cast<std::int32_t>(v);
+  std::memcpy(p, &i, sizeof i);
+}
+
+// A well-formed block: its counts, and its rows inside their tables.
+status check_block(const std::vector<table_span>& tables, const packed_block& b, std::size_t which) {
+  const auto bad = [&](const std::string& why) {
+    return make_error(errc::invalid_argument, "geo exchange: replica " + std::to_string(which) + "'s block " + why);
+  };
+  const auto n = static_cast<std::int64_t>(tables.size());
+  if (b.size < n) return bad("is shorter than its counts");
+  std::int64_t at = n;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const std::int64_t count = int_at(b.data + t);
+    if (count < 0 || count > tables[t].rows) return bad("counts " + std::to_string(count) + " rows of a table");
+    if (at + count * (1 + tables[t].dim) > b.size) return bad("is shorter than its rows");
+    for (std::int64_t i = 0; i < count; ++i)
+      if (!tables[t].holds(int_at(b.data + at + i)))
+        return bad("names row " + std::to_string(int_at(b.data + at + i)) + " outside the table");
+    at += count * (1 + tables[t].dim);
+  }
+  if (at != b.size) return bad("is longer than its rows");
+  return {};
+}
+
+}  // namespace
+
+void local_rows::keep(std::size_t t, const table_span& table, const std::int32_t* rows, std::int64_t n) {
+  kept_rows& k = tables_.at(t);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t r = rows[i];
+    if (!table.holds(r) || k.index.count(r) != 0) continue;
+    k.index.emplace(r, static_cast<std::int64_t>(k.rows.size()));
+    k.rows.push_back(r);
+    const float* v = table.row(r);
+    k.base.insert(k.base.end(), v, v + table.dim);
+  }
+}
+
+bool local_rows::empty() const {
+  for (const auto& k : tables_)
+    if (!k.rows.empty()) return false;
+  return true;
+}
+
+std::vector<std::int64_t> local_rows::counts() const {
+  std::vector<std::int64_t> out;
+  for (const auto& k : tables_) out.push_back(static_cast<std::int64_t>(k.rows.size()));
+  return out;
+}
+
+std::int64_t local_rows::packed_size(const std::vector<table_span>& tables) const {
+  auto n = static_cast<std::int64_t>(tables.size());
+  for (std::size_t t = 0; t < tables.size(); ++t)
+    n += static_cast<std::int64_t>(tables_.at(t).rows.size()) * (1 + tables[t].dim);
+  return n;
+}
+
+void local_rows::pack(const std::vector<table_span>& tables, float* out) const {
+  float* at = out + tables.size();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const kept_rows& k = tables_.at(t);
+    const auto count = static_cast<std::int64_t>(k.rows.size());
+    const std::int64_t dim = tables[t].dim;
+    put_int(out + t, count);
+    for (std::int64_t i = 0; i < count; ++i) put_int(at + i, k.rows[static_cast<std::size_t>(i)]);
+    float* d = at + count;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float* now = tables[t].row(k.rows[static_cast<std::size_t>(i)]);
+      const float* base = k.base.data() + i * dim;
+      for (std::int64_t j = 0; j < dim; ++j) d[i * dim + j] = now[j] - base[j];
+    }
+    at += count * (1 + dim);
+  }
+}
+
+status local_rows::merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks) {
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    if (auto st = check_block(tables, blocks[b], b); !st) return st;
+  std::vector<std::int64_t> at(blocks.size(), static_cast<std::int64_t>(tables.size()));
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const table_span& table = tables[t];
+    const kept_rows& k = tables_.at(t);
+    const std::int64_t dim = table.dim;
+    std::unordered_map<std::int32_t, std::int64_t> slot;  // row -> its sum in `sum`
+    std::vector<std::int32_t> order;
+    std::vector<float> sum;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const std::int64_t count = int_at(blocks[b].data + t);
+      const float* rows = blocks[b].data + at[b];
+      const float* deltas = rows + count;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const std::int32_t r = int_at(rows + i);
+        auto [it, fresh] = slot.emplace(r, static_cast<std::int64_t>(order.size()));
+        if (fresh) {
+          order.push_back(r);
+          auto own = k.index.find(r);
+          const float* base = own != k.index.end() ? k.base.data() + own->second * dim : table.row(r);
+          sum.insert(sum.end(), base, base + dim);
+        }
+        float* s = sum.data() + it->second * dim;
+        const float* d = deltas + i * dim;
+        for (std::int64_t j = 0; j < dim; ++j) s[j] += d[j];
+      }
+      at[b] += count * (1 + dim);
+    }
+    for (std::size_t i = 0; i < order.size(); ++i)
+      std::memcpy(table.row(order[i]), sum.data() + static_cast<std::int64_t>(i) * dim,
+                  static_cast<std::size_t>(dim) * sizeof(float));
+  }
+  clear();
+  return {};
+}
+
+void local_rows::clear() {
+  for (auto& k : tables_) {
+    k.rows.clear();
+    k.base.clear();
+    k.index.clear();
+  }
+}
+
+}  // namespace cohort::actors

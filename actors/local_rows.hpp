@@ -1,0 +1,75 @@
+// Geo mode's record of the embedding-table rows one data-parallel replica updated on its own
+// since the replicas last exchanged (--exec.mode=geo): each such row's value at its first
+// update (its base). An exchange packs every kept row's delta (now - base), gathers every
+// replica's block, and sets each row that any replica touched to base + the deltas in replica
+// order. Every replica does the same float operations on the same numbers (a row no replica
+// touched locally is its base everywhere), so after an exchange the replicas' tables agree
+// bit for bit; between exchanges each trains its own copy.
+//
+//   std::vector<float> table(10 * 4, 1.f);                      // rows 0..9 of dimension 4
+//   const std::vector<table_span> tables{{table.data(), /*rows=*/10, /*dim=*/4, /*first_row=*/0}};
+//   local_rows kept(1);                                          // one table
+//   std::int32_t touched[] = {3, 7};
+//   kept.keep(0, tables[0], touched, 2);                         // before the local update
+//   table[3 * 4] = 0.5f;                                         // ... the update
+//   std::vector<float> block(static_cast<std::size_t>(kept.packed_size(tables)));
+//   kept.pack(tables, block.data());                             // counts, rows 3 and 7, their deltas
+//   const std::vector<packed_block> every{{block.data(), static_cast<std::int64_t>(block.size())}};  // here one replica
+//   if (auto st = kept.merge(tables, every); !st) return st;     // base + delta: 1 + -0.5
+//   assert(table[3 * 4] == 0.5f && kept.empty());
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/error.hpp"
+
+namespace cohort::actors {
+
+/// Rows [first_row, first_row + rows) of an embedding table, `dim` values each, in memory.
+struct table_span {
+  float* values = nullptr;
+  std::int64_t rows = 0, dim = 0, first_row = 0;
+  bool holds(std::int32_t row) const { return row >= first_row && row < first_row + rows; }
+  float* row(std::int32_t r) const { return values + (r - first_row) * dim; }
+};
+
+/// One replica's packed block as it arrived.
+struct packed_block {
+  const float* data = nullptr;
+  std::int64_t size = 0;
+};
+
+class local_rows {
+ public:
+  explicit local_rows(std::size_t tables = 0) : tables_(tables) {}
+
+  /// Keeps the current values of those of `rows` (global row ids; -1: none) that table `t`
+  /// holds and that are not kept yet: call it before the update that changes them.
+  void keep(std::size_t t, const table_span& table, const std::int32_t* rows, std::int64_t n);
+  bool empty() const;
+  std::size_t tables() const { return tables_.size(); }
+  /// The rows kept, per table.
+  std::vector<std::int64_t> counts() const;
+  /// Elements of this replica's packed block: one count per table (i32 bits), then per table
+  /// its kept rows (i32 bits) and their deltas (now - base, dim each).
+  std::int64_t packed_size(const std::vector<table_span>& tables) const;
+  void pack(const std::vector<table_span>& tables, float* out) const;
+  /// Every replica's block (in replica order, this one's among them; they come from the
+  /// network and are validated first: nothing changes unless all are well-formed): each row
+  /// named anywhere becomes its base plus the deltas, added in block order. Forgets the kept rows.
+  status merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks);
+  /// Forgets the kept rows (their updates stay; a plan whose replicas agree again).
+  void clear();
+
+ private:
+  struct kept_rows {
+    std::vector<std::int32_t> rows;  // in first-update order
+    std::vector<float> base;         // rows.size() x dim
+    std::unordered_map<std::int32_t, std::int64_t> index;
+  };
+  std::vector<kept_rows> tables_;
+};
+
+}  // namespace cohort::actors

@@ -1,0 +1,88 @@
+// The exchange modes' schedule and geo mode's collective.
+#include "actors/table_exchange.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "planner/rank_layout.hpp"
+
+#include "transport/collectives.hpp"
+
+namespace cohort::actors {
+namespace {
+
+constexpr std::uint64_t geo_tag_space = 7;
+
+}  // namespace
+
+std::string to_string(exchange_mode m) { return m == exchange_mode::geo ? "geo" : "sync"; }
+
+result<exchange_mode> parse_exchange_mode(const std::string& text) {
+  if (text == "sync") return exchange_mode::sync;
+  if (text == "geo") return exchange_mode::geo;
+  if (text == "async" || text == "hetero")
+    return make_error(errc::invalid_argument,
+                      "--exec.mode=" + text + " is not built yet: sync or geo (docs/recommender.md, Not yet)");
+  return make_error(errc::invalid_argument, "--exec.mode must be sync or geo, not '" + text + "'");
+}
+
+bool table_exchange::gathers(std::int64_t step) const {
+  const std::int64_t done = step + 1;
+  if (done == steps) return true;
+  if (std::find(change_at.begin(), change_at.end(), done) != change_at.end()) return true;
+  return checkpoint_every > 0 && done % checkpoint_every == 0;
+}
+
+bool table_exchange::exchanges_before(std::int64_t step) const {
+  if (!geo()) return false;
+  return (step > 0 && step % std::max<std::int64_t>(geo_steps, 1) == 0) || gathers(step);
+}
+
+status replicas_agree(const planner::parallel_plan& plan, const std::vector<tensor>& pieces) {
+  if (plan.shard_params || plan.dp < 2) return {};
+  const planner::rank_layout layout(plan);
+  for (int r = 0; r < static_cast<int>(pieces.size()); ++r) {
+    planner::rank_place at = layout.place_of(r);
+    if (at.dp_rank == 0) continue;
+    at.dp_rank = 0;
+    const tensor& mine = pieces[static_cast<std::size_t>(r)];
+    const tensor& first = pieces[static_cast<std::size_t>(layout.rank_of(at))];
+    if (mine.numel() != first.numel() ||
+        std::memcmp(mine.data<float>(), first.data<float>(), static_cast<std::size_t>(mine.numel()) * sizeof(float)))
+      return make_error(errc::closed, "geo mode: rank " + std::to_string(r) + "'s parameters differ from replica 0's (rank " +
+                                          std::to_string(layout.rank_of(at)) + ") at the end of the run");
+  }
+  return {};
+}
+
+result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
+                                         transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
+                                         std::chrono::milliseconds timeout) {
+  tensor mine;
+  if (auto st = piece.with_local_rows(tables,
+                                      [&](local_rows& kept, const std::vector<table_span>& spans) {
+                                        mine = tensor::empty({kept.packed_size(spans)});
+                                        kept.pack(spans, mine.data<float>());
+                                      });
+      !st)
+    return st.error();
+  transport::collective_options o{.tag = (geo_tag_space << 40) | (step & ((std::uint64_t{1} << 40) - 1)),
+                                  .timeout = timeout};
+  auto every = transport::all_gather_pieces(ch, group, mine, o);
+  if (!every) return every.error();
+  std::vector<packed_block> blocks;
+  for (const tensor& b : *every) {
+    if (b.shape().rank() != 1 || b.type() != dtype::f32)
+      return make_error(errc::invalid_argument, "geo exchange: a replica's block of shape " + b.shape().to_string());
+    blocks.push_back({b.data<float>(), b.numel()});
+  }
+  status merged;
+  if (auto st = piece.with_local_rows(
+          tables, [&](local_rows& kept, const std::vector<table_span>& spans) { merged = kept.merge(spans, blocks); });
+      !st)
+    return st.error();
+  if (!merged) return merged.error();
+  return static_cast<std::int64_t>(group.size() - 1) * mine.numel() * static_cast<std::int64_t>(sizeof(float));
+}
+
+}  // namespace cohort::actors

@@ -1,0 +1,67 @@
+// How data-parallel replicas share their embedding tables' sparse updates (--exec.mode):
+// `sync` gathers every replica's touched rows in every step, so every lookup sees every
+// earlier update (the serial program's losses); `geo` lets each replica train its own copy
+// of the tables and exchanges the deltas of the rows it touched every K steps (Paddle's
+// GeoSGD): lookups see the other replicas' updates up to K - 1 steps late, in exchange for
+// far fewer sparse bytes (a row touched many times in K steps travels once). Dense
+// parameters are all-reduced every step in both. Wherever the whole job's state is read (the
+// run's last step, a plan transition, a checkpoint) the replicas agree again: the step before
+// it exchanges first and then gathers like sync. A sharded plan (--plan.shard-params), one
+// replica or a stage without sparse tables exchange as sync.
+//
+//   table_exchange ex;
+//   ex.mode = exchange_mode::geo;
+//   ex.geo_steps = 10;
+//   ex.steps = 25;                                                 // the runtime sets it
+//   assert(ex.exchanges_before(10) && !ex.exchanges_before(11));   // every 10 steps
+//   assert(ex.gathers(24) && ex.exchanges_before(24));             // the last step: replicas agree
+//   // on the worker's thread, between steps (a collective over the dp group):
+//   //   auto bytes = exchange_local_rows(*piece, tables, channel, dp_group, step, timeout);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/param_actor.hpp"
+#include "planner/plan.hpp"
+#include "transport/channel.hpp"
+
+namespace cohort::actors {
+
+enum class exchange_mode { sync, geo };
+std::string to_string(exchange_mode m);
+/// "sync" or "geo"; an error naming --exec.mode otherwise.
+result<exchange_mode> parse_exchange_mode(const std::string& text);
+
+struct table_exchange {
+  exchange_mode mode = exchange_mode::sync;
+  std::int64_t geo_steps = 10;  // K
+  /// Where the replicas must agree (set by the runtime from run_options): after the run's
+  /// steps, at each plan change, after every checkpoint_every steps.
+  std::int64_t steps = 0;
+  std::vector<std::int64_t> change_at;
+  std::int64_t checkpoint_every = 0;
+
+  bool geo() const { return mode == exchange_mode::geo; }
+  /// Geo mode: the replicas exchange their kept rows before step `step` (0-based).
+  bool exchanges_before(std::int64_t step) const;
+  /// Step `step` gathers its sparse entries as sync does (the replicas agree after it).
+  bool gathers(std::int64_t step) const;
+};
+
+/// Geo mode's promise at the end of a run: every data-parallel replica's piece (by rank, as
+/// collected) equals replica 0's bit for bit (an error naming the first rank that differs).
+/// Nothing to check for a sharded plan.
+status replicas_agree(const planner::parallel_plan& plan, const std::vector<tensor>& pieces);
+
+/// Geo mode's exchange, on a worker's thread between steps (every rank of `group` at the same
+/// point): each replica's kept rows and deltas to every other, then each table row that any
+/// replica touched is set to its base plus the deltas in replica order (local_rows::merge).
+/// Returns the bytes this rank sent.
+result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
+                                         transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
+                                         std::chrono::milliseconds timeout);
+
+}  // namespace cohort::actors

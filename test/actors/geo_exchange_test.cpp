@@ -1,0 +1,189 @@
+// Geo mode (--exec.mode=geo): replicas train their own copies of the tables and exchange the
+// touched rows' deltas every K steps. After an exchange every replica's table is bit for bit
+// the same, each touched row its base plus every replica's delta; a malformed block from the
+// network changes nothing; the schedule exchanges every K steps and gathers like sync before
+// every point where the job's state is read.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "actors/table_exchange.hpp"
+#include "support/tensor_checks.hpp"
+#include "transport/in_process.hpp"
+
+using namespace cohort;
+using namespace cohort::actors;
+
+namespace {
+
+// A flat piece: 3 dense elements, then a table of 6 rows x 2 columns, then 1 dense.
+constexpr std::int64_t dense_before = 3, rows = 6, dim = 2;
+constexpr std::int64_t flat = dense_before + rows * dim + 1;
+constexpr float lr = 0.5f;
+
+sparse_table_grad the_table(std::int64_t count) { return {dense_before, rows, dim, 0, count, 0}; }
+
+// One local step's gradient: the replica's own block of `touched` rows (values from `seed`).
+piece_gradient local_step(const std::vector<std::int32_t>& touched, std::uint64_t seed) {
+  piece_gradient g;
+  g.dense = tensor::zeros({flat});
+  const auto count = static_cast<std::int64_t>(touched.size());
+  g.blocks = 1;
+  g.block_size = count * (1 + dim);
+  g.entries = tensor::zeros({g.block_size});
+  std::memcpy(g.entries.data<float>(), touched.data(), touched.size() * sizeof(std::int32_t));
+  tensor values = cohort::test::random_tensor({count * dim}, seed);
+  std::memcpy(g.entries.data<float>() + count, values.data<float>(), static_cast<std::size_t>(count * dim) * 4);
+  g.tables.push_back(the_table(count));
+  g.local = true;
+  return g;
+}
+
+// What plain SGD does to the table from those steps' gradients alone (rows' deltas).
+std::vector<float> sgd_delta(const std::vector<piece_gradient>& steps) {
+  std::vector<float> d(static_cast<std::size_t>(rows * dim), 0.f);
+  for (const auto& g : steps) {
+    const auto count = g.tables[0].count;
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::int32_t r;
+      std::memcpy(&r, g.entries.data<float>() + i, sizeof r);
+      for (std::int64_t j = 0; j < dim; ++j)
+        d[static_cast<std::size_t>(r * dim + j)] -= lr * g.entries.data<float>()[count + i * dim + j];
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("geo mode's schedule: every K steps, and a gathered step before the end, a plan change and a checkpoint") {
+  table_exchange ex{.mode = exchange_mode::geo, .geo_steps = 4, .steps = 11, .change_at = {6}, .checkpoint_every = 9};
+  std::vector<std::int64_t> exchanges, gathers;
+  for (std::int64_t s = 0; s < 11; ++s) {
+    if (ex.exchanges_before(s)) exchanges.push_back(s);
+    if (ex.gathers(s)) gathers.push_back(s);
+  }
+  CHECK(exchanges == std::vector<std::int64_t>{4, 5, 8, 10});  // 4 and 8; 5, 8, 10 end before 6, 9, 11
+  CHECK(gathers == std::vector<std::int64_t>{5, 8, 10});
+  table_exchange sync;
+  sync.steps = 11;
+  CHECK_FALSE(sync.exchanges_before(4));
+  CHECK(parse_exchange_mode("geo").ok());
+  CHECK(parse_exchange_mode("async").error().message.find("not built yet") != std::string::npos);
+  CHECK(parse_exchange_mode("fast").error().code == errc::invalid_argument);
+}
+
+TEST_CASE("geo exchange: two replicas that trained their own rows agree bit for bit, each row its base plus both deltas") {
+  const tensor initial = cohort::test::random_tensor({flat}, 11);
+  const optimizer_config sgd = sgd_config{.lr = lr};
+  // replica 0 touches rows 1, 2 then 2, 4; replica 1 touches 2, 5 then 0; rows 3 untouched
+  const std::vector<std::vector<piece_gradient>> steps = {{local_step({1, 2}, 1), local_step({2, 4}, 2)},
+                                                          {local_step({2, 5}, 3), local_step({0}, 4)}};
+  std::vector<tensor> storage;
+  std::vector<std::shared_ptr<parameter_piece>> pieces;
+  for (int r = 0; r < 2; ++r) {
+    storage.push_back(initial.clone());
+    pieces.push_back(std::make_shared<parameter_piece>(sgd));
+    REQUIRE(pieces[r]->attach(storage[r]).ok());
+    for (std::int64_t s = 0; s < 2; ++s) {
+      REQUIRE(pieces[r]->submit(0, s, steps[r][s]).ok());
+      REQUIRE(pieces[r]->apply_committed(s).ok());
+    }
+  }
+  // trained apart: replica 0's row 1 moved, replica 1's did not
+  CHECK(storage[0].data<float>()[dense_before + 1 * dim] != storage[1].data<float>()[dense_before + 1 * dim]);
+  transport::in_process_fabric fabric(2);
+  std::vector<result<std::int64_t>> sent(2, make_error(errc::closed, "not run"));
+  const std::vector<sparse_table_grad> tables{the_table(0)};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      sent[r] = exchange_local_rows(*pieces[r], tables, fabric.endpoint(r), {0, 1}, 10, std::chrono::seconds(10));
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) REQUIRE_MESSAGE(sent[r].ok(), sent[r].error().message);
+  // each sends its counts and its rows with their deltas once: 1 + 3 x (1 + 2), 1 + 3 x (1 + 2)
+  CHECK(*sent[0] == (1 + 3 * (1 + dim)) * 4);
+  CHECK(*sent[1] == (1 + 3 * (1 + dim)) * 4);
+  CHECK(std::memcmp(storage[0].data<float>(), storage[1].data<float>(), flat * sizeof(float)) == 0);
+  const auto d0 = sgd_delta(steps[0]), d1 = sgd_delta(steps[1]);
+  for (std::int64_t i = 0; i < rows * dim; ++i) {
+    CAPTURE(i);
+    const float base = initial.data<float>()[dense_before + i];
+    CHECK(storage[0].data<float>()[dense_before + i] ==
+          doctest::Approx(base + d0[static_cast<std::size_t>(i)] + d1[static_cast<std::size_t>(i)]).epsilon(1e-6));
+  }
+  for (std::int64_t j = 0; j < dim; ++j)  // row 3: nobody touched it
+    CHECK(storage[0].data<float>()[dense_before + 3 * dim + j] == initial.data<float>()[dense_before + 3 * dim + j]);
+  // nothing kept any more: the next exchange sends the counts alone and changes nothing
+  const tensor before = storage[0].clone();
+  threads.clear();
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      sent[r] = exchange_local_rows(*pieces[r], tables, fabric.endpoint(r), {0, 1}, 11, std::chrono::seconds(10));
+    });
+  for (auto& t : threads) t.join();
+  REQUIRE(sent[0].ok());
+  CHECK(*sent[0] == 4);
+  CHECK(std::memcmp(storage[0].data<float>(), before.data<float>(), flat * sizeof(float)) == 0);
+}
+
+TEST_CASE("geo exchange: a malformed block from the network is refused and the table stays as it was") {
+  std::vector<float> table(static_cast<std::size_t>(rows * dim), 1.f);
+  const std::vector<table_span> spans{{table.data(), rows, dim, 0}};
+  local_rows kept(1);
+  const std::int32_t touched[] = {2};
+  kept.keep(0, spans[0], touched, 1);
+  table[2 * dim] = 3.f;
+  std::vector<float> good(static_cast<std::size_t>(kept.packed_size(spans)));
+  kept.pack(spans, good.data());
+  const auto with_int = [](std::vector<float> b, std::size_t at, std::int32_t v) {
+    std::memcpy(b.data() + at, &v, sizeof v);
+    return b;
+  };
+  struct bad_block {
+    const char* what;
+    std::vector<float> block;
+    const char* message;
+  };
+  std::vector<float> longer = good;
+  longer.push_back(0.f);
+  const std::vector<bad_block> bad = {
+      {"no counts", {}, "shorter than its counts"},
+      {"a count beyond the table", with_int(good, 0, rows + 1), "counts 7 rows"},
+      {"a negative count", with_int(good, 0, -1), "counts -1 rows"},
+      {"a row outside the table", with_int(good, 1, rows), "names row 6 outside"},
+      {"rows cut off", std::vector<float>(good.begin(), good.end() - 1), "shorter than its rows"},
+      {"trailing elements", longer, "longer than its rows"},
+  };
+  for (const auto& b : bad) {
+    CAPTURE(b.what);
+    const std::vector<packed_block> blocks{{good.data(), static_cast<std::int64_t>(good.size())},
+                                           {b.block.data(), static_cast<std::int64_t>(b.block.size())}};
+    auto st = kept.merge(spans, blocks);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("replica 1's block") != std::string::npos);
+    CHECK(st.error().message.find(b.message) != std::string::npos);
+    CHECK(table[2 * dim] == 3.f);  // unchanged: the local value, the row still kept
+    CHECK(kept.counts()[0] == 1);
+  }
+  const std::vector<packed_block> one{{good.data(), static_cast<std::int64_t>(good.size())}};
+  REQUIRE(kept.merge(spans, one).ok());
+  CHECK(table[2 * dim] == 3.f);  // 1 + (3 - 1)
+  CHECK(kept.empty());
+}
+
+TEST_CASE("geo mode's end-of-run check: replicas that differ by one bit are named") {
+  const planner::parallel_plan plan{.dp = 2, .tp = 2};  // ranks 0, 1 replica 0; 2, 3 replica 1
+  std::vector<tensor> pieces;
+  for (int r = 0; r < 4; ++r) pieces.push_back(tensor::full({5}, r % 2 == 0 ? 1.f : 2.f));
+  CHECK(replicas_agree(plan, pieces).ok());
+  pieces[3].data<float>()[4] = std::nextafter(2.f, 3.f);
+  auto st = replicas_agree(plan, pieces);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("rank 3's parameters differ from replica 0's (rank 1)") != std::string::npos);
+  const planner::parallel_plan sharded{.dp = 2, .tp = 2, .shard_params = true};  // pieces differ by design
+  CHECK(replicas_agree(sharded, pieces).ok());
+}
