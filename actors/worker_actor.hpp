@@ -59,7 +59,7 @@ struct worker_spec {
   param_actor_hdl params;
   failure_injection inject;
   table_exchange exchange;  // sync or geo, with the steps where replicas must agree
-  trace_window trace;  // steps whose task spans the worker records
+  trace_window trace;       // steps whose task spans the worker records
   /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.
   bool restore = false;
 };

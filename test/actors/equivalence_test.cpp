@@ -235,15 +235,14 @@ TEST_CASE("DLRM in geo mode: K=1 trains as sync, K=4 trains apart, agrees at the
                                    steps, opt, 7, dlrm_data(batch)),
                     "dp2 pp2 m2 geo K=1");
   // collected: the runtime checks that both replicas' parameters are the same bits at the end
-  auto k4 =
-      runtime_summary(model, {{.dp = 2}, {}, {}, {}, true, geo4, true}, batch, steps, opt, 7, dlrm_data(batch));
+  auto k4 = runtime_summary(model, {{.dp = 2}, {}, {}, {}, true, geo4, true}, batch, steps, opt, 7, dlrm_data(batch));
   CHECK(k4.parameters.count("emb.a") == 1);
   double worst = 0;
   for (std::size_t i = 0; i < serial.size(); ++i)
     worst = std::max(worst, std::fabs(k4.losses[i] - serial[i]) / std::fabs(static_cast<double>(serial[i])));
-  MESSAGE("dp2 geo K=4: max relative loss difference from serial " << worst << "; sparse bytes sync " << sync.sparse_bytes
-                                                                   << ", K=1 " << k1.sparse_bytes << ", K=4 "
-                                                                   << k4.sparse_bytes);
+  MESSAGE("dp2 geo K=4: max relative loss difference from serial "
+          << worst << "; sparse bytes sync " << sync.sparse_bytes << ", K=1 " << k1.sparse_bytes << ", K=4 "
+          << k4.sparse_bytes);
   CHECK(worst > loss_tolerance);  // really trained apart
   CHECK(worst < 0.05);
   CHECK(k4.losses.back() < k4.losses.front());

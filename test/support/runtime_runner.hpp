@@ -56,7 +56,7 @@ struct runtime_run {
   std::vector<std::size_t> cuts;             // empty: the planner's
   std::vector<actors::plan_change> changes;  // plan transitions
   std::shared_ptr<planner::planning_setup> planning;
-  bool sparse_tables = false;  // embedding tables with sparse gradients (compile_options)
+  bool sparse_tables = false;            // embedding tables with sparse gradients (compile_options)
   actors::table_exchange exchange = {};  // how dp replicas share the tables' updates (sync, geo)
   bool collect_parameters = false;       // the trained model in the summary (geo: replicas checked)
 };
