@@ -49,7 +49,8 @@ status replicas_agree(const planner::parallel_plan& plan, const std::vector<tens
     const tensor& first = pieces[static_cast<std::size_t>(layout.rank_of(at))];
     if (mine.numel() != first.numel() ||
         std::memcmp(mine.data<float>(), first.data<float>(), static_cast<std::size_t>(mine.numel()) * sizeof(float)))
-      return make_error(errc::closed, "geo mode: rank " + std::to_string(r) + "'s parameters differ from replica 0's (rank " +
+      return make_error(errc::closed, "geo mode: rank " + std::to_string(r) +
+                                          "'s parameters differ from replica 0's (rank " +
                                           std::to_string(layout.rank_of(at)) + ") at the end of the run");
   }
   return {};

@@ -75,7 +75,8 @@ TEST_CASE("geo mode's schedule: every K steps, and a gathered step before the en
   CHECK(parse_exchange_mode("fast").error().code == errc::invalid_argument);
 }
 
-TEST_CASE("geo exchange: two replicas that trained their own rows agree bit for bit, each row its base plus both deltas") {
+TEST_CASE(
+    "geo exchange: two replicas that trained their own rows agree bit for bit, each row its base plus both deltas") {
   const tensor initial = cohort::test::random_tensor({flat}, 11);
   const optimizer_config sgd = sgd_config{.lr = lr};
   // replica 0 touches rows 1, 2 then 2, 4; replica 1 touches 2, 5 then 0; rows 3 untouched
