@@ -219,7 +219,7 @@ void collect(self_ptr self, const collect_action& a) {
   auto assemble = [=](std::vector<tensor> all) {
     auto& st = self->state;
     if (all.empty()) return finish_collection(self);  // another process assembles the model
-    if (st.options.exchange.geo())  // the replicas' tables agree again after the last step
+    if (st.options.exchange.geo())                    // the replicas' tables agree again after the last step
       if (auto agree = replicas_agree(st.model->plan, all); !agree) return fail(agree.error());
     auto full = assemble_parameters(*st.model, all);
     if (!full) return fail(full.error());

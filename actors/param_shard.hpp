@@ -29,9 +29,9 @@
 #include <cstring>
 #include <vector>
 
+#include "actors/local_rows.hpp"
 #include "graph/optimizer.hpp"
 #include "graph/tensor.hpp"
-#include "actors/local_rows.hpp"
 #include "kernels/optimizer.hpp"
 
 namespace cohort::actors {
