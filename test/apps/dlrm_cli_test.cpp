@@ -79,6 +79,48 @@ TEST_CASE("dlrm refuses bad input with exit code 2, naming the option or the fil
   CHECK(absent.err.find("/nonexistent/train.tsv") != std::string::npos);
 }
 
+TEST_CASE("dlrm in geo mode on dp2: the sync run's test AUC within 0.02 with fewer sparse bytes") {
+  // This file's ids are uniform over 1,000 rows, geo's worst case: few rows repeat within K
+  // steps. Criteo's Zipf-distributed ids repeat far more (bench/dlrm_runtime.sh measures that).
+  criteo_pair files;
+  auto sync = run(DLRM_BINARY, files.args() + " --plan.mode=manual --plan.dp=2");
+  REQUIRE_MESSAGE(sync.exit_code == 0, sync.err);
+  CHECK(sync.summary["plan"]["exec"]["mode"] == "sync");
+  auto geo = run(DLRM_BINARY, files.args() + " --plan.mode=manual --plan.dp=2 --exec.mode=geo --exec.geo-steps=10");
+  REQUIRE_MESSAGE(geo.exit_code == 0, geo.err);
+  CHECK(geo.summary["plan"]["exec"]["mode"] == "geo");
+  CHECK(geo.summary["plan"]["exec"]["geo_steps"] == 10);
+  const double sync_auc = sync.summary["test_auc"].get<double>(), geo_auc = geo.summary["test_auc"].get<double>();
+  const auto sync_bytes = sync.summary["sparse_bytes_sent"].get<std::int64_t>();
+  const auto geo_bytes = geo.summary["sparse_bytes_sent"].get<std::int64_t>();
+  MESSAGE("test AUC sync " << sync_auc << ", geo K=10 " << geo_auc << "; sparse bytes sent " << sync_bytes << " and "
+                           << geo_bytes);
+  CHECK(geo_auc > 0.85);
+  CHECK(std::abs(geo_auc - sync_auc) < 0.02);
+  CHECK(geo_bytes * 4 < sync_bytes * 3);
+}
+
+TEST_CASE("dlrm refuses execution modes it cannot run, with exit code 2 naming the option") {
+  criteo_pair files;
+  const std::string base = files.args() + " --train.steps=1 ";
+  struct bad_mode {
+    std::string args, message;
+  };
+  for (const auto& b : std::vector<bad_mode>{
+           {"--exec.mode=fast", "--exec.mode must be sync or geo, not 'fast'"},
+           {"--exec.mode=async", "--exec.mode=async is not built yet"},
+           {"--exec.mode=geo --exec.geo-steps=0", "--exec.geo-steps must be positive"},
+           {"--exec.mode=geo --model.sparse=false", "--exec.mode=geo exchanges the tables' touched rows"},
+           {"--exec.mode=geo --train.optimizer=adamw", "AdamW moves every row"},
+           {"--exec.mode=geo --plan.dp=2 --plan.shard-params", "not with --plan.shard-params"},
+       }) {
+    CAPTURE(b.args);
+    auto r = run(DLRM_BINARY, base + b.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(b.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("dlrm on MovieLens (user, movie and genre bags) beats the movie-only baselines clearly") {
   const fs::path metrics = fs::temp_directory_path() / ("cohort-dlrm-ml-" + std::to_string(::getpid()) + ".jsonl");
   auto r = run(DLRM_BINARY,
