@@ -43,10 +43,15 @@ status check_block(const std::vector<table_span>& tables, const packed_block& b,
 
 void local_rows::keep(std::size_t t, const table_span& table, const std::int32_t* rows, std::int64_t n) {
   kept_rows& k = tables_.at(t);
+  if (k.seen.size() * 64 < static_cast<std::size_t>(table.rows))
+    k.seen.assign(static_cast<std::size_t>((table.rows + 63) / 64), 0);
+  k.first_row = table.first_row;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t r = rows[i];
-    if (!table.holds(r) || k.index.count(r) != 0) continue;
-    k.index.emplace(r, static_cast<std::int64_t>(k.rows.size()));
+    if (!table.holds(r)) continue;
+    const std::int64_t at = r - table.first_row;
+    if (k.has(at)) continue;
+    k.seen[static_cast<std::size_t>(at >> 6)] |= std::uint64_t{1} << (at & 63);
     k.rows.push_back(r);
     const float* v = table.row(r);
     k.base.insert(k.base.end(), v, v + table.dim);
@@ -98,6 +103,9 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
     const table_span& table = tables[t];
     const kept_rows& k = tables_.at(t);
     const std::int64_t dim = table.dim;
+    std::unordered_map<std::int32_t, std::int64_t> own;  // a kept row -> its base
+    own.reserve(k.rows.size());
+    for (std::size_t i = 0; i < k.rows.size(); ++i) own.emplace(k.rows[i], static_cast<std::int64_t>(i));
     std::unordered_map<std::int32_t, std::int64_t> slot;  // row -> its sum in `sum`
     std::vector<std::int32_t> order;
     std::vector<float> sum;
@@ -110,8 +118,8 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
         auto [it, fresh] = slot.emplace(r, static_cast<std::int64_t>(order.size()));
         if (fresh) {
           order.push_back(r);
-          auto own = k.index.find(r);
-          const float* base = own != k.index.end() ? k.base.data() + own->second * dim : table.row(r);
+          auto kept = own.find(r);
+          const float* base = kept != own.end() ? k.base.data() + kept->second * dim : table.row(r);
           sum.insert(sum.end(), base, base + dim);
         }
         float* s = sum.data() + it->second * dim;
@@ -130,9 +138,12 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
 
 void local_rows::clear() {
   for (auto& k : tables_) {
+    for (std::int32_t r : k.rows) {  // the bits of the kept rows alone (rows are within the table)
+      const std::int64_t at = r - k.first_row;
+      k.seen[static_cast<std::size_t>(at >> 6)] &= ~(std::uint64_t{1} << (at & 63));
+    }
     k.rows.clear();
     k.base.clear();
-    k.index.clear();
   }
 }
 

@@ -65,9 +65,11 @@ class local_rows {
 
  private:
   struct kept_rows {
-    std::vector<std::int32_t> rows;  // in first-update order
-    std::vector<float> base;         // rows.size() x dim
-    std::unordered_map<std::int32_t, std::int64_t> index;
+    std::vector<std::int32_t> rows;   // in first-update order
+    std::vector<float> base;          // rows.size() x dim
+    std::vector<std::uint64_t> seen;  // one bit per table row (the row - first_row): kept
+    std::int64_t first_row = 0;
+    bool has(std::int64_t at) const { return (seen[static_cast<std::size_t>(at >> 6)] >> (at & 63)) & 1; }
   };
   std::vector<kept_rows> tables_;
 };
