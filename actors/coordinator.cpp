@@ -2,6 +2,8 @@
 // collection (plan transitions: coordinator_transition.cpp) — with asynchronous requests only.
 #include "actors/coordinator.hpp"
 
+#include <algorithm>
+
 #include <variant>
 
 #include "actors/comm_kernels.hpp"
@@ -287,6 +289,8 @@ void execute(self_ptr self, actions todo) {
           else if constexpr (std::is_same_v<A, report_step_action>) {
             if (s.options.refit) self->send(s.planner, observe_atom::value, a.metrics);
             s.summary.sparse_bytes += a.metrics.sparse_bytes;
+            for (std::int64_t v : a.metrics.table_versions)
+              if (v >= 0) s.summary.max_table_staleness = std::max(s.summary.max_table_staleness, a.metrics.step - v);
             if (s.options.on_step) s.options.on_step(a.metrics);
           } else if constexpr (std::is_same_v<A, recover_action>)
             recover(self, a);

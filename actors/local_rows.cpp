@@ -29,17 +29,29 @@ status check_block(const std::vector<table_span>& tables, const packed_block& b,
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const std::int64_t count = int_at(b.data + t);
     if (count < 0 || count > tables[t].rows) return bad("counts " + std::to_string(count) + " rows of a table");
-    if (at + count * (1 + tables[t].dim) > b.size) return bad("is shorter than its rows");
+    if (at + count * (1 + tables[t].width()) > b.size) return bad("is shorter than its rows");
     for (std::int64_t i = 0; i < count; ++i)
       if (!tables[t].holds(int_at(b.data + at + i)))
         return bad("names row " + std::to_string(int_at(b.data + at + i)) + " outside the table");
-    at += count * (1 + tables[t].dim);
+    at += count * (1 + tables[t].width());
   }
   if (at != b.size) return bad("is longer than its rows");
   return {};
 }
 
 }  // namespace
+
+void table_span::read(std::int32_t r, float* out) const {
+  const std::int64_t at = (r - first_row) * dim;
+  std::memcpy(out, values + at, static_cast<std::size_t>(dim) * sizeof(float));
+  if (state != nullptr) std::memcpy(out + dim, state + at, static_cast<std::size_t>(dim) * sizeof(float));
+}
+
+void table_span::write(std::int32_t r, const float* in) const {
+  const std::int64_t at = (r - first_row) * dim;
+  std::memcpy(values + at, in, static_cast<std::size_t>(dim) * sizeof(float));
+  if (state != nullptr) std::memcpy(state + at, in + dim, static_cast<std::size_t>(dim) * sizeof(float));
+}
 
 void local_rows::keep(std::size_t t, const table_span& table, const std::int32_t* rows, std::int64_t n) {
   kept_rows& k = tables_.at(t);
@@ -53,8 +65,8 @@ void local_rows::keep(std::size_t t, const table_span& table, const std::int32_t
     if (k.has(at)) continue;
     k.seen[static_cast<std::size_t>(at >> 6)] |= std::uint64_t{1} << (at & 63);
     k.rows.push_back(r);
-    const float* v = table.row(r);
-    k.base.insert(k.base.end(), v, v + table.dim);
+    k.base.resize(k.base.size() + static_cast<std::size_t>(table.width()));
+    table.read(r, k.base.data() + k.base.size() - table.width());
   }
 }
 
@@ -73,7 +85,7 @@ std::vector<std::int64_t> local_rows::counts() const {
 std::int64_t local_rows::packed_size(const std::vector<table_span>& tables) const {
   auto n = static_cast<std::int64_t>(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t)
-    n += static_cast<std::int64_t>(tables_.at(t).rows.size()) * (1 + tables[t].dim);
+    n += static_cast<std::int64_t>(tables_.at(t).rows.size()) * (1 + tables[t].width());
   return n;
 }
 
@@ -82,16 +94,16 @@ void local_rows::pack(const std::vector<table_span>& tables, float* out) const {
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const kept_rows& k = tables_.at(t);
     const auto count = static_cast<std::int64_t>(k.rows.size());
-    const std::int64_t dim = tables[t].dim;
+    const std::int64_t w = tables[t].width();
     put_int(out + t, count);
     for (std::int64_t i = 0; i < count; ++i) put_int(at + i, k.rows[static_cast<std::size_t>(i)]);
     float* d = at + count;
     for (std::int64_t i = 0; i < count; ++i) {
-      const float* now = tables[t].row(k.rows[static_cast<std::size_t>(i)]);
-      const float* base = k.base.data() + i * dim;
-      for (std::int64_t j = 0; j < dim; ++j) d[i * dim + j] = now[j] - base[j];
+      tables[t].read(k.rows[static_cast<std::size_t>(i)], d + i * w);  // now, then minus the base
+      const float* base = k.base.data() + i * w;
+      for (std::int64_t j = 0; j < w; ++j) d[i * w + j] -= base[j];
     }
-    at += count * (1 + dim);
+    at += count * (1 + w);
   }
 }
 
@@ -102,7 +114,7 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const table_span& table = tables[t];
     const kept_rows& k = tables_.at(t);
-    const std::int64_t dim = table.dim;
+    const std::int64_t dim = table.width();              // a row's record: values (and state)
     std::unordered_map<std::int32_t, std::int64_t> own;  // a kept row -> its base
     own.reserve(k.rows.size());
     for (std::size_t i = 0; i < k.rows.size(); ++i) own.emplace(k.rows[i], static_cast<std::int64_t>(i));
@@ -119,8 +131,12 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
         if (fresh) {
           order.push_back(r);
           auto kept = own.find(r);
-          const float* base = kept != own.end() ? k.base.data() + kept->second * dim : table.row(r);
-          sum.insert(sum.end(), base, base + dim);
+          sum.resize(sum.size() + static_cast<std::size_t>(dim));
+          if (kept != own.end())
+            std::memcpy(sum.data() + sum.size() - dim, k.base.data() + kept->second * dim,
+                        static_cast<std::size_t>(dim) * sizeof(float));
+          else
+            table.read(r, sum.data() + sum.size() - dim);
         }
         float* s = sum.data() + it->second * dim;
         const float* d = deltas + i * dim;
@@ -129,8 +145,7 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
       at[b] += count * (1 + dim);
     }
     for (std::size_t i = 0; i < order.size(); ++i)
-      std::memcpy(table.row(order[i]), sum.data() + static_cast<std::int64_t>(i) * dim,
-                  static_cast<std::size_t>(dim) * sizeof(float));
+      table.write(order[i], sum.data() + static_cast<std::int64_t>(i) * dim);
   }
   clear();
   return {};

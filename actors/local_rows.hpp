@@ -27,12 +27,19 @@
 
 namespace cohort::actors {
 
-/// Rows [first_row, first_row + rows) of an embedding table, `dim` values each, in memory.
+/// Rows [first_row, first_row + rows) of an embedding table, `dim` values each, in memory,
+/// and the optimizer's per-element state beside them where it has one (Adagrad's sums: a
+/// row's state moves with the row, so that replicas that agree on both update alike).
 struct table_span {
   float* values = nullptr;
   std::int64_t rows = 0, dim = 0, first_row = 0;
+  float* state = nullptr;  // same layout as values; null: none
   bool holds(std::int32_t row) const { return row >= first_row && row < first_row + rows; }
   float* row(std::int32_t r) const { return values + (r - first_row) * dim; }
+  /// Floats a row's record holds: its values, then its state's.
+  std::int64_t width() const { return state != nullptr ? 2 * dim : dim; }
+  void read(std::int32_t r, float* out) const;
+  void write(std::int32_t r, const float* in) const;
 };
 
 /// One replica's packed block as it arrived.
@@ -53,7 +60,7 @@ class local_rows {
   /// The rows kept, per table.
   std::vector<std::int64_t> counts() const;
   /// Elements of this replica's packed block: one count per table (i32 bits), then per table
-  /// its kept rows (i32 bits) and their deltas (now - base, dim each).
+  /// its kept rows (i32 bits) and their deltas (now - base, table_span::width() each).
   std::int64_t packed_size(const std::vector<table_span>& tables) const;
   void pack(const std::vector<table_span>& tables, float* out) const;
   /// Every replica's block (in replica order, this one's among them; they come from the
@@ -66,7 +73,7 @@ class local_rows {
  private:
   struct kept_rows {
     std::vector<std::int32_t> rows;   // in first-update order
-    std::vector<float> base;          // rows.size() x dim
+    std::vector<float> base;          // rows.size() x width
     std::vector<std::uint64_t> seen;  // one bit per table row (the row - first_row): kept
     std::int64_t first_row = 0;
     bool has(std::int64_t at) const { return (seen[static_cast<std::size_t>(at >> 6)] >> (at & 63)) & 1; }

@@ -16,6 +16,7 @@ status parameter_piece::attach(tensor storage) {
     storage.copy_from(initial_->values.reshape(storage.shape()));
     shard_ = std::make_unique<param_shard>(std::move(storage), optimizer_,
                                            kernels::optimizer_state{std::move(initial_->slots), initial_->steps});
+    tables_through_ = initial_->steps;  // a piece exported whole: every step's tables are in
     initial_.reset();
     return {};
   }
@@ -32,13 +33,39 @@ status parameter_piece::submit(std::int64_t generation, std::int64_t step, piece
   return {};
 }
 
-status parameter_piece::apply_locked(std::int64_t committed) {
-  if (pending_step_ < 0 || pending_step_ > committed) return {};
-  if (!shard_) return make_error(errc::invalid_argument, "parameters: a gradient but no attached piece");
-  auto updated = shard_->update(pending_);
-  pending_ = piece_gradient{};
-  pending_step_ = -1;
-  return updated ? status{} : status(updated.error());
+status parameter_piece::apply_locked(std::int64_t committed, bool drain) {
+  if (pending_step_ >= 0 && pending_step_ <= committed) {
+    if (!shard_) return make_error(errc::invalid_argument, "parameters: a gradient but no attached piece");
+    const bool tables = !pending_.tables.empty();
+    if (tables && pending_.delay > 0) {
+      // async: the dense part now, the tables' entries (copied: the worker reuses its buffer) later
+      piece_gradient later;
+      later.entries = pending_.entries.clone();
+      later.blocks = pending_.blocks;
+      later.block_size = pending_.block_size;
+      later.tables = pending_.tables;
+      delay_ = pending_.delay;
+      delayed_.emplace_back(pending_step_, std::move(later));
+      pending_.blocks = 0;
+      pending_.entries = tensor{};
+    }
+    auto updated = shard_->update(pending_);
+    if (tables && pending_.delay == 0) tables_through_ = pending_step_ + 1;
+    pending_ = piece_gradient{};
+    pending_step_ = -1;
+    if (!updated) return updated.error();
+  }
+  while (!delayed_.empty() && (drain || delayed_.front().first <= committed - delay_)) {
+    if (auto st = shard_->update_tables(delayed_.front().second); !st) return st;
+    tables_through_ = delayed_.front().first + 1;
+    delayed_.pop_front();
+  }
+  return {};
+}
+
+std::int64_t parameter_piece::tables_through() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tables_through_;
 }
 
 status parameter_piece::apply_committed(std::int64_t committed) {
@@ -48,8 +75,8 @@ status parameter_piece::apply_committed(std::int64_t committed) {
 
 status parameter_piece::rollback(std::int64_t new_generation, std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto st = apply_locked(committed);
-  pending_ = piece_gradient{};  // an uncommitted step's gradient
+  auto st = apply_locked(committed);  // the delayed table entries of committed steps stay queued
+  pending_ = piece_gradient{};       // an uncommitted step's gradient
   pending_step_ = -1;
   generation_ = new_generation;
   return st;
@@ -57,14 +84,14 @@ status parameter_piece::rollback(std::int64_t new_generation, std::int64_t commi
 
 result<tensor> parameter_piece::fetch(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto st = apply_locked(committed); !st) return st.error();
+  if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   return shard_->params().clone();
 }
 
 result<piece_state> parameter_piece::export_state(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto st = apply_locked(committed); !st) return st.error();
+  if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   piece_state out;
   out.values = shard_->params().clone();

@@ -27,6 +27,7 @@
 // the first attach fills the worker's storage with its values, its optimizer state continues.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -73,8 +74,13 @@ class parameter_piece {
   status with_local_rows(const std::vector<sparse_table_grad>& tables,
                          const std::function<void(local_rows&, const std::vector<table_span>&)>& f);
 
+ /// Steps whose tables' updates are in the piece (the version a lookup reads): the steps done
+  /// in sync mode, `staleness` fewer in async mode.
+  std::int64_t tables_through() const;
+
  private:
-  status apply_locked(std::int64_t committed);
+  /// `drain`: async mode's delayed table entries too, all of them (the state is read whole).
+  status apply_locked(std::int64_t committed, bool drain = false);
 
   mutable std::mutex mutex_;
   optimizer_config optimizer_;
@@ -83,6 +89,10 @@ class parameter_piece {
   std::int64_t generation_ = 0;
   piece_gradient pending_;
   std::int64_t pending_step_ = -1;
+  // async mode: committed steps' table entries waiting for their turn (ascending steps)
+  std::deque<std::pair<std::int64_t, piece_gradient>> delayed_;
+  std::int64_t delay_ = 0;
+  std::int64_t tables_through_ = 0;
 };
 
 struct param_state {

@@ -20,9 +20,9 @@ result<tensor> param_shard::update(const tensor& grad) {
   return piece_;
 }
 
-status param_shard::check_sparse(const piece_gradient& grad) const {
+status param_shard::check_sparse(const piece_gradient& grad, bool with_dense) const {
   const std::int64_t n = piece_.numel();
-  if (grad.dense.numel() != n)
+  if (with_dense && grad.dense.numel() != n)
     return make_error(errc::invalid_argument, "parameter update: gradient piece of " +
                                                   std::to_string(grad.dense.numel()) + " elements for a piece of " +
                                                   std::to_string(n));
@@ -40,14 +40,11 @@ status param_shard::check_sparse(const piece_gradient& grad) const {
   return {};
 }
 
-result<tensor> param_shard::update(const piece_gradient& grad) {
-  if (grad.tables.empty()) return update(grad.dense);
-  if (auto st = check_sparse(grad); !st) return st.error();
+void param_shard::prepare_layout(const piece_gradient& grad) {
   const std::int64_t n = piece_.numel();
-  // The dense runs: what no table covers (computed again only when the layout changes).
+  // The dense runs: what no table covers (computed again only when the tables change).
   std::vector<std::int64_t> layout;
-  for (const auto& t : grad.tables)
-    layout.insert(layout.end(), {t.offset, t.rows, t.dim, grad.blocks * t.count, t.first_row});
+  for (const auto& t : grad.tables) layout.insert(layout.end(), {t.offset, t.rows, t.dim, t.first_row});
   if (layout != layout_) {
     layout_ = std::move(layout);
     std::vector<range> covered;
@@ -63,10 +60,24 @@ result<tensor> param_shard::update(const piece_gradient& grad) {
     }
     if (at < n) dense_runs_.push_back({at, n});
     sums_.clear();
-    for (const auto& t : grad.tables) sums_.emplace_back(std::max<std::int64_t>(grad.blocks * t.count, 1), t.dim);
   }
+  // the row sums, sized for the most entries seen (a geo or async step brings fewer)
+  if (sums_.size() != grad.tables.size()) sums_.clear();
+  for (std::size_t i = 0; i < grad.tables.size(); ++i) {
+    const auto& t = grad.tables[i];
+    const std::int64_t need = std::max<std::int64_t>(grad.blocks * t.count, 1);
+    if (i < sums_.size() && sums_[i].capacity() >= need) continue;
+    if (i < sums_.size())
+      sums_[i] = kernels::row_sums(need, t.dim);
+    else
+      sums_.emplace_back(need, t.dim);
+  }
+}
+
+status param_shard::apply_tables(const piece_gradient& grad) {
+  const std::int64_t n = piece_.numel();
   float* slot = std::holds_alternative<adagrad_config>(cfg_) ? state_.slots[0].data<float>() : nullptr;
-  const float* entries = grad.entries.data<float>();
+  const float* entries = grad.blocks > 0 ? grad.entries.data<float>() : nullptr;
   for (std::size_t i = 0; i < grad.tables.size(); ++i) {
     const auto& t = grad.tables[i];
     auto& sums = sums_[i];
@@ -82,8 +93,22 @@ result<tensor> param_shard::update(const piece_gradient& grad) {
     }
     kernels::apply_sparse_rows(piece_.data<float>(), n, slot, t.offset, t.first_row, t.rows, t.dim, sums, cfg_);
   }
+  return {};
+}
+
+result<tensor> param_shard::update(const piece_gradient& grad) {
+  if (grad.tables.empty()) return update(grad.dense);
+  if (auto st = check_sparse(grad, true); !st) return st.error();
+  prepare_layout(grad);
+  if (auto st = apply_tables(grad); !st) return st.error();
   kernels::apply_update_runs(piece_, grad.dense, state_, cfg_, dense_runs_);  // the step count rises once
   return piece_;
+}
+
+status param_shard::update_tables(const piece_gradient& grad) {
+  if (auto st = check_sparse(grad, false); !st) return st;
+  prepare_layout(grad);
+  return apply_tables(grad);
 }
 
 local_rows& param_shard::local(const std::vector<sparse_table_grad>& tables) {
@@ -96,7 +121,8 @@ result<table_span> param_shard::span_of(const sparse_table_grad& t) {
     return make_error(errc::invalid_argument,
                       "parameter update: a table's local rows need the whole table in the piece (geo mode trains "
                       "full replicas, not a sharded plan's pieces)");
-  return table_span{piece_.data<float>() + t.offset, t.rows, t.dim, t.first_row};
+  float* state = std::holds_alternative<adagrad_config>(cfg_) ? state_.slots[0].data<float>() + t.offset : nullptr;
+  return table_span{piece_.data<float>() + t.offset, t.rows, t.dim, t.first_row, state};
 }
 
 status param_shard::rebind(tensor storage) {

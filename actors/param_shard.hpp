@@ -56,6 +56,9 @@ struct piece_gradient {
   /// Geo mode: one block, this replica's own entries, and the touched rows' values before
   /// the update are kept for the next exchange (param_shard::local()).
   bool local = false;
+  /// Async mode (table_exchange.hpp): the tables' entries are applied this many steps after
+  /// the dense part (which is applied at the commit as always).
+  std::int64_t delay = 0;
 };
 
 class param_shard {
@@ -70,6 +73,9 @@ class param_shard {
   /// The same with sparse tables: the dense rule on the elements no table covers, the touched
   /// rows of each table as if its gradient were dense (kernels::apply_sparse_rows).
   result<tensor> update(const piece_gradient& grad);
+  /// The sparse tables' part of `grad` alone (its dense part is not read; the step count stays):
+  /// async mode applies a step's table entries some steps after its dense update.
+  status update_tables(const piece_gradient& grad);
   const tensor& params() const { return piece_; }
   /// Moves the piece into `storage` (same length): copies the current values there and
   /// updates `storage` from now on (a respawned worker's new parameter buffer).
@@ -84,7 +90,9 @@ class param_shard {
   result<table_span> span_of(const sparse_table_grad& t);
 
  private:
-  status check_sparse(const piece_gradient& grad) const;
+  status check_sparse(const piece_gradient& grad, bool with_dense) const;
+  void prepare_layout(const piece_gradient& grad);
+  status apply_tables(const piece_gradient& grad);
 
   tensor piece_;
   optimizer_config cfg_;

@@ -110,6 +110,9 @@ struct run_summary {
   double seconds = 0;
   /// Bytes this process's workers sent to exchange sparse tables' rows (step_metrics, summed).
   std::int64_t sparse_bytes = 0;
+  /// The most steps any lookup's tables lagged behind (step - table version; -1: no sparse
+  /// tables): 0 in sync mode, at most the staleness bound in async mode.
+  std::int64_t max_table_staleness = -1;
 };
 
 /// What a job of several processes gives the runtime: this process runs its block of ranks

@@ -94,6 +94,7 @@ actions step_protocol::commit(clock_type::time_point now) {
     m.task_seconds.push_back(oc ? oc->report.seconds : planner::task_seconds{});
     if (oc && oc->report.reports_loss) m.loss += oc->report.loss_share;
     if (oc) m.sparse_bytes += oc->report.sparse_bytes;
+    m.table_versions.push_back(oc ? oc->report.table_version : -1);
   }
   if (cfg_.multi_process && cfg_.rejoin) {
     // the step commits once the job's loss is known: a process lost before that makes it the

@@ -61,6 +61,9 @@ struct step_metrics {
   std::vector<planner::task_seconds> task_seconds;
   /// Bytes this process's workers sent to exchange sparse tables' rows this step.
   std::int64_t sparse_bytes = 0;
+  /// Per rank: the version of the tables its lookups read (step_report::table_version; -1: no
+  /// sparse tables, or a rank of another process).
+  std::vector<std::int64_t> table_versions;
 };
 
 struct failure_event {

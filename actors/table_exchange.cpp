@@ -15,15 +15,25 @@ constexpr std::uint64_t geo_tag_space = 7;
 
 }  // namespace
 
-std::string to_string(exchange_mode m) { return m == exchange_mode::geo ? "geo" : "sync"; }
+std::string to_string(exchange_mode m) {
+  switch (m) {
+    case exchange_mode::async:
+      return "async";
+    case exchange_mode::geo:
+      return "geo";
+    default:
+      return "sync";
+  }
+}
 
 result<exchange_mode> parse_exchange_mode(const std::string& text) {
   if (text == "sync") return exchange_mode::sync;
   if (text == "geo") return exchange_mode::geo;
-  if (text == "async" || text == "hetero")
+  if (text == "async") return exchange_mode::async;
+  if (text == "hetero")
     return make_error(errc::invalid_argument,
-                      "--exec.mode=" + text + " is not built yet: sync or geo (docs/recommender.md, Not yet)");
-  return make_error(errc::invalid_argument, "--exec.mode must be sync or geo, not '" + text + "'");
+                      "--exec.mode=hetero is not built yet: sync, async or geo (docs/recommender.md, Not yet)");
+  return make_error(errc::invalid_argument, "--exec.mode must be sync, async or geo, not '" + text + "'");
 }
 
 bool table_exchange::gathers(std::int64_t step) const {

@@ -1,6 +1,10 @@
 // How data-parallel replicas share their embedding tables' sparse updates (--exec.mode):
 // `sync` gathers every replica's touched rows in every step, so every lookup sees every
-// earlier update (the serial program's losses); `geo` lets each replica train its own copy
+// earlier update (the serial program's losses); `async` with staleness S applies a step's
+// gathered table entries S steps after its dense update (the parameter server's stale
+// tables, bounded and enforced: a lookup in step j reads the tables of exactly the steps
+// before j - S, on every replica alike; S = 0 is sync bit for bit; whenever the state is read
+// whole, the waiting entries are applied first); `geo` lets each replica train its own copy
 // of the tables and exchanges the deltas of the rows it touched every K steps (Paddle's
 // GeoSGD): lookups see the other replicas' updates up to K - 1 steps late, in exchange for
 // far fewer sparse bytes (a row touched many times in K steps travels once). Dense
@@ -30,14 +34,15 @@
 
 namespace cohort::actors {
 
-enum class exchange_mode { sync, geo };
+enum class exchange_mode { sync, async, geo };
 std::string to_string(exchange_mode m);
-/// "sync" or "geo"; an error naming --exec.mode otherwise.
+/// "sync", "async" or "geo"; an error naming --exec.mode otherwise.
 result<exchange_mode> parse_exchange_mode(const std::string& text);
 
 struct table_exchange {
   exchange_mode mode = exchange_mode::sync;
   std::int64_t geo_steps = 10;  // K
+  std::int64_t staleness = 4;   // async: S steps
   /// Where the replicas must agree (set by the runtime from run_options): after the run's
   /// steps, at each plan change, after every checkpoint_every steps.
   std::int64_t steps = 0;
@@ -45,6 +50,8 @@ struct table_exchange {
   std::int64_t checkpoint_every = 0;
 
   bool geo() const { return mode == exchange_mode::geo; }
+  /// Async mode: the steps a step's table entries wait after its commit (0 otherwise).
+  std::int64_t table_delay() const { return mode == exchange_mode::async ? staleness : 0; }
   /// Geo mode: the replicas exchange their kept rows before step `step` (0-based).
   bool exchanges_before(std::int64_t step) const;
   /// Step `step` gathers its sparse entries as sync does (the replicas agree after it).

@@ -64,6 +64,8 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   }
   step_io io;
   io.local_tables = geo && !s.exchange.gathers(step);
+  io.table_delay = s.exchange.table_delay();
+  const std::int64_t version = worker_->sparse_tables().empty() ? -1 : piece_->tables_through();
   io.trace = s.trace.covers(step);
   // the replica's rows for the whole step, asked for once at its first micro-batch
   std::optional<std::map<std::string, tensor>> rows;
@@ -103,6 +105,7 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   if (r) {
     out.report = std::move(*r);
     out.report.sparse_bytes += geo_bytes;
+    out.report.table_version = version;
     out.report.seconds.update_s += geo_s;
   } else {
     out.failure = r.error().message;

@@ -175,6 +175,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         out.block_size = w.sparse_block_size();
         out.tables = sparse_table_grads(w, mine.begin);
         out.local = local;
+        out.delay = io.table_delay;
       }
       if (st) st = io.submit(out);
     }

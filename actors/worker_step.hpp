@@ -68,6 +68,8 @@ struct step_io {
   /// Geo mode between exchanges (table_exchange.hpp): the sparse tables' entries are not
   /// gathered; the replica's own go to its parameter owner alone (piece_gradient::local).
   bool local_tables = false;
+  /// Async mode: the steps the tables' entries wait after the commit (piece_gradient::delay).
+  std::int64_t table_delay = 0;
 };
 
 struct step_report {
@@ -83,6 +85,9 @@ struct step_report {
   std::vector<task_span> spans;
   /// Bytes this worker sent to exchange sparse tables' rows (sync's gather, geo's exchange).
   std::int64_t sparse_bytes = 0;
+  /// The version of the tables this step's lookups read: the steps whose table updates were
+  /// in them (-1: the stage has no sparse tables). Async mode's staleness is step - version.
+  std::int64_t table_version = -1;
 };
 
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,

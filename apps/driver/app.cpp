@@ -67,8 +67,10 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
     options_
         .add("exec.mode", exec_mode_,
              "how data-parallel replicas share the tables' sparse updates: sync (gathered every step, the serial "
-             "program's losses) or geo (each replica trains its own copy; the touched rows' deltas are exchanged "
-             "every --exec.geo-steps steps)")
+             "program's losses), async (a step's table updates apply --exec.staleness steps late, on every replica "
+             "alike) or geo (each replica trains its own copy; the touched rows' deltas are exchanged every "
+             "--exec.geo-steps steps)")
+        .add("exec.staleness", staleness_, "async: steps a lookup's tables may lag behind the updates (S; 0 = sync)")
         .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
@@ -91,21 +93,26 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   auto mode = actors::parse_exchange_mode(exec_mode_);
   if (!mode) return fail(name_, mode.error().message, 2);
   if (geo_steps_ < 1) return fail(name_, "--exec.geo-steps must be positive", 2);
+  if (staleness_ < 0) return fail(name_, "--exec.staleness must not be negative", 2);
   auto j = make_job(*this);
   if (!j) return fail(name_, j.error().message, 2);
-  if (*mode == actors::exchange_mode::geo) {
+  if (*mode != actors::exchange_mode::sync) {
     const std::string why = kernels::sparse_update_problem(train_.optimizer_rule());
     if (!j->sparse_tables || !why.empty())
       return fail(name_,
-                  "--exec.mode=geo exchanges the tables' touched rows: it needs sparse tables (--model.sparse) and "
-                  "an optimizer that updates touched rows alone (" +
+                  "--exec.mode=" + exec_mode_ +
+                      " exchanges the tables' touched rows: it needs sparse tables (--model.sparse) and an optimizer "
+                      "that updates touched rows alone (" +
                       (why.empty() ? std::string("--model.sparse=false") : why) + ")",
                   2);
+  }
+  if (*mode == actors::exchange_mode::geo) {
     if (plan_.shard_params)
       return fail(name_, "--exec.mode=geo trains full table replicas: not with --plan.shard-params", 2);
   }
   exchange_.mode = *mode;
   exchange_.geo_steps = geo_steps_;
+  exchange_.staleness = staleness_;
   if (j->evaluate_only && plan_.checkpoint.init_from.empty())
     return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
   if (evaluate_only || j->evaluate_only) return evaluate_job(*j);
@@ -180,7 +187,10 @@ int app::train_job(const job& j) {
   summary["transitions"] = r->transitions;
   summary["checkpoints"] = r->checkpoints;
   summary["recoveries"] = r->recoveries;
-  if (j.sparse_tables) summary["sparse_bytes_sent"] = r->sparse_bytes;
+  if (j.sparse_tables) {
+    summary["sparse_bytes_sent"] = r->sparse_bytes;
+    if (r->max_table_staleness >= 0) summary["max_table_staleness"] = r->max_table_staleness;
+  }
   if (!r->resumed_from.is_null()) summary["resumed_from"] = r->resumed_from;
   if (!plan_.checkpoint.export_file.empty()) {
     if (auto st = export_parameters(plan_.checkpoint.export_file, r->parameters); !st)

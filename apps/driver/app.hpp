@@ -102,6 +102,7 @@ class app {
   std::int64_t eval_every_ = 0;           // --eval.every
   std::string exec_mode_ = "sync";        // --exec.mode
   std::int64_t geo_steps_ = 10;           // --exec.geo-steps
+  std::int64_t staleness_ = 4;            // --exec.staleness
   actors::table_exchange exchange_;       // parsed from both
   plan_options plan_;
 };

@@ -97,6 +97,7 @@ struct training_result {
   json resumed_from;  // {"path", "step"} when the run resumed
   json recoveries = json::array();          // each failure the job recovered from (restarts.hpp)
   std::int64_t sparse_bytes = 0;            // sent by this process's workers for sparse tables' rows
+  std::int64_t max_table_staleness = -1;    // the most steps a lookup's tables lagged (-1: none measured)
   bool plan_only = false;                   // --plan.only: nothing was trained
   bool report = true;                       // false on a job's other processes: process 0 reports
   std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)

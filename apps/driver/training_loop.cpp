@@ -204,8 +204,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (job.sparse_tables) {
     loop.out.plan["exec"] = {{"mode", actors::to_string(o.exchange.mode)}};
     if (o.exchange.geo()) loop.out.plan["exec"]["geo_steps"] = o.exchange.geo_steps;
+    if (o.exchange.mode == actors::exchange_mode::async) loop.out.plan["exec"]["staleness"] = o.exchange.staleness;
   }
   loop.out.sparse_bytes = r->sparse_bytes;
+  loop.out.max_table_staleness = r->max_table_staleness;
   return std::move(loop.out);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "actors/param_actor.hpp"
 #include "actors/param_shard.hpp"
 #include "graph/random.hpp"
 
@@ -143,4 +144,54 @@ TEST_CASE("sparse table entries are refused when they lie outside their block or
   auto wrong = sgd.update(short_piece);
   REQUIRE_FALSE(wrong.ok());
   CHECK(wrong.error().message.find("gradient piece of 18 elements for a piece of 19") != std::string::npos);
+}
+
+TEST_CASE("async mode's piece: a step's table entries apply exactly `delay` steps after its dense part") {
+  // Steps 0..4 each touch rows 0, 2 and 3 (two_blocks()); with delay 2 the table after the
+  // commit of step k holds the updates of steps 0..k-2, the dense part those of 0..k; reading
+  // the state whole (fetch) applies what waits, and the piece is then the sync one, bit for bit.
+  const tensor initial = tensor::full({flat}, 0.5f);
+  const tensor dense_part = tensor::full({flat}, 0.25f);
+  for (const optimizer_config sgd :
+       {optimizer_config(sgd_config{.lr = 0.1f}), optimizer_config(adagrad_config{.lr = 0.05f})}) {
+    CAPTURE(sgd.index());
+    auto run = [&](std::int64_t delay, std::int64_t through, parameter_piece& piece, tensor& storage) {
+      REQUIRE(piece.attach(storage).ok());
+      for (std::int64_t s = 0; s <= through; ++s) {
+        piece_gradient g = sparse_gradient(two_blocks(), dense_part, 0, flat);
+        g.delay = delay;
+        REQUIRE(piece.submit(0, s, g).ok());
+        REQUIRE(piece.apply_committed(s).ok());
+      }
+    };
+    tensor sync_storage = initial.clone(), async_storage = initial.clone();
+    parameter_piece sync(sgd), async(sgd);
+    run(0, 4, sync, sync_storage);
+    run(2, 4, async, async_storage);
+    CHECK(sync.tables_through() == 5);
+    CHECK(async.tables_through() == 3);  // steps 0, 1, 2
+    // the dense part is current; the table holds 3 of the 5 steps' updates
+    for (std::int64_t i = 0; i < dense_before; ++i)
+      CHECK(async_storage.data<float>()[i] == sync_storage.data<float>()[i]);
+    // a piece that applied steps 0..2's tables only: the sync piece after step 2
+    tensor three = initial.clone();
+    parameter_piece sync3(sgd);
+    run(0, 2, sync3, three);
+    for (std::int64_t i = dense_before; i < dense_before + table_rows * dim; ++i) {
+      CAPTURE(i);
+      CHECK(async_storage.data<float>()[i] == three.data<float>()[i]);
+    }
+    CHECK(async_storage.data<float>()[dense_before + 2 * dim] != sync_storage.data<float>()[dense_before + 2 * dim]);
+    auto whole = async.fetch(4);  // applies the two waiting steps
+    REQUIRE(whole.ok());
+    CHECK(async.tables_through() == 5);
+    CHECK(std::memcmp(whole->data<float>(), sync_storage.data<float>(), flat * sizeof(float)) == 0);
+    auto sync_state = sync.export_state(4), async_state = async.export_state(4);  // Adagrad's sums alike
+    REQUIRE(sync_state.ok());
+    REQUIRE(async_state.ok());
+    REQUIRE(sync_state->slots.size() == async_state->slots.size());
+    for (std::size_t i = 0; i < sync_state->slots.size(); ++i)
+      CHECK(std::memcmp(sync_state->slots[i].data<float>(), async_state->slots[i].data<float>(),
+                        flat * sizeof(float)) == 0);
+  }
 }

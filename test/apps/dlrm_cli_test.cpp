@@ -107,8 +107,10 @@ TEST_CASE("dlrm refuses execution modes it cannot run, with exit code 2 naming t
     std::string args, message;
   };
   for (const auto& b : std::vector<bad_mode>{
-           {"--exec.mode=fast", "--exec.mode must be sync or geo, not 'fast'"},
-           {"--exec.mode=async", "--exec.mode=async is not built yet"},
+           {"--exec.mode=fast", "--exec.mode must be sync, async or geo, not 'fast'"},
+           {"--exec.mode=hetero", "--exec.mode=hetero is not built yet"},
+           {"--exec.mode=async --exec.staleness=-1", "--exec.staleness must not be negative"},
+           {"--exec.mode=async --model.sparse=false", "--exec.mode=async exchanges the tables' touched rows"},
            {"--exec.mode=geo --exec.geo-steps=0", "--exec.geo-steps must be positive"},
            {"--exec.mode=geo --model.sparse=false", "--exec.mode=geo exchanges the tables' touched rows"},
            {"--exec.mode=geo --train.optimizer=adamw", "AdamW moves every row"},

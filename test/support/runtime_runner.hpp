@@ -59,6 +59,7 @@ struct runtime_run {
   bool sparse_tables = false;            // embedding tables with sparse gradients (compile_options)
   actors::table_exchange exchange = {};  // how dp replicas share the tables' updates (sync, geo)
   bool collect_parameters = false;       // the trained model in the summary (geo: replicas checked)
+  std::function<void(const actors::step_metrics&)> on_step = nullptr;  // each step as the coordinator reports it
 };
 
 /// The run's summary on the actor runtime (REQUIREs that it succeeded).
@@ -79,6 +80,7 @@ inline actors::run_summary runtime_summary(const actors::model_fn& model, const 
   o.collect_parameters = run.collect_parameters;
   o.compile.sparse_tables = run.sparse_tables;
   o.exchange = run.exchange;
+  o.on_step = run.on_step;
   caf::actor_system sys{test_config()};
   auto r = actors::train(
       sys, model, [data](std::int64_t s) -> result<std::map<std::string, tensor>> { return data(s); }, o);
