@@ -76,7 +76,7 @@ status parameter_piece::apply_committed(std::int64_t committed) {
 status parameter_piece::rollback(std::int64_t new_generation, std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto st = apply_locked(committed);  // the delayed table entries of committed steps stay queued
-  pending_ = piece_gradient{};       // an uncommitted step's gradient
+  pending_ = piece_gradient{};        // an uncommitted step's gradient
   pending_step_ = -1;
   generation_ = new_generation;
   return st;

@@ -74,7 +74,7 @@ class parameter_piece {
   status with_local_rows(const std::vector<sparse_table_grad>& tables,
                          const std::function<void(local_rows&, const std::vector<table_span>&)>& f);
 
- /// Steps whose tables' updates are in the piece (the version a lookup reads): the steps done
+  /// Steps whose tables' updates are in the piece (the version a lookup reads): the steps done
   /// in sync mode, `staleness` fewer in async mode.
   std::int64_t tables_through() const;
 
