@@ -8,6 +8,8 @@
 //   worker -> data actor         (batch_atom, k, replica) => micro_batch (all its micro-batches' rows)
 //   worker -> parameter actor    (update_atom, g, k, piece_gradient) => ok_atom (the gradient
 //                                 waits; dense, with sparse tables' entries beside it)
+//   worker <-> worker (data plane) geo mode, before step k: the dp group's kept table rows and
+//                                 their deltas (table_exchange.hpp), on the workers' threads
 // Plan transitions (at a step boundary, every worker idle):
 //   coordinator -> planner actor (plan_atom, change, current model) => decided_plan (the new plan, re-plan seconds)
 //   coordinator -> planner actor (transfer_atom, decided_plan, current model) => transition_plan

@@ -5,7 +5,10 @@
 // start of its next step (its own thread, its caches warm: the piece is lent to it at attach),
 // or by the parameter actor when a recovery or the end of the run finds it still waiting.
 // A failed step is never committed: its gradient is dropped, nothing is ever undone, and
-// gradients from an older generation are refused.
+// gradients from an older generation are refused. In async mode (piece_gradient::delay = S)
+// the committed step's dense part is applied as always and its tables' entries wait S more
+// commits (tables_through() is the version a lookup reads); a rollback keeps them waiting, a
+// fetch or export (the state read whole) applies them first.
 //
 //   auto p = sys.spawn(param_actor, optimizer_config{adamw_config{.lr = 1e-3f}},
 //                      std::optional<piece_state>{}, /*generation=*/std::int64_t{0});   // spawn passes every argument

@@ -84,7 +84,7 @@ TEST_CASE("dlrm in geo and async mode on dp2: the sync run's test AUC within 0.0
   // until its embeddings line up, and stale tables leave it later: at 250 steps sync is out
   // (AUC 0.90) and async with staleness 1 is not yet (0.67); at 500 steps all are (0.90).
   // Its other ids are uniform over 1,000 rows, geo's worst case: few rows repeat within K
-  // steps. Criteo's Zipf-distributed ids repeat far more (bench/dlrm_geo.sh measures that).
+  // steps. Criteo's Zipf-distributed ids repeat far more (bench/dlrm_modes.sh measures that).
   criteo_pair files;
   const std::string dp2 = files.args() + " --train.steps=500 --plan.mode=manual --plan.dp=2 ";
   auto sync = run(DLRM_BINARY, dp2);

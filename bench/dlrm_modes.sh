@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# DLRM's geo mode against sync on two data-parallel replicas (one thread each: the machine's 2
+# DLRM's execution modes against sync on two data-parallel replicas (one thread each: the machine's 2
 # cores), on criteo_synth.py's check pair (tables capped at 100,000 rows, Zipf-distributed ids;
 # the Kaggle architecture), B=128, plain SGD lr 0.1, 1,500 timed steps after 20 warm-up (about
 # one pass over the 200,000 training rows), REPS interleaved rounds of the same seed:
 #   dp2 sync      every step gathers both replicas' touched rows (the serial program's losses)
+#   dp2 async S=1 a step's table updates apply 1 step late (every lookup reads tables 1 step old)
+#   dp2 async S=4 the same, 4 steps late
 #   dp2 geo K=10  each replica trains its own tables; the touched rows' deltas every 10 steps
 #   dp2 geo K=100 the same every 100 steps
 # Prints one JSON line per run and a table: samples/s, test AUC (median and the spread over
 # the rounds), sparse bytes sent by the process, and each against sync.
-#   bench/dlrm_geo.sh [REPS]   (default 3; results in bench/results/dlrm-geo-<date>.jsonl)
+#   bench/dlrm_modes.sh [REPS]   (default 3; results in bench/results/dlrm-modes-<date>.jsonl)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 reps=${1:-3}
-out="$root/bench/results/dlrm-geo-$(date +%Y%m%d-%H%M%S).jsonl"
+out="$root/bench/results/dlrm-modes-$(date +%Y%m%d-%H%M%S).jsonl"
 cmake --build "$root/build" --target dlrm >/dev/null
 data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
 mkdir -p "$data"
@@ -24,6 +26,8 @@ job=("$root/build/apps/dlrm" --data.file="$data/check_train.tsv" --data.test-fil
   --train.batch=128 --train.steps=1520 --train.warmup=20 --train.threads=2 --plan.mode=manual --plan.dp=2)
 for ((r = 1; r <= reps; r++)); do
   run cohort dlrm "dp2 sync" "${job[@]}" --exec.mode=sync
+  run cohort dlrm "dp2 async S=1" "${job[@]}" --exec.mode=async --exec.staleness=1
+  run cohort dlrm "dp2 async S=4" "${job[@]}" --exec.mode=async --exec.staleness=4
   run cohort dlrm "dp2 geo K=10" "${job[@]}" --exec.mode=geo --exec.geo-steps=10
   run cohort dlrm "dp2 geo K=100" "${job[@]}" --exec.mode=geo --exec.geo-steps=100
 done
