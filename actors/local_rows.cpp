@@ -18,22 +18,58 @@ void put_int(float* p, std::int64_t v) {
   std::memcpy(p, &i, sizeof i);
 }
 
+// Floats that hold `n` deltas.
+std::int64_t delta_floats(std::int64_t n, delta_encoding e) { return e == delta_encoding::bf16 ? (n + 1) / 2 : n; }
+
+std::uint16_t to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                                           // round to nearest even
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+// Delta i of a table's delta region.
+float delta_at(const float* region, std::int64_t i, delta_encoding e) {
+  if (e == delta_encoding::f32) return region[i];
+  std::uint16_t h;
+  std::memcpy(&h, reinterpret_cast<const char*>(region) + 2 * i, sizeof h);
+  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+void put_delta(float* region, std::int64_t i, float v, delta_encoding e) {
+  if (e == delta_encoding::f32) {
+    region[i] = v;
+    return;
+  }
+  const std::uint16_t h = to_bf16(v);
+  std::memcpy(reinterpret_cast<char*>(region) + 2 * i, &h, sizeof h);
+}
+
+const char* name_of(delta_encoding e) { return e == delta_encoding::bf16 ? "bf16" : "f32"; }
+
 // A well-formed block: its counts, and its rows inside their tables.
-status check_block(const std::vector<table_span>& tables, const packed_block& b, std::size_t which) {
+status check_block(const std::vector<table_span>& tables, const packed_block& b, std::size_t which, delta_encoding e) {
   const auto bad = [&](const std::string& why) {
     return make_error(errc::invalid_argument, "geo exchange: replica " + std::to_string(which) + "'s block " + why);
   };
   const auto n = static_cast<std::int64_t>(tables.size());
-  if (b.size < n) return bad("is shorter than its counts");
-  std::int64_t at = n;
+  if (b.size < 1 + n) return bad("is shorter than its counts");
+  if (int_at(b.data) != static_cast<std::int32_t>(e))
+    return bad("is not encoded as " + std::string(name_of(e)) + " (--exec.geo-deltas differs between replicas)");
+  std::int64_t at = 1 + n;
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    const std::int64_t count = int_at(b.data + t);
+    const std::int64_t count = int_at(b.data + 1 + t);
     if (count < 0 || count > tables[t].rows) return bad("counts " + std::to_string(count) + " rows of a table");
-    if (at + count * (1 + tables[t].width()) > b.size) return bad("is shorter than its rows");
+    const std::int64_t size = count + delta_floats(count * tables[t].width(), e);
+    if (at + size > b.size) return bad("is shorter than its rows");
     for (std::int64_t i = 0; i < count; ++i)
       if (!tables[t].holds(int_at(b.data + at + i)))
         return bad("names row " + std::to_string(int_at(b.data + at + i)) + " outside the table");
-    at += count * (1 + tables[t].width());
+    at += size;
   }
   if (at != b.size) return bad("is longer than its rows");
   return {};
@@ -82,15 +118,20 @@ std::vector<std::int64_t> local_rows::counts() const {
   return out;
 }
 
-std::int64_t local_rows::packed_size(const std::vector<table_span>& tables) const {
-  auto n = static_cast<std::int64_t>(tables.size());
-  for (std::size_t t = 0; t < tables.size(); ++t)
-    n += static_cast<std::int64_t>(tables_.at(t).rows.size()) * (1 + tables[t].width());
+std::int64_t local_rows::packed_size(const std::vector<table_span>& tables, delta_encoding e) const {
+  auto n = 1 + static_cast<std::int64_t>(tables.size());
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const auto count = static_cast<std::int64_t>(tables_.at(t).rows.size());
+    n += count + delta_floats(count * tables[t].width(), e);
+  }
   return n;
 }
 
-void local_rows::pack(const std::vector<table_span>& tables, float* out) const {
+void local_rows::pack(const std::vector<table_span>& tables, float* out, delta_encoding e) const {
+  put_int(out, static_cast<std::int32_t>(e));
+  ++out;
   float* at = out + tables.size();
+  std::vector<float> now;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const kept_rows& k = tables_.at(t);
     const auto count = static_cast<std::int64_t>(k.rows.size());
@@ -98,19 +139,23 @@ void local_rows::pack(const std::vector<table_span>& tables, float* out) const {
     put_int(out + t, count);
     for (std::int64_t i = 0; i < count; ++i) put_int(at + i, k.rows[static_cast<std::size_t>(i)]);
     float* d = at + count;
+    now.resize(static_cast<std::size_t>(w));
+    const std::int64_t floats = delta_floats(count * w, e);
+    if (floats > 0) d[floats - 1] = 0.f;  // bf16: an odd count's last half
     for (std::int64_t i = 0; i < count; ++i) {
-      tables[t].read(k.rows[static_cast<std::size_t>(i)], d + i * w);  // now, then minus the base
+      tables[t].read(k.rows[static_cast<std::size_t>(i)], now.data());
       const float* base = k.base.data() + i * w;
-      for (std::int64_t j = 0; j < w; ++j) d[i * w + j] -= base[j];
+      for (std::int64_t j = 0; j < w; ++j) put_delta(d, i * w + j, now[static_cast<std::size_t>(j)] - base[j], e);
     }
-    at += count * (1 + w);
+    at += count + floats;
   }
 }
 
-status local_rows::merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks) {
+status local_rows::merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks,
+                         delta_encoding e) {
   for (std::size_t b = 0; b < blocks.size(); ++b)
-    if (auto st = check_block(tables, blocks[b], b); !st) return st;
-  std::vector<std::int64_t> at(blocks.size(), static_cast<std::int64_t>(tables.size()));
+    if (auto st = check_block(tables, blocks[b], b, e); !st) return st;
+  std::vector<std::int64_t> at(blocks.size(), 1 + static_cast<std::int64_t>(tables.size()));
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const table_span& table = tables[t];
     const kept_rows& k = tables_.at(t);
@@ -122,7 +167,7 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
     std::vector<std::int32_t> order;
     std::vector<float> sum;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-      const std::int64_t count = int_at(blocks[b].data + t);
+      const std::int64_t count = int_at(blocks[b].data + 1 + t);
       const float* rows = blocks[b].data + at[b];
       const float* deltas = rows + count;
       for (std::int64_t i = 0; i < count; ++i) {
@@ -139,10 +184,9 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
             table.read(r, sum.data() + sum.size() - dim);
         }
         float* s = sum.data() + it->second * dim;
-        const float* d = deltas + i * dim;
-        for (std::int64_t j = 0; j < dim; ++j) s[j] += d[j];
+        for (std::int64_t j = 0; j < dim; ++j) s[j] += delta_at(deltas, i * dim + j, e);
       }
-      at[b] += count * (1 + dim);
+      at[b] += count + delta_floats(count * dim, e);
     }
     for (std::size_t i = 0; i < order.size(); ++i)
       table.write(order[i], sum.data() + static_cast<std::int64_t>(i) * dim);

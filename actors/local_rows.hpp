@@ -42,6 +42,11 @@ struct table_span {
   void write(std::int32_t r, const float* in) const;
 };
 
+/// How a block carries its deltas: f32 as they are, or bf16 (rounded to nearest even: half the
+/// bytes; every replica merges the deltas as sent, its own included, so replicas still agree
+/// bit for bit — each loses the rounding of its own delta).
+enum class delta_encoding : std::int32_t { f32 = 0, bf16 = 1 };
+
 /// One replica's packed block as it arrived.
 struct packed_block {
   const float* data = nullptr;
@@ -59,14 +64,16 @@ class local_rows {
   std::size_t tables() const { return tables_.size(); }
   /// The rows kept, per table.
   std::vector<std::int64_t> counts() const;
-  /// Elements of this replica's packed block: one count per table (i32 bits), then per table
-  /// its kept rows (i32 bits) and their deltas (now - base, table_span::width() each).
-  std::int64_t packed_size(const std::vector<table_span>& tables) const;
-  void pack(const std::vector<table_span>& tables, float* out) const;
+  /// Elements of this replica's packed block: its encoding, one count per table (i32 bits),
+  /// then per table its kept rows (i32 bits) and their deltas (now - base, table_span::width()
+  /// each; with bf16 two to a float).
+  std::int64_t packed_size(const std::vector<table_span>& tables, delta_encoding e = delta_encoding::f32) const;
+  void pack(const std::vector<table_span>& tables, float* out, delta_encoding e = delta_encoding::f32) const;
   /// Every replica's block (in replica order, this one's among them; they come from the
   /// network and are validated first: nothing changes unless all are well-formed): each row
   /// named anywhere becomes its base plus the deltas, added in block order. Forgets the kept rows.
-  status merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks);
+  status merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks,
+               delta_encoding e = delta_encoding::f32);
   /// Forgets the kept rows (their updates stay; a plan whose replicas agree again).
   void clear();
 

@@ -36,6 +36,12 @@ result<exchange_mode> parse_exchange_mode(const std::string& text) {
   return make_error(errc::invalid_argument, "--exec.mode must be sync, async or geo, not '" + text + "'");
 }
 
+result<delta_encoding> parse_delta_encoding(const std::string& text) {
+  if (text == "f32") return delta_encoding::f32;
+  if (text == "bf16") return delta_encoding::bf16;
+  return make_error(errc::invalid_argument, "--exec.geo-deltas must be f32 or bf16, not '" + text + "'");
+}
+
 bool table_exchange::gathers(std::int64_t step) const {
   const std::int64_t done = step + 1;
   if (done == steps) return true;
@@ -68,12 +74,12 @@ status replicas_agree(const planner::parallel_plan& plan, const std::vector<tens
 
 result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
                                          transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
-                                         std::chrono::milliseconds timeout) {
+                                         std::chrono::milliseconds timeout, delta_encoding encoding) {
   tensor mine;
   if (auto st = piece.with_local_rows(tables,
                                       [&](local_rows& kept, const std::vector<table_span>& spans) {
-                                        mine = tensor::empty({kept.packed_size(spans)});
-                                        kept.pack(spans, mine.data<float>());
+                                        mine = tensor::empty({kept.packed_size(spans, encoding)});
+                                        kept.pack(spans, mine.data<float>(), encoding);
                                       });
       !st)
     return st.error();
@@ -88,8 +94,10 @@ result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vect
     blocks.push_back({b.data<float>(), b.numel()});
   }
   status merged;
-  if (auto st = piece.with_local_rows(
-          tables, [&](local_rows& kept, const std::vector<table_span>& spans) { merged = kept.merge(spans, blocks); });
+  if (auto st = piece.with_local_rows(tables,
+                                      [&](local_rows& kept, const std::vector<table_span>& spans) {
+                                        merged = kept.merge(spans, blocks, encoding);
+                                      });
       !st)
     return st.error();
   if (!merged) return merged.error();

@@ -41,8 +41,9 @@ result<exchange_mode> parse_exchange_mode(const std::string& text);
 
 struct table_exchange {
   exchange_mode mode = exchange_mode::sync;
-  std::int64_t geo_steps = 10;  // K
-  std::int64_t staleness = 4;   // async: S steps
+  std::int64_t geo_steps = 10;                      // K
+  std::int64_t staleness = 4;                       // async: S steps
+  delta_encoding geo_deltas = delta_encoding::f32;  // geo: how the deltas travel
   /// Where the replicas must agree (set by the runtime from run_options): after the run's
   /// steps, at each plan change, after every checkpoint_every steps.
   std::int64_t steps = 0;
@@ -69,6 +70,9 @@ status replicas_agree(const planner::parallel_plan& plan, const std::vector<tens
 /// Returns the bytes this rank sent.
 result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
                                          transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout,
+                                         delta_encoding encoding = delta_encoding::f32);
+/// "f32" or "bf16"; an error naming --exec.geo-deltas otherwise.
+result<delta_encoding> parse_delta_encoding(const std::string& text);
 
 }  // namespace cohort::actors

@@ -8,6 +8,7 @@
 #   dp2 async S=4 the same, 4 steps late
 #   dp2 geo K=10  each replica trains its own tables; the touched rows' deltas every 10 steps
 #   dp2 geo K=100 the same every 100 steps
+#   geo K=.. bf16 the same with the deltas sent as bf16 (--exec.geo-deltas=bf16)
 # Prints one JSON line per run and a table: samples/s, test AUC (median and the spread over
 # the rounds), sparse bytes sent by the process, and each against sync.
 #   bench/dlrm_modes.sh [REPS]   (default 3; results in bench/results/dlrm-modes-<date>.jsonl)
@@ -30,6 +31,8 @@ for ((r = 1; r <= reps; r++)); do
   run cohort dlrm "dp2 async S=4" "${job[@]}" --exec.mode=async --exec.staleness=4
   run cohort dlrm "dp2 geo K=10" "${job[@]}" --exec.mode=geo --exec.geo-steps=10
   run cohort dlrm "dp2 geo K=100" "${job[@]}" --exec.mode=geo --exec.geo-steps=100
+  run cohort dlrm "geo K=10 bf16" "${job[@]}" --exec.mode=geo --exec.geo-steps=10 --exec.geo-deltas=bf16
+  run cohort dlrm "geo K=100 bf16" "${job[@]}" --exec.mode=geo --exec.geo-steps=100 --exec.geo-deltas=bf16
 done
 $py - "$out" <<'PY'
 import json, statistics, sys

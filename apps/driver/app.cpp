@@ -71,7 +71,10 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
              "alike) or geo (each replica trains its own copy; the touched rows' deltas are exchanged every "
              "--exec.geo-steps steps)")
         .add("exec.staleness", staleness_, "async: steps a lookup's tables may lag behind the updates (S; 0 = sync)")
-        .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)");
+        .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)")
+        .add("exec.geo-deltas", geo_deltas_,
+             "geo: how the rows' deltas travel: f32, or bf16 (half the bytes, each delta rounded; the replicas "
+             "still agree)");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
   if (!parsed) return fail(name_, parsed.error().message, 2);
@@ -94,6 +97,8 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   if (!mode) return fail(name_, mode.error().message, 2);
   if (geo_steps_ < 1) return fail(name_, "--exec.geo-steps must be positive", 2);
   if (staleness_ < 0) return fail(name_, "--exec.staleness must not be negative", 2);
+  auto encoding = actors::parse_delta_encoding(geo_deltas_);
+  if (!encoding) return fail(name_, encoding.error().message, 2);
   auto j = make_job(*this);
   if (!j) return fail(name_, j.error().message, 2);
   if (*mode != actors::exchange_mode::sync) {
@@ -113,6 +118,7 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   exchange_.mode = *mode;
   exchange_.geo_steps = geo_steps_;
   exchange_.staleness = staleness_;
+  exchange_.geo_deltas = *encoding;
   if (j->evaluate_only && plan_.checkpoint.init_from.empty())
     return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
   if (evaluate_only || j->evaluate_only) return evaluate_job(*j);

@@ -203,7 +203,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (job.sparse_tables) loop.out.plan["sparse_tables"] = o.compile.sparse_tables;
   if (job.sparse_tables) {
     loop.out.plan["exec"] = {{"mode", actors::to_string(o.exchange.mode)}};
-    if (o.exchange.geo()) loop.out.plan["exec"]["geo_steps"] = o.exchange.geo_steps;
+    if (o.exchange.geo()) {
+      loop.out.plan["exec"]["geo_steps"] = o.exchange.geo_steps;
+      loop.out.plan["exec"]["geo_deltas"] = o.exchange.geo_deltas == actors::delta_encoding::bf16 ? "bf16" : "f32";
+    }
     if (o.exchange.mode == actors::exchange_mode::async) loop.out.plan["exec"]["staleness"] = o.exchange.staleness;
   }
   loop.out.sparse_bytes = r->sparse_bytes;

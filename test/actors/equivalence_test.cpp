@@ -237,6 +237,13 @@ TEST_CASE("DLRM in geo mode: K=1 trains as sync, K=4 trains apart, agrees at the
   // collected: the runtime checks that both replicas' parameters are the same bits at the end
   auto k4 = runtime_summary(model, {{.dp = 2}, {}, {}, {}, true, geo4, true}, batch, steps, opt, 7, dlrm_data(batch));
   CHECK(k4.parameters.count("emb.a") == 1);
+  // bf16 deltas: each replica merges the deltas as sent, its own included: still alike at the end
+  actors::table_exchange bf16 = geo4;
+  bf16.geo_deltas = actors::delta_encoding::bf16;
+  auto k4_bf16 =
+      runtime_summary(model, {{.dp = 2}, {}, {}, {}, true, bf16, true}, batch, steps, opt, 7, dlrm_data(batch));
+  CHECK(k4_bf16.sparse_bytes < k4.sparse_bytes);
+  CHECK(k4_bf16.losses.back() < k4_bf16.losses.front());
   double worst = 0;
   for (std::size_t i = 0; i < serial.size(); ++i)
     worst = std::max(worst, std::fabs(k4.losses[i] - serial[i]) / std::fabs(static_cast<double>(serial[i])));

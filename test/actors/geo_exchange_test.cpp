@@ -106,9 +106,9 @@ TEST_CASE(
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < 2; ++r) REQUIRE_MESSAGE(sent[r].ok(), sent[r].error().message);
-  // each sends its counts and its rows with their deltas once: 1 + 3 x (1 + 2), 1 + 3 x (1 + 2)
-  CHECK(*sent[0] == (1 + 3 * (1 + dim)) * 4);
-  CHECK(*sent[1] == (1 + 3 * (1 + dim)) * 4);
+  // each sends its encoding, its count and its rows with their deltas once: 2 + 3 x (1 + 2)
+  CHECK(*sent[0] == (2 + 3 * (1 + dim)) * 4);
+  CHECK(*sent[1] == (2 + 3 * (1 + dim)) * 4);
   CHECK(std::memcmp(storage[0].data<float>(), storage[1].data<float>(), flat * sizeof(float)) == 0);
   const auto d0 = sgd_delta(steps[0]), d1 = sgd_delta(steps[1]);
   for (std::int64_t i = 0; i < rows * dim; ++i) {
@@ -119,7 +119,7 @@ TEST_CASE(
   }
   for (std::int64_t j = 0; j < dim; ++j)  // row 3: nobody touched it
     CHECK(storage[0].data<float>()[dense_before + 3 * dim + j] == initial.data<float>()[dense_before + 3 * dim + j]);
-  // nothing kept any more: the next exchange sends the counts alone and changes nothing
+  // nothing kept any more: the next exchange sends its encoding and count alone, changes nothing
   const tensor before = storage[0].clone();
   threads.clear();
   for (int r = 0; r < 2; ++r)
@@ -128,7 +128,7 @@ TEST_CASE(
     });
   for (auto& t : threads) t.join();
   REQUIRE(sent[0].ok());
-  CHECK(*sent[0] == 4);
+  CHECK(*sent[0] == 8);
   CHECK(std::memcmp(storage[0].data<float>(), before.data<float>(), flat * sizeof(float)) == 0);
 }
 
@@ -154,9 +154,10 @@ TEST_CASE("geo exchange: a malformed block from the network is refused and the t
   longer.push_back(0.f);
   const std::vector<bad_block> bad = {
       {"no counts", {}, "shorter than its counts"},
-      {"a count beyond the table", with_int(good, 0, rows + 1), "counts 7 rows"},
-      {"a negative count", with_int(good, 0, -1), "counts -1 rows"},
-      {"a row outside the table", with_int(good, 1, rows), "names row 6 outside"},
+      {"another encoding", with_int(good, 0, 1), "is not encoded as f32"},
+      {"a count beyond the table", with_int(good, 1, rows + 1), "counts 7 rows"},
+      {"a negative count", with_int(good, 1, -1), "counts -1 rows"},
+      {"a row outside the table", with_int(good, 2, rows), "names row 6 outside"},
       {"rows cut off", std::vector<float>(good.begin(), good.end() - 1), "shorter than its rows"},
       {"trailing elements", longer, "longer than its rows"},
   };
@@ -188,4 +189,34 @@ TEST_CASE("geo mode's end-of-run check: replicas that differ by one bit are name
   CHECK(st.error().message.find("rank 3's parameters differ from replica 0's (rank 1)") != std::string::npos);
   const planner::parallel_plan sharded{.dp = 2, .tp = 2, .shard_params = true};  // pieces differ by design
   CHECK(replicas_agree(sharded, pieces).ok());
+}
+
+TEST_CASE("geo exchange with bf16 deltas: half the bytes, each delta rounded, the replicas still alike") {
+  // three rows of dimension 2 changed by deltas bf16 holds exactly (0.5, -2) and does not (0.1)
+  std::vector<std::vector<float>> tables(2, std::vector<float>(static_cast<std::size_t>(rows * dim), 1.f));
+  std::vector<local_rows> kept(2, local_rows(1));
+  const std::int32_t mine[2][2] = {{0, 1}, {1, 4}};
+  const float delta[2] = {0.5f, 0.1f};
+  std::vector<std::vector<float>> blocks;
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<table_span> spans{{tables[r].data(), rows, dim, 0}};
+    kept[r].keep(0, spans[0], mine[r], 2);
+    for (std::int32_t row : mine[r])
+      for (std::int64_t j = 0; j < dim; ++j) tables[r][static_cast<std::size_t>(row * dim + j)] += delta[r];
+    blocks.emplace_back(static_cast<std::size_t>(kept[r].packed_size(spans, delta_encoding::bf16)));
+    kept[r].pack(spans, blocks.back().data(), delta_encoding::bf16);
+    CHECK(blocks.back().size() == 2 + 2 + 2);  // encoding, count, 2 rows, 4 bf16 deltas in 2 floats
+  }
+  const std::vector<packed_block> every{{blocks[0].data(), 6}, {blocks[1].data(), 6}};
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<table_span> spans{{tables[r].data(), rows, dim, 0}};
+    CHECK(kept[r].merge(spans, every, delta_encoding::f32).error().message.find("is not encoded as f32") !=
+          std::string::npos);
+    REQUIRE(kept[r].merge(spans, every, delta_encoding::bf16).ok());
+  }
+  CHECK(tables[0] == tables[1]);
+  CHECK(tables[0][0] == 1.5f);                         // 0.5 exactly
+  CHECK(tables[0][1 * dim] == 1.5f + 0.10009765625f);  // 0.1 rounded to bf16
+  CHECK(tables[0][4 * dim] == doctest::Approx(1.1f).epsilon(1e-3));
+  CHECK(tables[0][3 * dim] == 1.f);
 }

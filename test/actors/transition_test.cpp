@@ -182,13 +182,13 @@ TEST_CASE("DLRM in async and geo mode through plan transitions: the staleness bo
   const actors::model_fn dlrm = [](graph& g, std::int64_t b) { return apps::build_dlrm(g, toy_dlrm(), b).loss; };
   const optimizer_config opt = sgd_config{.lr = 0.1f};
   auto serial = serial_losses(dlrm, 16, steps, opt, 7, dlrm_data(16));
-  auto close_to_serial = [&](const actors::run_summary& s, const char* what) {
+  auto close_to_serial = [&](const actors::run_summary& s, const std::string& what) {
     CAPTURE(what);
     REQUIRE(s.losses.size() == serial.size());
     double worst = 0;
     for (std::size_t i = 0; i < serial.size(); ++i)
       worst = std::max(worst, std::fabs(s.losses[i] - serial[i]) / std::fabs(static_cast<double>(serial[i])));
-    MESSAGE(std::string(what) << ": max relative loss difference from serial " << worst);
+    MESSAGE(what << ": max relative loss difference from serial " << worst);
     CHECK(worst < 0.05);
     CHECK(s.transitions.size() == 2);
   };

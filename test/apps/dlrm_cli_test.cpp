@@ -124,6 +124,7 @@ TEST_CASE("dlrm refuses execution modes it cannot run, with exit code 2 naming t
            {"--exec.mode=async --exec.staleness=-1", "--exec.staleness must not be negative"},
            {"--exec.mode=async --model.sparse=false", "--exec.mode=async exchanges the tables' touched rows"},
            {"--exec.mode=geo --exec.geo-steps=0", "--exec.geo-steps must be positive"},
+           {"--exec.mode=geo --exec.geo-deltas=f16", "--exec.geo-deltas must be f32 or bf16, not 'f16'"},
            {"--exec.mode=geo --model.sparse=false", "--exec.mode=geo exchanges the tables' touched rows"},
            {"--exec.mode=geo --train.optimizer=adamw", "AdamW moves every row"},
            {"--exec.mode=geo --plan.dp=2 --plan.shard-params", "not with --plan.shard-params"},
