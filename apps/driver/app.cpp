@@ -111,6 +111,12 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
                       (why.empty() ? std::string("--model.sparse=false") : why) + ")",
                   2);
   }
+  if (*mode != actors::exchange_mode::sync && plan_.dist.recover)
+    return fail(name_,
+                "--exec.mode=" + exec_mode_ +
+                    " with --fault.recover: a rank restored from another process's copy would miss the tables' "
+                    "waiting updates (async) or its kept rows (geo); not supported yet",
+                2);
   if (*mode == actors::exchange_mode::geo) {
     if (plan_.shard_params)
       return fail(name_, "--exec.mode=geo trains full table replicas: not with --plan.shard-params", 2);
