@@ -10,15 +10,16 @@ namespace {
 // The loops read the configuration into locals and take restrict pointers: otherwise a store
 // through a float pointer may alias the config's floats and the compiler reloads them every
 // element instead of vectorizing (the update was 20 % of a dp2 mlp step before).
-void sgd(float* __restrict p, const float* __restrict g, std::int64_t n, optimizer_state& st, const sgd_config& c) {
+// `buf`: the momentum buffer (null without momentum), `step`: the updates before this one.
+void sgd(float* __restrict p, const float* __restrict g, float* __restrict buf, std::int64_t n, std::int64_t step,
+         const sgd_config& c) {
   const float lr = c.lr, decay = c.weight_decay, momentum = c.momentum;
-  float* __restrict buf = st.slots.empty() ? nullptr : st.slots[0].data<float>();
   if (buf == nullptr) {
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + decay * p[i]);
     return;
   }
   // one pass per case: the update is bound by memory traffic, not arithmetic
-  const bool first = st.step == 0;
+  const bool first = step == 0;
   if (c.nesterov) {
     for (std::int64_t i = 0; i < n; ++i) {
       const float d = g[i] + decay * p[i];
@@ -41,10 +42,9 @@ void sgd(float* __restrict p, const float* __restrict g, std::int64_t n, optimiz
   }
 }
 
-void adamw(float* __restrict p, const float* __restrict g, std::int64_t n, optimizer_state& st, const adamw_config& c) {
-  float* __restrict m = st.slots[0].data<float>();
-  float* __restrict v = st.slots[1].data<float>();
-  const double t = static_cast<double>(st.step + 1);
+void adamw(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, std::int64_t n,
+           std::int64_t step, const adamw_config& c) {
+  const double t = static_cast<double>(step + 1);
   const float decay = static_cast<float>(1.0 - static_cast<double>(c.lr) * c.weight_decay);
   const float step_size = static_cast<float>(c.lr / (1.0 - std::pow(static_cast<double>(c.beta1), t)));
   const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), t)));
@@ -80,33 +80,24 @@ optimizer_state make_state(const tensor& param, const optimizer_config& cfg) {
 
 namespace {
 
-// One rule on elements [begin, end): the state's slots are read at the same offsets.
+// One rule on elements [begin, end): the state's slots are read at the same offsets (no
+// view of them made: this runs per dense run per step).
 void update_span(float* p, const float* g, std::int64_t begin, std::int64_t end, optimizer_state& state,
                  const optimizer_config& cfg) {
   const std::int64_t n = end - begin;
-  optimizer_state view;  // the slots' span, no copy; the step as it is
-  view.step = state.step;
-  for (auto& slot : state.slots) view.slots.push_back(slot.slice(0, begin, end));
+  auto slot = [&](std::size_t i) { return i < state.slots.size() ? state.slots[i].data<float>() + begin : nullptr; };
   if (const auto* s = std::get_if<sgd_config>(&cfg))
-    sgd(p + begin, g + begin, n, view, *s);
+    sgd(p + begin, g + begin, slot(0), n, state.step, *s);
   else if (const auto* a = std::get_if<adagrad_config>(&cfg))
-    adagrad(p + begin, g + begin, view.slots[0].data<float>(), n, *a);
+    adagrad(p + begin, g + begin, slot(0), n, *a);
   else
-    adamw(p + begin, g + begin, n, view, std::get<adamw_config>(cfg));
+    adamw(p + begin, g + begin, slot(0), slot(1), n, state.step, std::get<adamw_config>(cfg));
 }
 
 }  // namespace
 
 void apply_update(tensor& param, const tensor& grad, optimizer_state& state, const optimizer_config& cfg) {
-  float* p = param.data<float>();
-  const float* g = grad.data<float>();
-  std::int64_t n = param.numel();
-  if (const auto* s = std::get_if<sgd_config>(&cfg))
-    sgd(p, g, n, state, *s);
-  else if (const auto* a = std::get_if<adagrad_config>(&cfg))
-    adagrad(p, g, state.slots[0].data<float>(), n, *a);
-  else
-    adamw(p, g, n, state, std::get<adamw_config>(cfg));
+  update_span(param.data<float>(), grad.data<float>(), 0, param.numel(), state, cfg);
   ++state.step;
 }
 
