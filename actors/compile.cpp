@@ -71,11 +71,14 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
         parts.push_back(pieces[static_cast<std::size_t>(layout.rank_of({d, s, t}))]);
       std::int64_t total = 0;
       for (const auto& q : parts) total += q.numel();
-      tensor flat = tensor::empty({total});
-      std::int64_t at = 0;
-      for (const auto& q : parts) {
-        flat.slice(0, at, at + q.numel()).copy_from(q.reshape({q.numel()}));
-        at += q.numel();
+      // one piece: read in place (whole tensors below are views of it); ZeRO's: concatenated
+      tensor flat = parts.size() == 1 && parts[0].is_contiguous() ? parts[0].reshape({total}) : tensor::empty({total});
+      if (parts.size() > 1 || !parts[0].is_contiguous()) {
+        std::int64_t at = 0;
+        for (const auto& q : parts) {
+          flat.slice(0, at, at + q.numel()).copy_from(q.contiguous().reshape({q.numel()}));
+          at += q.numel();
+        }
       }
       std::int64_t offset = 0;
       for (const auto& prm : prog->params) {
@@ -84,12 +87,15 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
         tensor mine = flat.slice(0, offset, offset + local.numel()).reshape(local);
         offset += local.numel();
         const shape& whole = cm.serial->value(cm.serial->find(prm.name)).type.shape;
-        auto [it, fresh] = full.try_emplace(prm.name, tensor::zeros(whole));
         if (const shard* sh = as_shard(prm.tp)) {
+          auto [it, fresh] = full.try_emplace(prm.name, tensor::zeros(whole));
           range r = shard_range(whole[sh->dim], p.tp, t, sh->granule);
           it->second.slice(sh->dim, r.begin, r.end).copy_from(mine);
-        } else if (fresh) {
-          it->second.copy_from(mine);
+        } else if (mine.shape() == whole) {
+          full.try_emplace(prm.name, mine);  // a view of the piece, no copy (the first tp rank's)
+        } else {
+          auto [it, fresh] = full.try_emplace(prm.name, tensor::zeros(whole));
+          if (fresh) it->second.copy_from(mine);
         }
       }
     }

@@ -53,7 +53,8 @@ struct compiled_model {
 
 /// The full parameters of the model from each rank's piece of its flat parameter buffer
 /// (pieces by rank; with shard_params each data-parallel rank holds a piece, otherwise
-/// replica 0's pieces are used), tensor-parallel shards joined.
+/// replica 0's pieces are used), tensor-parallel shards joined. A parameter that one piece holds
+/// whole is a view of that piece (no copy); shards and ZeRO pieces are copied together.
 result<parameter_store> assemble_parameters(const compiled_model& cm, const std::vector<tensor>& pieces);
 
 /// `stage_cuts` are the planner's (plan_choice::cuts); empty with pp > 1 asks the planner for

@@ -24,7 +24,7 @@
 //                                 drop the rest)
 //   coordinator -> worker        (reset_atom, g', fabric)     => ok_atom (new channel)
 // End:
-//   coordinator -> param actor   (fetch_atom, c)              => tensor (a copy of the piece)
+//   coordinator -> param actor   (fetch_atom, c)              => tensor (the piece itself: the run is over)
 //
 // Tensors travel inside the message in one process (shared storage, no copy). These types
 // are local-only (CAF_ALLOW_UNSAFE_MESSAGE_TYPE): between processes, control goes over the

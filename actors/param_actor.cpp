@@ -86,7 +86,7 @@ result<tensor> parameter_piece::fetch(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
-  return shard_->params().clone();
+  return shard_->params();
 }
 
 result<piece_state> parameter_piece::export_state(std::int64_t committed) {

@@ -66,7 +66,9 @@ class parameter_piece {
   status apply_committed(std::int64_t committed);
   /// A new generation: applies what was committed, drops what was not.
   status rollback(std::int64_t new_generation, std::int64_t committed);
-  /// The current piece (after applying what was committed), copied.
+  /// The current piece (after applying what was committed, and what async mode keeps waiting):
+  /// the live storage itself, no copy — the end of a run's collection (it changes if training
+  /// went on; a 2 GB table is not copied to be read once).
   result<tensor> fetch(std::int64_t committed);
   /// The piece's values and optimizer state (after applying what was committed), copied.
   result<piece_state> export_state(std::int64_t committed);
