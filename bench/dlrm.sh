@@ -18,12 +18,7 @@ source "$(dirname "$0")/lib.sh"
 reps=${1:-3}
 out="$root/bench/results/dlrm-$(date +%Y%m%d-%H%M%S).jsonl"
 cmake --build "$root/build" --target dlrm cohort-embedding >/dev/null
-data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
-mkdir -p "$data"
-if [ ! -f "$data/check_train.tsv.meta.json" ]; then
-  $py "$peers/criteo_synth.py" --write "$data/check_train.tsv" --write-test "$data/check_test.tsv" \
-    --rows 200000 --test-rows 20000 --max-rows 100000 >/dev/null
-fi
+criteo_check_pair
 if [ ! -f "$data/bench_train.tsv.meta.json" ]; then
   $py "$peers/criteo_synth.py" --write "$data/bench_train.tsv" --write-test "$data/bench_test.tsv" \
     --rows 2000000 --test-rows 50000 >/dev/null

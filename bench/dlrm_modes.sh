@@ -17,12 +17,7 @@ source "$(dirname "$0")/lib.sh"
 reps=${1:-3}
 out="$root/bench/results/dlrm-modes-$(date +%Y%m%d-%H%M%S).jsonl"
 cmake --build "$root/build" --target dlrm >/dev/null
-data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
-mkdir -p "$data"
-if [ ! -f "$data/check_train.tsv.meta.json" ]; then
-  $py "$peers/criteo_synth.py" --write "$data/check_train.tsv" --write-test "$data/check_test.tsv" \
-    --rows 200000 --test-rows 20000 --max-rows 100000 >/dev/null
-fi
+criteo_check_pair
 job=("$root/build/apps/dlrm" --data.file="$data/check_train.tsv" --data.test-file="$data/check_test.tsv"
   --train.batch=128 --train.steps=1520 --train.warmup=20 --train.threads=2 --plan.mode=manual --plan.dp=2)
 for ((r = 1; r <= reps; r++)); do

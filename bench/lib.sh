@@ -46,3 +46,14 @@ for k in keys:
 print(f"\nruns: {sys.argv[1]}")
 PY
 }
+
+# criteo_check_pair: sets data (COHORT_CRITEO_DIR, default /tmp/cohort-criteo) and writes
+# criteo_synth.py's check pair there once (200k / 20k samples, tables capped at 100k rows).
+criteo_check_pair() {
+  data=${COHORT_CRITEO_DIR:-/tmp/cohort-criteo}
+  mkdir -p "$data"
+  if [ ! -f "$data/check_train.tsv.meta.json" ]; then
+    $py "$peers/criteo_synth.py" --write "$data/check_train.tsv" --write-test "$data/check_test.tsv" \
+      --rows 200000 --test-rows 20000 --max-rows 100000 >/dev/null
+  fi
+}
