@@ -213,6 +213,8 @@ void finish_collection(self_ptr self) {
 
 void collect(self_ptr self, const collect_action& a) {
   auto& s = self->state;
+  // a recovery at the last step boundary: no step left to re-plan for
+  settle_recovery(self, planner::describe(s.model->plan), "none: no step left");
   if (!s.options.collect_parameters) return finish_collection(self);
   auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
   auto left = std::make_shared<std::size_t>(0);
@@ -352,6 +354,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         in.setup = o.planning;
         in.changes = o.changes;
         in.refit = o.refit;
+        in.replan = o.replan_on_loss;
         s.planner = self->spawn(planner_actor, std::move(in));
         if (o.checkpoint && o.checkpoint->every > 0) s.writer = self->spawn<caf::detached>(control_proxy);
         if (s.initial.empty()) {
@@ -370,6 +373,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.first_step = o.first_step;
         c.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
         c.rejoin = o.job && o.job->await_membership != nullptr;
+        c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         return s.done;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "actors/runtime.hpp"
@@ -45,8 +46,13 @@ struct coordinator_state {
   std::vector<bool> live;                // across processes: the job's processes that remain (by process)
   std::uint64_t membership_epoch = 0;    // the membership changes seen
   std::vector<bool> live_before_rejoin;  // the membership a recovery in progress started from
-  std::vector<piece_state> initial;      // the first plan's pieces (a resumed run), until spawned
-  control_proxy_hdl writer;              // writes checkpoints on its own thread
+  /// A recovery whose re-plan is still to come (run_options::replan_on_loss): reported once
+  /// the plan is settled, so its plan_after and recover_s include the re-plan.
+  std::optional<recovery_record> pending_recovery;
+  std::chrono::steady_clock::time_point recovery_started;
+  std::string replan_note;           // what the re-plan in progress chose (for the recovery's report)
+  std::vector<piece_state> initial;  // the first plan's pieces (a resumed run), until spawned
+  control_proxy_hdl writer;          // writes checkpoints on its own thread
   int writes_in_flight = 0;
   /// Set when the run ends or the job's membership changes: a write waiting for another
   /// process's file gives up (a new flag for the writes after a change).

@@ -41,8 +41,14 @@ void retire_plan(self_ptr self);
 std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan);
 /// Across processes: the processes that remain take over a lost one's ranks (coordinator_rejoin.cpp).
 void rejoin(self_ptr self, const rejoin_action& a);
-/// A plan transition at a step boundary (coordinator_transition.cpp).
+/// A plan transition at a step boundary (coordinator_transition.cpp): a change the run asked
+/// for, or the re-plan after a lost process.
 void transition(self_ptr self, const transition_action& a);
+/// A recovery is done: into the summary and to run_options::on_recovery.
+void report_recovery(self_ptr self, recovery_record rec);
+/// The re-plan after a recovery is decided (`plan_after` runs now; `replan` says what the
+/// planner chose or why the plan stays): the pending recovery is reported.
+void settle_recovery(self_ptr self, const std::string& plan_after, const std::string& replan);
 /// A checkpoint's snapshot at a step boundary and its write in the background (coordinator_checkpoint.cpp).
 void snapshot(self_ptr self, const snapshot_action& a);
 /// The planner actor's refit for the summary, then the end of the run (once no write is in flight).

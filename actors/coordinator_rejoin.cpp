@@ -73,8 +73,12 @@ void install(self_ptr self, std::vector<piece_state> states, fabric_ptr fabric, 
   s.fabric = std::move(fabric);
   spawn_plan(self, &states);  // s.owner: the new placement (s.live is the new membership)
   rec.recover_s = since(started);
-  s.summary.recoveries.push_back(rec);
-  if (s.options.on_recovery) s.options.on_recovery(rec);
+  if (s.options.replan_on_loss) {  // reported once the re-plan before the next step is settled
+    s.pending_recovery = std::move(rec);
+    s.recovery_started = started;
+  } else {
+    report_recovery(self, std::move(rec));
+  }
   execute(self, s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss,
                                         clock_type::now(), from_checkpoint));
 }
@@ -283,6 +287,23 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
 }
 
 }  // namespace
+
+void report_recovery(self_ptr self, recovery_record rec) {
+  auto& s = self->state;
+  s.summary.recoveries.push_back(rec);
+  if (s.options.on_recovery) s.options.on_recovery(rec);
+}
+
+void settle_recovery(self_ptr self, const std::string& plan_after, const std::string& replan) {
+  auto& s = self->state;
+  if (!s.pending_recovery) return;
+  recovery_record rec = std::move(*s.pending_recovery);
+  s.pending_recovery.reset();
+  rec.plan_after = plan_after;
+  rec.replan = replan;
+  rec.recover_s = since(s.recovery_started);
+  report_recovery(self, std::move(rec));
+}
 
 void rejoin(self_ptr self, const rejoin_action& a) {
   auto& s = self->state;

@@ -6,6 +6,9 @@
 #include "planner/rank_layout.hpp"
 #include "transport/in_process.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <utility>
 
 namespace cohort::actors::coordination {
@@ -34,6 +37,7 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   rec.seconds = since(started);
   s.summary.transitions.push_back(rec);
   if (s.options.on_transition) s.options.on_transition(rec);
+  if (rec.cause == "loss") settle_recovery(self, rec.to, "changed to " + s.replan_note);
   execute(self, s.protocol->on_transition_done(t.model->plan.ranks(), local_flags(self), clock_type::now()));
 }
 
@@ -108,16 +112,19 @@ void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_
 }
 
 // A decided plan, the same on every process: check it fits the processes, prepare it.
-void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started) {
+void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started,
+             const std::string& cause) {
   auto& s = self->state;
-  if (s.options.job && d.choice.plan.ranks() % s.options.job->processes != 0)
+  const int processes = s.options.job ? static_cast<int>(std::count(s.live.begin(), s.live.end(), true)) : 1;
+  if (d.choice.plan.ranks() % processes != 0)
     return execute(self, s.protocol->on_error(make_error(
                              errc::invalid_argument,
                              "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
                                  " has " + std::to_string(d.choice.plan.ranks()) + " ranks, which " +
-                                 std::to_string(s.options.job->processes) + " processes cannot split evenly")));
+                                 std::to_string(processes) + " processes cannot split evenly")));
   transition_record rec;
   rec.step = step;
+  rec.cause = cause;
   rec.from = planner::describe(s.model->plan);
   rec.to = planner::describe(d.choice.plan);
   rec.plan = d.choice.to_json();
@@ -131,64 +138,125 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
           [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
 }
 
+// Process 0's decision on every process: `mine` on process 0 (the planner's answer), null
+// elsewhere. `then` gets the plan, or an error and whether it is the planner's own (a plan it
+// could not find) rather than the sharing's (a lost process, a malformed message).
+using decision_fn = std::function<void(result<decided_plan>, bool planners_error)>;
+
+void share_decision(self_ptr self, const result<decided_plan>* mine, decision_fn then) {
+  auto& s = self->state;
+  std::string text;
+  if (mine != nullptr)
+    text = *mine
+               ? nlohmann::json{{"plan", (*mine)->choice.to_json()},
+                                {"replan_s", (*mine)->replan_seconds},
+                                {"predicted_step_s", (*mine)->predicted_step_s}}
+                     .dump()
+               : nlohmann::json{{"error",
+                                 {{"code", static_cast<int>(mine->error().code)}, {"message", mine->error().message}}}}
+                     .dump();
+  auto share_in = s.options.job->share_plan;
+  const std::uint64_t epoch = s.membership_epoch;
+  auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
+  // {"plan": ..., "replan_s": ...} or {"error": {"code": ..., "message": ...}}
+  auto received = [=] {
+    if (!*shared) return then((*shared).error(), false);
+    const auto malformed = make_error(errc::io_error, "the first process's plan change is malformed");
+    auto j = nlohmann::json::parse(**shared, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return then(malformed, false);
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer() || !e.contains("message") ||
+          !e["message"].is_string())
+        return then(malformed, false);
+      const int code = e["code"].get<int>();
+      if (code < static_cast<int>(errc::shape_mismatch) || code > static_cast<int>(errc::closed))
+        return then(malformed, false);
+      return then(make_error(static_cast<errc>(code), e["message"].get<std::string>()), true);
+    }
+    if (!j.contains("plan") || !j.contains("replan_s") || !j["replan_s"].is_number() ||
+        !j.contains("predicted_step_s") || !j["predicted_step_s"].is_number() ||
+        j["predicted_step_s"].get<double>() < 0)
+      return then(malformed, false);
+    auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
+    if (!choice) return then(choice.error(), false);
+    then(decided_plan{std::move(*choice), j["replan_s"].get<double>(), j["predicted_step_s"].get<double>()}, false);
+  };
+  on_proxy(
+      self, [=] { *shared = share_in(text, epoch); }, received);
+}
+
+// On process 0: asks the planner actor (`ask` sends the request and hands over its answer),
+// then shares the answer; elsewhere waits for process 0's.
+void decide_everywhere(self_ptr self, std::function<void(std::function<void(result<decided_plan>)>)> ask,
+                       decision_fn then) {
+  if (self->state.options.job->process != 0) return share_decision(self, nullptr, std::move(then));
+  ask([=](result<decided_plan> d) { share_decision(self, &d, then); });
+}
+
+// The re-plan after a lost process decided: the plan stays (the planner chose it again or
+// found none for the devices left), or the job changes to the planner's choice.
+void replan(self_ptr self, std::int64_t step, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  const auto live = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
+  const auto before = static_cast<int>(std::count(s.live_before_rejoin.begin(), s.live_before_rejoin.end(), true));
+  // as many devices as the processes that remain held: each held ranks / processes before the loss
+  const int per_process = std::max(1, s.model->plan.ranks() / std::max(1, before));
+  const int devices = live * per_process;
+  const int threads = s.options.threads * live;
+  auto keep = [=](const std::string& why) {
+    auto& st = self->state;
+    const std::string now = planner::describe(st.model->plan);
+    settle_recovery(self, now, "kept " + now + ": " + why);
+    execute(self, st.protocol->on_plan_kept(clock_type::now()));
+  };
+  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
+    self->request(self->state.planner, self->state.options.timeout, replan_atom::value, devices, threads,
+                  self->state.model)
+        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
+  };
+  decide_everywhere(self, ask, [=](result<decided_plan> d, bool planners_error) {
+    auto& st = self->state;
+    if (!d && !planners_error) return execute(self, st.protocol->on_error(d.error()));
+    if (!d) return keep(d.error().message);
+    const std::string chosen = planner::describe(d->choice.plan);
+    char note[64] = "";
+    if (d->predicted_step_s > 0)
+      std::snprintf(note, sizeof note, ", predicted %.4g ms per step", d->predicted_step_s * 1e3);
+    const std::string what =
+        "the planner's choice for " + std::to_string(devices) + (devices == 1 ? " device" : " devices") + note;
+    if (chosen == planner::describe(st.model->plan) && d->choice.cuts == st.model->cuts) return keep(what);
+    st.replan_note = chosen + " (" + what + ")";
+    prepare(self, std::move(*d), step, started, "loss");
+  });
+}
+
 void transition(self_ptr self, const transition_action& a) {
   auto& s = self->state;
   const auto started = std::chrono::steady_clock::now();
   const std::int64_t step = a.step;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  if (a.replan) {
+    if (!s.options.job)
+      return fail(make_error(errc::invalid_argument, "a re-plan after a loss needs a job of processes"));
+    return replan(self, step, started);
+  }
   if (!s.options.job) {
     self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
-        .then([=](decided_plan& d) { prepare(self, std::move(d), step, started); },
+        .then([=](decided_plan& d) { prepare(self, std::move(d), step, started, "request"); },
               [=](caf::error& e) { fail(from_caf(e)); });
     return;
   }
   // across processes the first process decides and shares the plan; every process prepares it
-  auto share_in = s.options.job->share_plan;
-  const std::uint64_t epoch = s.membership_epoch;
-  auto share = [share_in, epoch](const std::string& text) { return share_in(text, epoch); };
-  auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
-  // process 0's message: {"plan": ..., "replan_s": ...} or {"error": {"code": ..., "message": ...}}
-  auto received = [=] {
-    if (!*shared) return fail((*shared).error());
-    const auto malformed = make_error(errc::io_error, "the first process's plan change is malformed");
-    auto j = nlohmann::json::parse(**shared, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return fail(malformed);
-    if (j.contains("error")) {
-      const auto& e = j["error"];
-      if (!e.is_object() || !e.contains("code") || !e["code"].is_number_integer() || !e.contains("message") ||
-          !e["message"].is_string())
-        return fail(malformed);
-      const int code = e["code"].get<int>();
-      if (code < static_cast<int>(errc::shape_mismatch) || code > static_cast<int>(errc::closed))
-        return fail(malformed);
-      return fail(make_error(static_cast<errc>(code), e["message"].get<std::string>()));
-    }
-    if (!j.contains("plan") || !j.contains("replan_s") || !j["replan_s"].is_number()) return fail(malformed);
-    auto choice = planner::plan_from_json(j["plan"], "the first process's plan change");
-    if (!choice) return fail(choice.error());
-    decided_plan d{std::move(*choice), j["replan_s"].get<double>()};
-    prepare(self, std::move(d), step, started);
+  const std::size_t change = a.change;
+  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
+    self->request(self->state.planner, self->state.options.timeout, plan_atom::value, change, self->state.model)
+        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
   };
-  if (s.options.job->process != 0) {
-    on_proxy(
-        self, [=] { *shared = share(""); }, received);
-    return;
-  }
-  self->request(s.planner, s.options.timeout, plan_atom::value, a.change, s.model)
-      .then(
-          [=](decided_plan& d) {
-            const std::string text =
-                nlohmann::json{{"plan", d.choice.to_json()}, {"replan_s", d.replan_seconds}}.dump();
-            on_proxy(
-                self, [=] { *shared = share(text); }, received);
-          },
-          [=](caf::error& e) {
-            const error err = from_caf(e);
-            const std::string text =
-                nlohmann::json{{"error", {{"code", static_cast<int>(err.code)}, {"message", err.message}}}}.dump();
-            on_proxy(
-                self, [=] { *shared = share(text); }, received);
-          });
+  decide_everywhere(self, ask, [=](result<decided_plan> d, bool) {
+    if (!d) return fail(d.error());
+    prepare(self, std::move(*d), step, started, "request");
+  });
 }
 
 }  // namespace cohort::actors::coordination

@@ -13,6 +13,8 @@
 // Plan transitions (at a step boundary, every worker idle):
 //   coordinator -> planner actor (plan_atom, change, current model) => decided_plan (the new plan, re-plan seconds)
 //   coordinator -> planner actor (transfer_atom, decided_plan, current model) => transition_plan
+//   coordinator -> planner actor (replan_atom, devices, threads, current model) => decided_plan (after a loss:
+//                  the plan for the devices that remain)
 //   coordinator -> param actor   (export_atom, c)              => piece_state (applies what c covers)
 //   coordinator -> control proxy (call_atom, blocking_call)    => ok_atom (multi-process sums, the
 //                                 plan's broadcast, a new data plane, the state exchange; each

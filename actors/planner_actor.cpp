@@ -27,6 +27,23 @@ result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, c
   decided_plan d;
   d.choice = std::move(*choice);
   d.replan_seconds = since(start);
+  if (d.choice.predicted) d.predicted_step_s = d.choice.predicted->step_s;
+  return d;
+}
+
+result<decided_plan> decide_replan(const planner_inputs& in, int devices, int threads) {
+  if (!in.replan) return make_error(errc::invalid_argument, "planner: this job keeps its plan after a loss");
+  if (!in.setup)
+    return make_error(errc::invalid_argument, "planner: this process does not plan (the job's first process does)");
+  const auto start = std::chrono::steady_clock::now();
+  auto choice = planner::choose_plan_for(*in.setup, *in.replan, devices, threads);
+  if (!choice)
+    return make_error(choice.error().code,
+                      "a plan for the " + std::to_string(devices) + " devices that remain: " + choice.error().message);
+  decided_plan d;
+  d.choice = std::move(*choice);
+  d.replan_seconds = since(start);
+  if (d.choice.predicted) d.predicted_step_s = d.choice.predicted->step_s;
   return d;
 }
 
@@ -59,6 +76,11 @@ planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_point
   return {
       [=](plan_atom, std::size_t change, model_ptr& current) -> caf::result<decided_plan> {
         auto d = decide_plan(self->state.in, change, *current);
+        if (!d) return to_caf(d.error());
+        return std::move(*d);
+      },
+      [=](replan_atom, int devices, int threads, model_ptr&) -> caf::result<decided_plan> {
+        auto d = decide_replan(self->state.in, devices, threads);
         if (!d) return to_caf(d.error());
         return std::move(*d);
       },

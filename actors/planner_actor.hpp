@@ -39,6 +39,7 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/compile.hpp"
@@ -60,6 +61,7 @@ struct plan_change {
 struct decided_plan {
   planner::plan_choice choice;  // with the planner's cuts
   double replan_seconds = 0;    // deciding it (from the cached analysis)
+  double predicted_step_s = 0;  // the planner's prediction for it (0: none)
 };
 
 struct transition_plan {
@@ -79,6 +81,9 @@ struct planner_inputs {
   int optimizer_slots = 0;
   std::shared_ptr<planner::planning_setup> setup;  // null on a process that does not decide
   std::vector<plan_change> changes;
+  /// What a re-plan after a lost process asks the planner for (the run's own request, the
+  /// planner free where the run let it be); absent: the job keeps its plan after a loss.
+  std::optional<planner::plan_request> replan;
   /// The online refit of the first plan's prediction (null: none, e.g. a process of a job
   /// whose refit process 0 makes from every process's times).
   std::shared_ptr<planner::online_refit> refit;
@@ -93,6 +98,11 @@ struct planner_state {
 /// does not decide), a plan the request cannot give (a bad file, nothing fits), a plan whose
 /// ranks the job's processes cannot split (checked by the caller).
 result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, const compiled_model& current);
+
+/// After a lost process: the plan `in.replan` asks for on `devices` devices with `threads`
+/// compute threads in all (the processes that remain). Errors: no re-plan asked for, no setup,
+/// nothing fits those devices.
+result<decided_plan> decide_replan(const planner_inputs& in, int devices, int threads);
 
 /// Compiles `decided` and plans the state transfer from `current`. Errors: a plan the model
 /// cannot take (named), a transfer that cannot fill the new layout.

@@ -65,6 +65,7 @@ using data_actor_hdl = caf::typed_actor<caf::replies_to<batch_atom, std::int64_t
 /// steps it is shown and answers the prediction's JSON at the end.
 using planner_actor_hdl =
     caf::typed_actor<caf::replies_to<plan_atom, std::size_t, model_ptr>::with<decided_plan>,
+                     caf::replies_to<replan_atom, int, int, model_ptr>::with<decided_plan>,
                      caf::replies_to<transfer_atom, decided_plan, model_ptr>::with<transition_plan>,
                      caf::reacts_to<observe_atom, step_metrics>, caf::replies_to<refit_atom>::with<std::string>>;
 

@@ -43,6 +43,7 @@ namespace cohort::actors {
 /// One plan change of a run (the summary's "transitions").
 struct transition_record {
   std::int64_t step = 0;              // steps done before it
+  std::string cause = "request";      // request: a change the run asked for; loss: a re-plan after a lost process
   std::string from, to;               // planner::describe of the two plans
   nlohmann::json plan;                // the new plan, as --plan.only prints it
   double seconds = 0;                 // from the step boundary to the next step's start
@@ -75,6 +76,9 @@ struct recovery_record {
   std::string plan_before, plan_after;
   std::string source;      // "replica": restored from a data-parallel peer's copy
   double bytes_moved = 0;  // state copied into the lost ranks' new homes
+  /// The re-plan for the processes that remain (run_options::replan_on_loss): what the planner
+  /// chose and predicted, or why the plan was kept; empty when none was asked for.
+  std::string replan;
 };
 
 /// One checkpoint of a run (the summary's "checkpoints").
@@ -176,6 +180,11 @@ struct run_options {
   std::shared_ptr<planner::online_refit> refit;
   /// Called by the coordinator after each transition, in order.
   std::function<void(const transition_record&)> on_transition;
+  /// Across processes with recovery: after a lost process's ranks are restored onto the
+  /// processes that remain, the planner actor plans for their devices (this request, on as
+  /// many devices as those processes held) and the job changes to that plan before the next
+  /// step; absent: the plan is kept, the lost ranks run where they were restored.
+  std::optional<planner::plan_request> replan_on_loss;
   /// Set for a job of several processes.
   std::optional<process_hooks> job;
 

@@ -179,12 +179,21 @@ actions step_protocol::after_commit(clock_type::time_point now) {
     snapshot_at_ = step_;
     return just(snapshot_action{step_, committed_});
   }
+  const bool replan_due = replan_due_ && step_ < cfg_.steps;
   const bool transition_due =
       next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps;
-  if (!transition_due && step_ < cfg_.steps) return begin_step(now);
+  if (!transition_due && !replan_due && step_ < cfg_.steps) return begin_step(now);
   if (!unreported_.empty()) {
     phase_ = phase::draining;
     return {};
+  }
+  if (replan_due) {  // before a change due at the same boundary, which then follows
+    phase_ = phase::transitioning;
+    replan_due_ = false;
+    transition_action a;
+    a.step = step_;
+    a.replan = true;
+    return just(a);
   }
   if (transition_due) {
     phase_ = phase::transitioning;
@@ -235,6 +244,7 @@ actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int6
                                    clock_type::time_point now, bool from_checkpoint) {
   if (phase_ != phase::rejoining) return {};
   adopt_ranks(ranks, std::move(local));
+  replan_due_ = cfg_.replan_on_rejoin;
   for (auto& f : failures_)
     if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
   if (from_checkpoint && committed <= committed_ && committed + 1 >= cfg_.first_step) {
@@ -257,7 +267,14 @@ actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, cl
   if (phase_ != phase::transitioning) return {};
   adopt_ranks(ranks, std::move(local));
   ++layout_;
-  return begin_step(now);
+  phase_ = phase::stepping;
+  return after_commit(now);  // a re-plan's boundary may also have a change due
+}
+
+actions step_protocol::on_plan_kept(clock_type::time_point now) {
+  if (phase_ != phase::transitioning) return {};
+  phase_ = phase::stepping;
+  return after_commit(now);  // a change due at this boundary still comes
 }
 
 actions step_protocol::on_snapshot_taken(clock_type::time_point now) {

@@ -98,6 +98,7 @@ struct rejoin_action {  // across processes: wait for the job's new membership, 
 struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
   std::size_t change = 0;  // which of the configured changes
+  bool replan = false;     // none of them: after a lost process, the plan for the devices that remain
 };
 struct snapshot_action {  // copy the committed state for a checkpoint, then go on
   std::int64_t step = 0;  // steps done
@@ -129,6 +130,10 @@ class step_protocol {
     /// ending the run; a step then commits only once its job-wide loss is known, so that every
     /// committed step is complete on every process that remains.
     bool rejoin = false;
+    /// With rejoin: once the lost ranks are restored onto the processes that remain, the
+    /// planner is asked for a plan for their devices (a transition_action with replan set) before
+    /// the next step.
+    bool replan_on_rejoin = false;
   };
 
   explicit step_protocol(config c);
@@ -154,6 +159,8 @@ class step_protocol {
                       clock_type::time_point now, bool from_checkpoint = false);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
+  /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.
+  actions on_plan_kept(clock_type::time_point now);
   /// The snapshot of a checkpoint is taken (its write goes on in the background).
   actions on_snapshot_taken(clock_type::time_point now);
   actions on_collected();
@@ -202,6 +209,7 @@ class step_protocol {
   phase phase_ = phase::idle;
   std::int64_t generation_ = 0, step_ = 0, committed_ = -1, snapshot_at_ = -1;
   std::size_t next_change_ = 0;
+  bool replan_due_ = false;  // a recovery asks for a re-plan at the next boundary
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   bool failed_ = false;
   std::string first_failure_;

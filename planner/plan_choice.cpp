@@ -332,9 +332,9 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
 
 result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) { return choose(s, o, s.search); }
 
-result<plan_choice> choose_plan_for(const planning_setup& s, const plan_request& o, int devices) {
+result<plan_choice> choose_plan_for(const planning_setup& s, const plan_request& o, int devices, int threads) {
   search_options search = s.search;
-  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), s.threads);
+  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), threads > 0 ? threads : s.threads);
   plan_request exact = o;
   exact.ranks = std::max(1, devices);  // these devices, not 1 to their number
   return choose(s, exact, search);

@@ -100,8 +100,10 @@ result<plan_choice> choose_plan(const planning_setup& setup, const plan_request&
 
 /// choose_plan for exactly `devices` ranks of this machine (a cluster file keeps its devices),
 /// with the setup's cached model analysis: what the planner actor calls to re-plan a running
-/// job for another device set.
-result<plan_choice> choose_plan_for(const planning_setup& setup, const plan_request& opts, int devices);
+/// job for another device set. `threads` (0: the setup's): the compute threads those devices
+/// have in all (a job that lost a process has fewer).
+result<plan_choice> choose_plan_for(const planning_setup& setup, const plan_request& opts, int devices,
+                                    int threads = 0);
 
 /// Reads a plan file ({"dp":..,"tp":..,"pp":..,"micro_batches":..,"schedule":..,
 /// "shard_params":..,"cuts":[..]}; missing keys default as on the command line).

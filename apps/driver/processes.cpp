@@ -59,6 +59,10 @@ void process_options::add_to(option_set& opts) {
       .add("fault.recover", recover,
            "keep training when a node process is lost: the others take over its ranks, restored from a "
            "data-parallel replica, and redo only the interrupted step (not the coordinator's loss)")
+      .add("fault.replan", replan,
+           "after a recovered loss: auto (the planner re-plans for the processes that remain when it chose "
+           "the plan; a plan the user gave is kept), always (the planner re-plans whatever the first plan "
+           "was), keep (the lost ranks run on the processes that remain)")
       .add("launch.max-restarts", max_restarts,
            "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
       .add("fault.signal", signal, "test hook: KILL or STOP: each process of --fault.signal-rank raises it ...")
@@ -142,6 +146,8 @@ status process_options::finish(const option_set& opts) {
     transport = data_plane::ucx;
   else
     return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
+  if (replan != "auto" && replan != "always" && replan != "keep")
+    return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
   if (signal_rank.size() != signal_step.size())

@@ -101,11 +101,15 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     if (loop.report) loop.report->mark(t.step, "plan change", t.from + " -> " + t.to);
     if (loop.live) loop.live->transition(t.to);
     if (loop.trace)
-      loop.trace->mark(
-          "plan change",
-          {{"step", t.step}, {"from", t.from}, {"to", t.to}, {"seconds", t.seconds}, {"bytes_moved", t.bytes_moved}});
+      loop.trace->mark("plan change", {{"step", t.step},
+                                       {"cause", t.cause},
+                                       {"from", t.from},
+                                       {"to", t.to},
+                                       {"seconds", t.seconds},
+                                       {"bytes_moved", t.bytes_moved}});
     loop.out.transitions.push_back(
         {{"step", t.step},
+         {"cause", t.cause},
          {"from", t.from},
          {"to", t.to},
          {"seconds", t.seconds},
@@ -118,10 +122,11 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"plan", t.plan}});
     if (!loop.quiet)
       std::fprintf(stderr,
-                   "\nplan change after step %lld: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved, %d of "
+                   "\nplan change after step %lld%s: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved, %d of "
                    "%d parameter actors kept)\n",
-                   static_cast<long long>(t.step), t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds,
-                   t.bytes_moved, t.params_kept, t.params_kept + t.params_spawned);
+                   static_cast<long long>(t.step), t.cause == "loss" ? " (for the processes that remain)" : "",
+                   t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds, t.bytes_moved, t.params_kept,
+                   t.params_kept + t.params_spawned);
   };
   set_checkpointing(p.checkpoint, start, o);
   if (o.checkpoint)  // the writer's bytes, shown on the training line while it writes
@@ -171,6 +176,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                    {"plan_after", c.plan_after},
                                    {"source", c.source},
                                    {"bytes_moved", c.bytes_moved}});
+    if (!c.replan.empty()) loop.out.recoveries.back()["replan"] = c.replan;
     if (!loop.quiet) {  // an event line in the metrics file too, beside the steps
       json event = loop.out.recoveries.back();
       event["event"] = "recovery";
@@ -181,6 +187,8 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                    "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s on the processes that "
                    "remain in %.3f s, the interrupted step redone\n",
                    static_cast<long long>(c.step), c.lost.c_str(), c.cause.c_str(), c.source.c_str(), c.recover_s);
+    if (!loop.quiet && !c.replan.empty())
+      std::fprintf(stderr, "re-plan for the processes that remain: %s\n", c.replan.c_str());
   };
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());

@@ -15,6 +15,30 @@ namespace cohort::apps {
 
 using actors::fabric_ptr;
 
+namespace {
+
+// What the planner is asked for after a recovered loss (--fault.replan): the run's own request
+// where the planner chose the first plan (auto), its free choice under the same sharding and
+// options (always); none (keep, or auto with a plan the user gave).
+std::optional<planner::plan_request> replan_request(const plan_options& p) {
+  if (!p.dist.recover || p.dist.replan == "keep") return std::nullopt;
+  const bool planners = p.mode == planner::plan_mode::automatic && p.file.empty();
+  if (p.dist.replan == "auto" && !planners) return std::nullopt;
+  planner::plan_request r = p;
+  if (!planners) {
+    r.mode = planner::plan_mode::automatic;
+    r.file.clear();
+    r.dp = r.tp = r.pp = r.micro_batches = 0;
+    r.cuts.clear();
+    r.schedule.clear();
+  }
+  r.only = false;
+  r.ranks = 0;
+  return r;
+}
+
+}  // namespace
+
 // Process 0 plans and shares the plan; every process runs its block of ranks over the data
 // plane; a lost process ends the job with a report naming it.
 result<training_result> train_processes(const training_job& job, const plan_options& p,
@@ -163,6 +187,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       current->second = f;
     };
     o.job = std::move(h);
+    o.replan_on_loss = replan_request(p);
     o.changes = plan_changes(p);
     o.planning = setup;
     o.refit = refit;

@@ -324,3 +324,66 @@ TEST_CASE("with rejoin from a checkpoint the steps after it are trained again an
   CHECK(s2.generation == 1);
   CHECK(p.losses() == std::vector<double>{1.0, 2.0});
 }
+
+TEST_CASE("with a re-plan after a rejoin the planner is asked before the redone step, and a kept plan steps on") {
+  auto c = config(6, 2, {true, false}, /*multi_process=*/true);
+  c.rejoin = true;
+  c.replan_on_rejoin = true;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
+  p.on_loss(0, 1.0, t0);
+  // step 1 fails: process 1 lost; the rest restore its rank, then the re-plan comes first
+  auto a = p.on_outcome(0, 1, 0, failed(0, "recv: channel closed"), "lost node 1", t0);
+  CHECK(std::get<rejoin_action>(a.back()).committed == 0);
+  const auto t = only<transition_action>(p.on_rejoined(2, {true, true}, /*committed=*/0, 0, t0));
+  CHECK(t.replan);
+  CHECK(t.step == 1);
+  // the planner chose the same plan: the interrupted step is redone in the new generation
+  const auto s = only<start_step_action>(p.on_plan_kept(t0));
+  CHECK(s.step == 1);
+  CHECK(s.generation == 1);
+  CHECK(p.layout() == 0);
+  // an event out of place changes nothing
+  CHECK(p.on_plan_kept(t0).empty());
+  // a second loss re-plans again, this time to a new plan of 1 rank
+  p.on_outcome(1, 1, 0, failed(0, "recv: channel closed"), "lost node 2", t0);  // both ranks are here now
+  a = p.on_outcome(1, 1, 1, failed(1, "recv: channel closed"), "lost node 2", t0);
+  CHECK(std::get<rejoin_action>(a.back()).generation == 2);
+  CHECK(only<transition_action>(p.on_rejoined(2, {true, true}, 0, 0, t0)).replan);
+  const auto s2 = only<start_step_action>(p.on_transition_done(1, {true}, t0));
+  CHECK(s2.step == 1);
+  CHECK(p.layout() == 1);
+}
+
+TEST_CASE("a plan change due at the boundary of a re-plan after a rejoin follows the re-plan") {
+  auto c = config(6, 2, {true, false}, /*multi_process=*/true, /*change_at=*/{1});
+  c.rejoin = true;
+  c.replan_on_rejoin = true;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
+  // step 0's sum fails (a process was lost); another process saw it: committed after all
+  only<rejoin_action>(p.on_loss(0, make_error(errc::closed, "membership changed"), t0));
+  auto a = p.on_rejoined(2, {true, true}, /*committed=*/0, /*loss=*/0.75, t0);
+  REQUIRE(a.size() == 2);
+  CHECK(std::get<report_step_action>(a[0]).metrics.loss == 0.75);
+  const auto replan = std::get<transition_action>(a[1]);
+  CHECK(replan.replan);
+  CHECK(replan.step == 1);
+  const auto change = only<transition_action>(p.on_transition_done(1, {true}, t0));
+  CHECK_FALSE(change.replan);
+  CHECK(change.step == 1);
+  CHECK(change.change == 0);
+  CHECK(only<start_step_action>(p.on_transition_done(2, {true, true}, t0)).step == 1);
+  CHECK(p.layout() == 2);
+}
+
+TEST_CASE("without replan_on_rejoin the redone step follows the rejoin at once") {
+  auto c = config(4, 2, {true, false}, /*multi_process=*/true);
+  c.rejoin = true;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  p.on_outcome(0, 0, 0, failed(0, "recv: channel closed"), "lost node 1", t0);
+  CHECK(only<start_step_action>(p.on_rejoined(2, {true, true}, -1, 0, t0)).step == 0);
+}

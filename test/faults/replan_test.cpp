@@ -1,0 +1,104 @@
+// The re-plan after a recovered loss (--fault.replan): once a lost node's ranks are restored
+// onto the processes that remain, the planner plans for their devices and the job changes to
+// that plan before the redone step — the summary says so (a transition with cause "loss", the
+// recovery's plan_after and replan) and the losses stay the fault-free run's: bit for bit up
+// to the loss (the same plan), within the equivalence tolerance after it (another plan adds in
+// another order). A plan the user gave is kept unless --fault.replan=always.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "apps/run_app.hpp"
+#include "support/run_files.hpp"
+
+using cohort::test::run;
+
+namespace {
+
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("replan", name); }
+
+const std::string mlp_job =
+    "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
+    "--fault.recover=true";
+
+// The largest relative difference between two runs' losses from step `from` (1-based) on.
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b, std::size_t from) {
+  double worst = 0;
+  for (std::size_t k = from - 1; k < std::min(a.size(), b.size()); ++k)
+    worst = std::max(worst, std::abs(a[k] - b[k]) / std::max(std::abs(b[k]), 1e-30));
+  return worst;
+}
+
+}  // namespace
+
+TEST_SUITE("failure") {
+  TEST_CASE("the planner re-plans for the processes that remain and the losses stay the fault-free run's") {
+    struct job_case {
+      const char* name;
+      std::string options;
+      int killed;
+      int devices_left;
+    };
+    for (const job_case& c : {job_case{"the planner's plan over 4 processes, one lost", " --launch.nproc=4", 3, 3},
+                              job_case{"dp2 over 2 processes with --fault.replan=always",
+                                       " --plan.dp=2 --launch.nproc=2 --fault.replan=always", 1, 1}}) {
+      const std::string name = c.name;
+      CAPTURE(name);
+      const std::string clean_metrics = temp_path("clean.jsonl"), metrics = temp_path("replanned.jsonl");
+      auto clean = run(MLP_BINARY, mlp_job + c.options + " --metrics.file=" + clean_metrics);
+      REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+      const std::string k = std::to_string(c.killed);
+      auto r =
+          run(MLP_BINARY, mlp_job + c.options + " --fault.signal=KILL --fault.signal-step=12 --fault.signal-rank=" + k +
+                              " --metrics.file=" + metrics);
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      const auto& rec = r.summary["recoveries"];
+      REQUIRE(rec.size() == 1);
+      CHECK(rec[0]["source"] == "replica");
+      CHECK(rec[0]["steps_redone"] == 0);
+      const auto& tr = r.summary["transitions"];
+      REQUIRE(tr.size() == 1);
+      CHECK(tr[0]["cause"] == "loss");
+      CHECK(tr[0]["step"] == 12);
+      CHECK(tr[0]["from"] == rec[0]["plan_before"]);
+      CHECK(tr[0]["to"] == rec[0]["plan_after"]);
+      CHECK(tr[0]["from"] != tr[0]["to"]);
+      CHECK(tr[0]["plan"]["ranks"] == c.devices_left);  // one device per process that remains
+      const std::string replan = rec[0]["replan"].get<std::string>();
+      CHECK(replan.find("changed to " + tr[0]["to"].get<std::string>()) == 0);
+      CHECK(replan.find("the planner's choice for " + std::to_string(c.devices_left) + " device") != std::string::npos);
+      CHECK(r.err.find("plan change after step 12 (for the processes that remain)") != std::string::npos);
+      CHECK(r.err.find("re-plan for the processes that remain: changed to") != std::string::npos);
+      const auto a = cohort::test::metrics_losses(metrics), b = cohort::test::metrics_losses(clean_metrics);
+      REQUIRE(a.size() == 30);
+      REQUIRE(b.size() == 30);
+      CHECK(std::equal(a.begin(), a.begin() + 12, b.begin()));  // the same plan up to the loss
+      const double after = max_relative_difference(a, b, 13);
+      MESSAGE(name << ": max relative loss difference after the re-plan " << after);
+      CHECK(after <= 1e-5);
+      CHECK(std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01);
+    }
+  }
+
+  TEST_CASE("with --fault.replan=keep the planner's plan stays and every loss is the fault-free run's") {
+    const std::string job = mlp_job + " --launch.nproc=4 --fault.replan=keep";
+    const std::string clean_metrics = temp_path("keep-clean.jsonl"), metrics = temp_path("keep.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY,
+                 job + " --fault.signal=KILL --fault.signal-step=12 --fault.signal-rank=3 --metrics.file=" + metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    REQUIRE(r.summary["recoveries"].size() == 1);
+    CHECK(r.summary["recoveries"][0]["plan_after"] == r.summary["recoveries"][0]["plan_before"]);
+    CHECK_FALSE(r.summary["recoveries"][0].contains("replan"));
+    CHECK(r.summary["transitions"].empty());
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
+  TEST_CASE("a bad --fault.replan exits 2 naming the option") {
+    auto r = run(MLP_BINARY, mlp_job + " --launch.nproc=2 --fault.replan=sometimes");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--fault.replan must be auto, always or keep, got 'sometimes'") != std::string::npos);
+  }
+}
