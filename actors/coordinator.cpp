@@ -357,7 +357,9 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         in.replan = o.replan_on_loss;
         s.planner = self->spawn(planner_actor, std::move(in));
         if (o.checkpoint && o.checkpoint->every > 0) s.writer = self->spawn<caf::detached>(control_proxy);
-        if (s.initial.empty()) {
+        if (o.joining) {  // a replacement: its actors start from the state the recovery brings it
+          s.owner = o.joining->state.owner_before;
+        } else if (s.initial.empty()) {
           spawn_plan(self, nullptr);
         } else {
           auto initial = std::move(s.initial);
@@ -374,8 +376,10 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
         c.rejoin = o.job && o.job->await_membership != nullptr;
         c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
+        c.joining = o.joining.has_value();
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
+        if (o.joining) join_running(self);
         return s.done;
       },
   };

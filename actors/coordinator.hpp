@@ -42,10 +42,13 @@ struct coordinator_state {
   std::vector<worker_hdl> workers;
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
-  std::vector<int> owner;                // the process of each rank
-  std::vector<bool> live;                // across processes: the job's processes that remain (by process)
-  std::uint64_t membership_epoch = 0;    // the membership changes seen
-  std::vector<bool> live_before_rejoin;  // the membership a recovery in progress started from
+  std::vector<int> owner;                  // the process of each rank
+  std::vector<bool> live;                  // across processes: the job's processes that remain (by process)
+  std::uint64_t membership_epoch = 0;      // the membership changes seen
+  std::vector<bool> live_before_rejoin;    // the membership a recovery in progress started from
+  std::size_t replaced_before_rejoin = 0;  // replacements that had joined before it
+  std::size_t replaced_seen = 0;           // replacements in the latest membership seen
+  bool replacement_awaited = false;        // this recovery waited for a replacement already
   /// A recovery whose re-plan is still to come (run_options::replan_on_loss): reported once
   /// the plan is settled, so its plan_after and recover_s include the re-plan.
   std::optional<recovery_record> pending_recovery;

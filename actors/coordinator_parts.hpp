@@ -41,6 +41,8 @@ void retire_plan(self_ptr self);
 std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan);
 /// Across processes: the processes that remain take over a lost one's ranks (coordinator_rejoin.cpp).
 void rejoin(self_ptr self, const rejoin_action& a);
+/// A replacement (run_options::joining): takes part in the recovery it joins, as the others do.
+void join_running(self_ptr self);
 /// A plan transition at a step boundary (coordinator_transition.cpp): a change the run asked
 /// for, or the re-plan after a lost process.
 void transition(self_ptr self, const transition_action& a);

@@ -4,7 +4,10 @@
 // parameter actors keep the committed state), a data plane among the remaining processes
 // carries it to the lost ranks' new homes, and the interrupted step is redone. Where no replica
 // holds a lost rank's state, the newest checkpoint every remaining process has is loaded into
-// the new placement and the steps since it are trained again. Nobody restarts.
+// the new placement and the steps since it are trained again. Nobody restarts. With
+// run_options::replan_on_loss the recovery is reported once the re-plan that follows it
+// (coordinator_transition.cpp) has settled the plan.
+#include <algorithm>
 #include <cstdio>
 
 #include "actors/checkpoint_store.hpp"
@@ -79,8 +82,11 @@ void install(self_ptr self, std::vector<piece_state> states, fabric_ptr fabric, 
   } else {
     report_recovery(self, std::move(rec));
   }
+  // fewer processes than before the loss: the plan may change for them (a replacement took its place: no)
+  const bool devices_lost = std::count(s.live.begin(), s.live.end(), true) <
+                            std::count(s.live_before_rejoin.begin(), s.live_before_rejoin.end(), true);
   execute(self, s.protocol->on_rejoined(s.model->plan.ranks(), local_flags(self), agreed, agreed_loss,
-                                        clock_type::now(), from_checkpoint));
+                                        clock_type::now(), from_checkpoint, devices_lost));
 }
 
 // No replica of a lost rank: the newest checkpoint every remaining process sees (the oldest of
@@ -250,11 +256,35 @@ void agree(self_ptr self, recovery_ptr r) {
       });
 }
 
-// Step 1: the membership is known — the new placement, where each rank's state survives, the
-// record; then agree (or, without a replica, fall back on a checkpoint).
+// Step 1: the membership is known — a replacement awaited where one may come, the new
+// placement, where each rank's state survives, the record; then agree (or, without a replica,
+// fall back on a checkpoint).
 void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
              std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
+  const std::size_t n = m.live.size();
+  std::vector<bool> replaced(n, false);  // in this recovery: a replacement holds no state yet
+  for (std::size_t i = s.replaced_before_rejoin; i < m.replaced.size(); ++i)
+    if (m.replaced[i] >= 0 && static_cast<std::size_t>(m.replaced[i]) < n)
+      replaced[static_cast<std::size_t>(m.replaced[i])] = true;
+  bool missing = false;
+  for (std::size_t p = 0; p < n; ++p) missing = missing || (s.live_before_rejoin[p] && !m.live[p]);
+  if (missing && s.options.replace_wait.count() > 0 && s.options.job->await_replacement && !s.replacement_awaited) {
+    s.replacement_awaited = true;  // once per recovery: then the others take over
+    auto next = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
+    auto await = s.options.job->await_replacement;
+    const auto wait = s.options.replace_wait;
+    const std::uint64_t epoch = m.epoch;
+    const job_membership here = m;
+    on_proxy(
+        self, [=] { *next = await(epoch, wait); },
+        [=] {
+          if (*next) return restore(self, a, **next, started);
+          if ((*next).error().code == errc::timeout) return restore(self, a, here, started);
+          fail(self, a.failure, (*next).error());
+        });
+    return;
+  }
   const auto& plan = s.model->plan;
   auto r = std::make_shared<recovery>();
   r->action = a;
@@ -263,6 +293,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   r->old_owner = s.owner;
   s.membership_epoch = m.epoch;
   s.live = m.live;
+  s.replaced_seen = m.replaced.size();
   r->new_owner = owners_of(self, plan);
   if (s.layouts_of != s.protocol->layout()) {
     auto l = piece_layouts(*s.model);
@@ -270,20 +301,49 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
     s.layouts = std::move(*l);
     s.layouts_of = s.protocol->layout();
   }
-  auto copies = sources(plan, s.layouts, r->old_owner, m.live);
+  std::vector<bool> holders(n, false);  // the processes that hold committed state
+  for (std::size_t p = 0; p < n; ++p) holders[p] = s.live_before_rejoin[p] && m.live[p] && !replaced[p];
+  auto copies = sources(plan, s.layouts, r->old_owner, holders);
   recovery_record& rec = r->record;
   rec.step = a.committed + 1;
   rec.cause = m.why;
-  // every process lost since the recovery began (two may go at once: "process 2, process 3")
-  for (std::size_t p = 0; p < m.live.size(); ++p)
-    if (!m.live[p] && s.live_before_rejoin[p])
+  // every process lost since the recovery began (two may go at once: "process 2, process 3"),
+  // a replaced one too
+  for (std::size_t p = 0; p < n; ++p) {
+    if (s.live_before_rejoin[p] && (!m.live[p] || replaced[p]))
       rec.lost += (rec.lost.empty() ? "process " : ", process ") + std::to_string(p);
+    if (replaced[p]) rec.replacement += (rec.replacement.empty() ? "process " : ", process ") + std::to_string(p);
+  }
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
   rec.detect_s = s.protocol->last_detect_seconds();
-  if (!copies) return restore_from_checkpoint(self, a, m, r->new_owner, rec, started, copies.error());
-  r->copies = std::move(*copies);
-  agree(self, r);
+  auto go_on = [=]() mutable {
+    if (!copies) return restore_from_checkpoint(self, a, m, r->new_owner, r->record, started, copies.error());
+    r->copies = std::move(*copies);
+    agree(self, r);
+  };
+  if (rec.replacement.empty() || s.options.joining) return go_on();
+  // a replacement is in: process 0 tells it where the job is (it joined knowing nothing)
+  std::string text;
+  if (s.options.job->process == 0) {
+    joining_state st;
+    st.plan.plan = plan;
+    st.plan.cuts = s.model->cuts;
+    st.owner_before = r->old_owner;
+    st.live_before = s.live_before_rejoin;
+    st.replaced_before = s.replaced_before_rejoin;
+    st.committed = a.committed;
+    text = to_text(st);
+  }
+  auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
+  auto share = s.options.job->share_plan;
+  const std::uint64_t epoch = m.epoch;
+  on_proxy(
+      self, [=] { *shared = share(text, epoch); },
+      [=]() mutable {
+        if (!*shared) return retry_or_fail(self, a, epoch, started, (*shared).error());
+        go_on();
+      });
 }
 
 }  // namespace
@@ -305,6 +365,22 @@ void settle_recovery(self_ptr self, const std::string& plan_after, const std::st
   report_recovery(self, std::move(rec));
 }
 
+void join_running(self_ptr self) {
+  auto& s = self->state;
+  const auto& j = *s.options.joining;
+  s.owner = j.state.owner_before;
+  s.live = j.members.live;
+  s.membership_epoch = j.members.epoch;
+  s.live_before_rejoin = j.state.live_before;
+  s.replaced_before_rejoin = j.state.replaced_before;
+  s.replaced_seen = j.members.replaced.size();
+  s.replacement_awaited = true;  // it is the replacement
+  rejoin_action a;
+  a.committed = j.state.committed;
+  a.failure = "joining the running job";
+  restore(self, a, j.members, std::chrono::steady_clock::now());
+}
+
 void rejoin(self_ptr self, const rejoin_action& a) {
   auto& s = self->state;
   const auto started = std::chrono::steady_clock::now();
@@ -314,6 +390,8 @@ void rejoin(self_ptr self, const rejoin_action& a) {
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
   s.live_before_rejoin = s.live;
+  s.replaced_before_rejoin = s.replaced_seen;
+  s.replacement_awaited = false;
   // a checkpoint still waiting for a lost process's file never gets it
   s.writes_cancelled->store(true);
   s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);

@@ -8,6 +8,9 @@
 // It also keeps the run's online refit (planner::online_refit): the coordinator shows it every
 // committed step (observe_atom, no answer awaited) and asks for the prediction at the end.
 //
+// After a lost process it also decides the re-plan for the devices that remain (replan_atom,
+// decide_replan: the run's own request on fewer devices).
+//
 // Deciding and preparing are two requests because across processes only the job's first
 // process decides (it has the setup); the decision travels to the others over the control
 // plane, and every process prepares the same transition from it.

@@ -15,8 +15,10 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   if (o.steps < 1) return make_error(errc::invalid_argument, "train: steps must be >= 1");
   if (o.job) {
     const auto& j = *o.job;
-    if (!j.fabric || j.fabric->size() != o.plan.ranks() || !j.sum_loss || !j.gather_pieces || !j.share_plan ||
-        !j.connect)
+    // a replacement's fabric comes with the recovery it joins
+    const bool fabric_ok = o.joining ? !j.fabric : (j.fabric && j.fabric->size() == o.plan.ranks());
+    if (!fabric_ok || !j.sum_loss || !j.gather_pieces || !j.share_plan || !j.connect ||
+        (o.joining && !j.await_membership))
       return make_error(errc::invalid_argument, "train: a multi-process job needs its fabric (for the plan's " +
                                                     std::to_string(o.plan.ranks()) + " ranks) and every hook");
   }

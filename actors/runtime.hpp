@@ -25,6 +25,7 @@
 
 #include "actors/compile.hpp"
 #include "actors/data_actor.hpp"
+#include "actors/joining.hpp"
 #include "actors/messages.hpp"
 #include "actors/planner_actor.hpp"
 #include "actors/state_layout.hpp"
@@ -60,9 +61,10 @@ struct transition_record {
 /// Who remains in a job after a process was lost (the control plane's view).
 struct job_membership {
   std::uint64_t epoch = 0;
-  std::vector<bool> live;  // by process
-  std::vector<int> lost;   // in the order they were lost
-  std::string why;         // the report of the latest loss
+  std::vector<bool> live;     // by process
+  std::vector<int> lost;      // in the order they were lost
+  std::vector<int> replaced;  // lost processes whose place a replacement took, in order
+  std::string why;            // the report of the latest loss
 };
 
 /// One recovery of a running job (the summary's "recoveries").
@@ -79,6 +81,9 @@ struct recovery_record {
   /// The re-plan for the processes that remain (run_options::replan_on_loss): what the planner
   /// chose and predicted, or why the plan was kept; empty when none was asked for.
   std::string replan;
+  /// The lost processes whose place a replacement took in this recovery ("process 1"); empty:
+  /// none came (the others took over the lost ranks).
+  std::string replacement;
 };
 
 /// One checkpoint of a run (the summary's "checkpoints").
@@ -143,6 +148,10 @@ struct process_hooks {
   std::function<result<job_membership>(std::uint64_t epoch)> await_membership;
   /// After a loss: every remaining process's line, by process ("" for the lost), in `epoch`.
   std::function<result<std::vector<std::string>>(const std::string& line, std::uint64_t epoch)> gather_lines;
+  /// Set when replacements may join: waits up to `timeout` for the membership to move past
+  /// `epoch` (a replacement took a lost process's place, or another was lost); errc::timeout
+  /// when nothing changed.
+  std::function<result<job_membership>(std::uint64_t epoch, std::chrono::milliseconds timeout)> await_replacement;
   /// Told the fabric now in use (after a transition), e.g. to close it when a node is lost.
   std::function<void(const fabric_ptr&)> adopt_fabric;
 };
@@ -185,6 +194,17 @@ struct run_options {
   /// many devices as those processes held) and the job changes to that plan before the next
   /// step; absent: the plan is kept, the lost ranks run where they were restored.
   std::optional<planner::plan_request> replan_on_loss;
+  /// After a loss, how long to wait for a replacement to take the lost process's place (the
+  /// plan and the placement then stay as they were); 0: the others take over at once.
+  std::chrono::milliseconds replace_wait{0};
+  /// This process is a replacement joining the running job in a lost process's place: where the
+  /// job is (process 0's view) and the membership it joined; it takes part in the recovery,
+  /// its ranks' state comes from the others, and it trains from the step they agree on.
+  struct joining_job {
+    joining_state state;
+    job_membership members;
+  };
+  std::optional<joining_job> joining;
   /// Set for a job of several processes.
   std::optional<process_hooks> job;
 

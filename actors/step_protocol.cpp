@@ -30,6 +30,10 @@ step_protocol::step_protocol(config c) : cfg_(std::move(c)), local_(cfg_.local),
 
 actions step_protocol::start(clock_type::time_point now) {
   if (phase_ != phase::idle) return {};
+  if (cfg_.joining) {  // the job's steps are the others' to say (on_rejoined)
+    phase_ = phase::rejoining;
+    return {};
+  }
   if (cfg_.steps < 1) return finish(make_error(errc::invalid_argument, "train: steps must be >= 1"));
   if (cfg_.first_step < 0 || cfg_.first_step >= cfg_.steps)
     return finish(make_error(errc::invalid_argument, "train: the run starts after step " +
@@ -241,10 +245,20 @@ void step_protocol::adopt_ranks(int ranks, std::vector<bool> local) {
 }
 
 actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
-                                   clock_type::time_point now, bool from_checkpoint) {
+                                   clock_type::time_point now, bool from_checkpoint, bool devices_lost) {
   if (phase_ != phase::rejoining) return {};
   adopt_ranks(ranks, std::move(local));
-  replan_due_ = cfg_.replan_on_rejoin;
+  replan_due_ = cfg_.replan_on_rejoin && devices_lost;
+  if (cfg_.joining) {  // a replacement: it starts where the job is
+    cfg_.joining = false;
+    committed_ = committed;
+    step_ = committed + 1;
+    cfg_.first_step = step_;
+    snapshot_at_ = step_;  // the state it starts from was not its own to save
+    while (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] <= step_) ++next_change_;
+    losses_.clear();
+    return after_commit(now);
+  }
   for (auto& f : failures_)
     if (f.recover_seconds == 0) f.recover_seconds = between(detected_at_, now);
   if (from_checkpoint && committed <= committed_ && committed + 1 >= cfg_.first_step) {

@@ -13,6 +13,8 @@
 // the last step, or the next step. Across processes a step's loss is summed over the processes
 // off the critical path: the next step starts at once and the step is reported when its sum
 // arrives (in order); a transition or the collection waits until every step is reported.
+// With replan_on_rejoin, a rejoin is followed by a re-plan (a transition_action with replan
+// set) before the interrupted step is redone; a re-plan that keeps the plan steps on.
 //
 //   step_protocol::config c;  c.steps = 3;  c.ranks = 2;
 //   step_protocol p(c);
@@ -134,6 +136,9 @@ class step_protocol {
     /// planner is asked for a plan for their devices (a transition_action with replan set) before
     /// the next step.
     bool replan_on_rejoin = false;
+    /// A replacement joining a running job: start() waits for the rejoin (no step), and
+    /// on_rejoined takes the steps done from the processes that were there.
+    bool joining = false;
   };
 
   explicit step_protocol(config c);
@@ -155,8 +160,10 @@ class step_protocol {
   /// here when another process saw the job's loss of the step this one was summing (`loss`);
   /// the interrupted step is redone. `from_checkpoint`: the state came from a checkpoint of
   /// `committed` + 1 steps, and the steps after it are trained again (their losses replaced).
+  /// `devices_lost`: the job has fewer processes than before the loss (with replan_on_rejoin a
+  /// re-plan follows; a replacement that took the lost one's place needs none).
   actions on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
-                      clock_type::time_point now, bool from_checkpoint = false);
+                      clock_type::time_point now, bool from_checkpoint = false, bool devices_lost = true);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.

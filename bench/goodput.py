@@ -78,7 +78,7 @@ def cohort_job(side, work, faulted):
            f"--train.steps={STEPS}", "--train.warmup=0", "--train.lr=0.05", "--train.momentum=0.9",
            "--plan.dp=2", "--launch.nproc=2", "--plan.refit=false", "--launch.max-restarts=1000",
            f"--checkpoint.dir={os.path.join(work, 'ck')}", f"--checkpoint.every={a.ckpt_every}",
-           f"--metrics.file={metrics}", "--progress=false"]
+           f"--metrics.file={metrics}"]
     if side == "cohort-recover":
         cmd.append("--fault.recover=true")
     pr = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "stderr"), "w"),

@@ -15,6 +15,11 @@
 //   piece      the key   a tensor (the frame's source: its index)   a node (gather)
 //   bye        0         empty                                      both (finish)
 //   abort_job  0         text: the loss                             the coordinator
+//   membership 0         text: "EPOCH PROCESS REPORT" (PROCESS lost) the coordinator (keep_going)
+//   fenced     0         text: why                                  the coordinator, to the lost
+//   joined     0         text: "EPOCH PROCESS HOST PORT PID CORES"   the coordinator (a replacement)
+//   admitted   0         text: "EPOCH L0 .. Ln-1 R1 .. Rk" (1: live; the replacements so far, it last)
+//                                                                   the coordinator, to a replacement
 //
 //   auto listener = tcp_listener::open("127.0.0.1", 0);
 //   if (!listener) return listener.error();
@@ -51,7 +56,9 @@ enum class kind : std::uint8_t {
   abort_job = 9,
   refuse = 10,
   membership = 11,  // the coordinator to the nodes that remain: the job goes on without a lost node
-  fenced = 12       // the coordinator to a node it declared lost: leave, the job went on without you
+  fenced = 12,      // the coordinator to a node it declared lost: leave, the job went on without you
+  joined = 13,      // the coordinator to the nodes: a replacement took a lost process's place
+  admitted = 14     // the coordinator to a replacement, after its roster: the membership it joins
 };
 
 /// The frame tag of a message: (key << 8) | kind.

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "transport/control_codec.hpp"
 #include "transport/control_peer.hpp"
@@ -42,6 +43,7 @@ void control_plane::start_monitor() {
 void control_plane::monitor() {
   auto last_beat = clock::time_point{};
   while (!stopping_) {
+    if (listener_) install_admissions();  // replacements the admitter let in
     std::vector<pollfd> fds;
     std::vector<int> who;
     for (int p = 0; p < o_.world; ++p) {
@@ -51,7 +53,11 @@ void control_plane::monitor() {
         who.push_back(p);
       }
     }
-    if (fds.empty()) return;
+    if (fds.empty()) {  // nobody left to hear; a coordinator admitting replacements waits for one
+      if (!listener_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     ::poll(fds.data(), fds.size(), 50);
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -124,6 +130,7 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
         if (lost_ || epoch != epoch_ + 1 || !live_[static_cast<std::size_t>(gone)]) return;
         live_[static_cast<std::size_t>(gone)] = false;
         lost_processes_.push_back(gone);
+        last_change_ = "process " + std::to_string(gone) + " lost";
         epoch_ = epoch;
         n.process = -1;  // named by the coordinator's report
         n.reason = text->substr(static_cast<std::size_t>(used));
@@ -132,6 +139,33 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
         callback = on_lost_;
       }
       if (callback) callback(n);  // before the waiters wake: wait_membership returns after on_lost ran
+      changed_.notify_all();
+      return;
+    }
+    case kind::
+        joined: {  // from the coordinator: "EPOCH PROCESS HOST PORT PID CORES", a replacement took PROCESS's place
+      auto text = control::text_of(m.body);
+      std::uint64_t epoch = 0;
+      int who = -1, port = 0, cores = 0;
+      long long pid = 0;
+      char host[64] = "";
+      if (p != 0 || !text ||
+          std::sscanf(text->c_str(), "%lu %d %63s %d %lld %d", &epoch, &who, host, &port, &pid, &cores) != 6 ||
+          who <= 0 || who >= o_.world || who == process_ || port < 1 || port > 65535 || cores < 1 ||
+          cores > (1 << 16)) {
+        pe.open = false;
+        declare_lost(p, "protocol violation: a malformed replacement");
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_ || epoch != epoch_ + 1 || live_[static_cast<std::size_t>(who)]) return;
+        roster_[static_cast<std::size_t>(who)] = {who, host, port, pid, cores};
+        live_[static_cast<std::size_t>(who)] = true;
+        replaced_.push_back(who);
+        last_change_ = "process " + std::to_string(who) + " replaced";
+        epoch_ = epoch;
+      }
       changed_.notify_all();
       return;
     }
@@ -202,6 +236,7 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     if (goes_on) {
       live_[static_cast<std::size_t>(p)] = false;
       lost_processes_.push_back(p);
+      last_change_ = "process " + std::to_string(p) + " lost";
       losses_.push_back(n);
       epoch = ++epoch_;
     } else {

@@ -23,9 +23,8 @@ std::uint64_t control_plane::epoch_key(std::uint64_t key, std::uint64_t epoch) {
 result<std::uint64_t> control_plane::call_epoch(std::optional<std::uint64_t> wanted) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (wanted && *wanted != epoch_)
-    return make_error(errc::closed, "control: the job's membership changed (process " +
-                                        std::to_string(lost_processes_.empty() ? -1 : lost_processes_.back()) +
-                                        " lost) before this collective");
+    return make_error(errc::closed,
+                      "control: the job's membership changed (" + last_change_ + ") before this collective");
   return epoch_;
 }
 
@@ -33,7 +32,12 @@ bool control_plane::is_live(int p) const { return p >= 0 && p < o_.world && live
 
 membership control_plane::members() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {epoch_, live_, lost_processes_};
+  return {epoch_, live_, lost_processes_, replaced_};
+}
+
+std::vector<node_entry> control_plane::roster() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return roster_;
 }
 
 result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseconds timeout) const {
@@ -42,11 +46,12 @@ result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseco
   if (lost_) return make_error(errc::closed, lost_->describe());
   if (epoch_ <= epoch)
     return make_error(errc::timeout, "control: no membership change within " + std::to_string(timeout.count()) + " ms");
-  return membership{epoch_, live_, lost_processes_};
+  return membership{epoch_, live_, lost_processes_, replaced_};
 }
 
 control_plane::~control_plane() {
   stopping_ = true;
+  if (admitter_.joinable()) admitter_.join();
   if (monitor_.joinable()) monitor_.join();
 }
 
@@ -74,8 +79,7 @@ result<control_plane::message> control_plane::take(int p, std::uint64_t tag, mil
     if (lost_)
       return make_error(errc::closed, "control: " + (lost_->process == -1 ? lost_->reason : lost_->describe()));
     if (epoch_ != epoch || !is_live(p))
-      return make_error(errc::closed, "control: the job's membership changed (process " +
-                                          std::to_string(lost_processes_.back()) + " lost) while process " +
+      return make_error(errc::closed, "control: the job's membership changed (" + last_change_ + ") while process " +
                                           std::to_string(process_) + " waited for process " + std::to_string(p));
     return make_error(errc::timeout, "control: process " + std::to_string(process_) + " waited " +
                                          std::to_string(timeout.count()) + " ms for process " + std::to_string(p));

@@ -78,13 +78,20 @@ struct control_options {
   milliseconds auth_timeout{5000};   // one peer's handshake
   int cores = 1;                     // what this process offers: its compute cores
   bool keep_going = false;           // a lost node leaves the job running with the others
+  /// The coordinator, with keep_going: after the start it keeps listening, and a node that
+  /// joins then takes a lost process's place (a replacement).
+  bool admit_replacements = false;
+  /// A node: it joins a running job in a lost process's place (it learns the job's membership
+  /// with its roster).
+  bool replacement = false;
 };
 
 /// Who is in the job after `epoch` membership changes.
 struct membership {
   std::uint64_t epoch = 0;
-  std::vector<bool> live;  // by process
-  std::vector<int> lost;   // every process lost so far, in order
+  std::vector<bool> live;     // by process
+  std::vector<int> lost;      // every process lost so far, in order
+  std::vector<int> replaced;  // every lost process whose place a replacement took, in order
 };
 
 struct node_entry {
@@ -119,7 +126,8 @@ class control_plane {
 
   int process() const { return process_; }
   int world() const { return o_.world; }
-  const std::vector<node_entry>& roster() const { return roster_; }
+  /// Every process's entry (a replacement's once it joined; a lost one's stays as it was).
+  std::vector<node_entry> roster() const;
 
   /// Collectives: every process calls them in the same order with the same key.
   /// The coordinator's text, on every process (at most 1 MiB).
@@ -177,6 +185,10 @@ class control_plane {
   /// The next message of `tag` from `p`; fails at once when the membership leaves `epoch`.
   result<message> take(int p, std::uint64_t tag, milliseconds timeout, std::uint64_t epoch);
   void start_monitor();
+  /// The coordinator's admission of replacements (admit_replacements): accepts, authenticates
+  /// and checks a late node on its own thread; the monitor installs it (install_admissions).
+  void admit_loop();
+  void install_admissions();
 
   control_options o_;
   int process_ = 0;
@@ -194,6 +206,16 @@ class control_plane {
   std::vector<bool> live_;
   std::vector<int> lost_processes_;
   std::vector<lost_node> losses_;  // keep_going: the nodes the job went on without
+  std::vector<int> replaced_;      // lost processes whose place a replacement took, in order
+  std::string last_change_;        // the latest membership change: "process 3 lost", "process 3 replaced"
+  struct admission {
+    int process = 0;
+    node_entry entry;
+    tcp_socket socket;
+  };
+  std::vector<admission> admitted_;  // checked by the admitter, not installed yet (mutex_)
+  std::optional<tcp_listener> listener_;
+  std::thread admitter_;
   std::function<void(const lost_node&)> on_lost_;
 };
 

@@ -26,6 +26,7 @@ enum class control_key : std::uint64_t {
   rejoin = 8,         // every remaining process's committed step after a loss (all_gather_text: takes 8 and 9)
   trace = 10,         // the trace's clock readings and event lines (all_gather_text: takes 10 and 11)
   trace_clock = 12,   // process 0's clock, for the trace's offsets
+  timed_steps = 13,   // how many timed steps process 0 counts (a replacement timed fewer)
 };
 
 inline std::uint64_t key(control_key k) { return static_cast<std::uint64_t>(k); }

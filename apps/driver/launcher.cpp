@@ -53,24 +53,19 @@ double steady_seconds() {
 }
 
 attempt_result run_attempt(char** argv, const std::vector<std::string>& args, const process_options& o, int port,
-                           int threads, int attempt, const std::string& notes_path, const std::string& recoveries) {
+                           int threads, int attempt, const std::string& notes_path, const std::string& recoveries,
+                           std::int64_t& replacements_left) {
   const int n = static_cast<int>(o.nproc);
   const pid_t launcher = ::getpid();
   std::vector<pid_t> pids;
   attempt_result out;
   out.codes.assign(static_cast<std::size_t>(n), -1);
-  std::fflush(nullptr);
-  for (int r = 0; r < n; ++r) {
+  // process r of the job, or (replacement) a new process in a lost node's place; -1: fork failed
+  auto start_process = [&](int r, bool replacement) -> pid_t {
+    std::fflush(nullptr);
     pid_t pid = ::fork();
-    if (pid < 0) {
-      std::perror("launch: fork");
-      for (pid_t p : pids) ::kill(p, SIGKILL);
-      out.first_failure = r;
-      out.codes[static_cast<std::size_t>(r)] = 1;
-      out.interrupted = true;  // nothing to restart into
-      return out;
-    }
-    if (pid == 0) {
+    if (pid != 0) return pid;
+    {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans if the launcher dies
       if (::getppid() != launcher) ::_exit(1);
       std::signal(SIGINT, SIG_DFL);
@@ -84,6 +79,7 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
+      if (replacement) ::setenv("COHORT_REPLACEMENT", "1", 1);
       if (r == 0) ::setenv("COHORT_LAUNCH_STATUS", notes_path.c_str(), 1);
       if (!recoveries.empty()) ::setenv("COHORT_RECOVERIES", recoveries.c_str(), 1);
       if (r != 0) {  // one summary on stdout: the coordinator's
@@ -97,6 +93,17 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       ::execv("/proc/self/exe", cargv.data());
       std::perror("launch: exec");
       ::_exit(127);
+    }
+  };
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = start_process(r, false);
+    if (pid < 0) {
+      std::perror("launch: fork");
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      out.first_failure = r;
+      out.codes[static_cast<std::size_t>(r)] = 1;
+      out.interrupted = true;  // nothing to restart into
+      return out;
     }
     pids.push_back(pid);
   }
@@ -145,6 +152,20 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
         const auto grace =
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
         if (r == 0 || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
+        // --fault.replace-wait-ms: a new process takes the lost node's place in the running job
+        if (r != 0 && o.recover && o.replace_wait_ms > 0 && out.codes[0] < 0 && replacements_left > 0 &&
+            forwarded_signal.load() == 0) {
+          const pid_t pid = start_process(r, true);
+          if (pid > 0) {
+            --replacements_left;
+            pids[static_cast<std::size_t>(r)] = pid;
+            out.codes[static_cast<std::size_t>(r)] = -1;
+            ++alive;
+            std::fprintf(stderr, "launch: started pid %d to take process %d's place (%lld replacement%s left)\n",
+                         static_cast<int>(pid), r, static_cast<long long>(replacements_left),
+                         replacements_left == 1 ? "" : "s");
+          }
+        }
       }
       if (r == 0)  // the nodes follow the coordinator at once (one fenced out may never: it is stopped)
         kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(out.codes[0] != 0 ? 2000
@@ -196,13 +217,14 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   const std::string notes_path =
       (std::filesystem::temp_directory_path() / ("cohort-launch-" + std::to_string(::getpid()) + ".json")).string();
   json recoveries = json::array();
+  std::int64_t replacements_left = o.max_restarts;  // replacements share the restarts' budget
   for (int attempt = 0;; ++attempt) {
     int port = static_cast<int>(o.master_port);
     if (!port_given)  // a free port for this attempt (the coordinator binds it right away)
       if (auto l = transport::tcp_listener::open("127.0.0.1", 0); l) port = l->port();
     std::filesystem::remove(notes_path);
     const auto a = run_attempt(argv, args, o, port, threads, attempt, notes_path,
-                               recoveries.empty() ? std::string() : recoveries.dump());
+                               recoveries.empty() ? std::string() : recoveries.dump(), replacements_left);
     const attempt_notes notes = read_launch_notes(notes_path);
     std::filesystem::remove(notes_path);
     if (!recoveries.empty() && notes.first_step_unix_s > 0 && recoveries.back().contains("stopped_unix_s")) {

@@ -63,6 +63,12 @@ void process_options::add_to(option_set& opts) {
            "after a recovered loss: auto (the planner re-plans for the processes that remain when it chose "
            "the plan; a plan the user gave is kept), always (the planner re-plans whatever the first plan "
            "was), keep (the lost ranks run on the processes that remain)")
+      .add("fault.replace-wait-ms", replace_wait_ms,
+           "with --fault.recover: after a lost node wait this long for a replacement to take its place "
+           "(the plan and placement then stay; the launcher starts one for every node process that dies, "
+           "while --launch.max-restarts allows); 0: the others take over at once")
+      .add("dist.replacement", replacement,
+           "this node joins a running job in a lost process's place ($COHORT_REPLACEMENT=1; the launcher sets it)")
       .add("launch.max-restarts", max_restarts,
            "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
       .add("fault.signal", signal, "test hook: KILL or STOP: each process of --fault.signal-rank raises it ...")
@@ -146,6 +152,16 @@ status process_options::finish(const option_set& opts) {
     transport = data_plane::ucx;
   else
     return make_error(errc::invalid_argument, "--dist.transport must be tcp or ucx, got '" + transport_text + "'");
+  if (!opts.was_set("dist.replacement") && std::getenv("COHORT_REPLACEMENT") &&
+      std::string(std::getenv("COHORT_REPLACEMENT")) == "1")
+    replacement = true;
+  if (replace_wait_ms < 0) return make_error(errc::invalid_argument, "--fault.replace-wait-ms must be >= 0");
+  if ((replace_wait_ms > 0 || replacement) && !recover)
+    return make_error(errc::invalid_argument,
+                      std::string(replacement ? "--dist.replacement" : "--fault.replace-wait-ms") +
+                          " needs --fault.recover=true (a replacement joins a job that goes on after a loss)");
+  if (replacement && rank == 0)
+    return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")
     return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP")
@@ -230,13 +246,25 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   c.cores = kernels::available_cores();
   c.keep_going = o.recover;
+  c.admit_replacements = o.recover && o.replace_wait_ms > 0;
+  c.replacement = o.replacement;
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");
   if (c.process == 0) {
     auto l = transport::tcp_listener::open(o.bind, c.master_port);
     if (!l) return make_error(l.error().code, "the coordinator's port: " + l.error().message);
     cp = transport::control_plane::coordinate(c, std::move(*l), g->data.port());
   } else {
-    cp = transport::control_plane::join(c, g->data.port());
+    // a replacement may arrive before the coordinator has declared the process it replaces
+    // lost: it asks again until the join timeout
+    const auto deadline = std::chrono::steady_clock::now() + c.join_timeout;
+    for (;;) {
+      cp = transport::control_plane::join(c, g->data.port());
+      if (cp || !o.replacement || std::chrono::steady_clock::now() >= deadline) break;
+      const std::string& why = cp.error().message;
+      if (why.find("not a lost process") == std::string::npos && why.find("no lost process") == std::string::npos)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
   if (!cp) return cp.error();
   g->control = std::move(*cp);

@@ -52,6 +52,8 @@ struct process_options {
   std::string slurm_job;               // the Slurm job this process is a task of (empty: none)
   bool recover = false;                // --fault.recover: a lost node leaves the job running
   std::string replan = "auto";         // --fault.replan: auto, always, keep (after a recovered loss)
+  std::int64_t replace_wait_ms = 0;    // --fault.replace-wait-ms: wait for a replacement after a loss
+  bool replacement = false;            // --dist.replacement ($COHORT_REPLACEMENT=1): join a running job
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;

@@ -224,7 +224,7 @@ result<training_result> train(const training_job& job, const plan_options& plan,
       std::fprintf(stderr, "%s: embedding tables updated densely: %s\n", job.app.c_str(), why.c_str());
   training_job started = job;
   auto start = std::make_shared<start_point>();
-  if (!plan.only) {
+  if (!plan.only && !plan.dist.replacement) {  // a replacement's state comes from the running job
     auto found = find_start(plan.checkpoint, job.steps, !plan.dist.reports());
     if (!found) return found.error();
     *start = std::move(*found);

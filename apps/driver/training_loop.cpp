@@ -177,6 +177,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                    {"source", c.source},
                                    {"bytes_moved", c.bytes_moved}});
     if (!c.replan.empty()) loop.out.recoveries.back()["replan"] = c.replan;
+    if (!c.replacement.empty()) loop.out.recoveries.back()["replacement"] = c.replacement;
     if (!loop.quiet) {  // an event line in the metrics file too, beside the steps
       json event = loop.out.recoveries.back();
       event["event"] = "recovery";
@@ -187,6 +188,9 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                    "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s on the processes that "
                    "remain in %.3f s, the interrupted step redone\n",
                    static_cast<long long>(c.step), c.lost.c_str(), c.cause.c_str(), c.source.c_str(), c.recover_s);
+    if (!loop.quiet && !c.replacement.empty())
+      std::fprintf(stderr, "a replacement took the place of %s: the plan and the placement stay\n",
+                   c.replacement.c_str());
     if (!loop.quiet && !c.replan.empty())
       std::fprintf(stderr, "re-plan for the processes that remain: %s\n", c.replan.c_str());
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 
@@ -61,7 +62,26 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
   std::shared_ptr<planner::planning_setup> setup;
   result<planner::plan_choice> choice = make_error(errc::closed, "no plan");
-  if (coordinator) {
+  std::optional<actors::run_options::joining_job> joining;
+  if (p.dist.replacement) {  // the running job's plan and where it is, from process 0 during the recovery
+    const auto m = g.control->members();
+    auto text = g.control->broadcast_text(key(control_key::plan_change), "", m.epoch);
+    if (!text) return make_error(text.error().code, "joining the running job: " + text.error().message);
+    auto st = actors::joining_from_text(*text, world);
+    if (!st) return st.error();
+    joining.emplace();
+    joining->state = std::move(*st);
+    joining->members.epoch = m.epoch;
+    joining->members.live = m.live;
+    joining->members.lost = m.lost;
+    joining->members.replaced = m.replaced;
+    joining->members.why = "process " + std::to_string(g.process()) + " replaced";
+    choice = joining->state.plan;
+    choice->how = "the running job's";
+    std::fprintf(stderr, "job: process %d joined the running job in a lost process's place (%s, after step %lld)\n",
+                 g.process(), planner::describe(choice->plan).c_str(),
+                 static_cast<long long>(joining->state.committed + 1));
+  } else if (coordinator) {
     plan_options q = p;
     if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = world;
     // every process computes with job.threads threads: the job as a whole has world times that
@@ -98,9 +118,12 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (!choice) return choice.error();
     choice->how = "from the coordinator";
   }
-  auto fabric = g.connect(choice->plan);
-  if (!fabric) return fabric.error();
-  std::shared_ptr<transport::fabric> data_plane = *fabric;
+  std::shared_ptr<transport::fabric> data_plane;  // a replacement's comes with the recovery it joins
+  if (!joining) {
+    auto fabric = g.connect(choice->plan);
+    if (!fabric) return fabric.error();
+    data_plane = *fabric;
+  }
 
   loop_state loop(job);
   loop.quiet = !coordinator;
@@ -118,7 +141,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   current->second = data_plane;
   g.control->on_lost([current](const transport::lost_node& n) {
     std::lock_guard<std::mutex> lock(current->first);
-    current->second->close(n.describe());
+    if (current->second) current->second->close(n.describe());
   });
   // every process's task times, kept by its planner actor; process 0 refits from all of them
   // after the run (no setup here: no refit of one process's times alone)
@@ -175,12 +198,26 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         out.epoch = m->epoch;
         out.live = m->live;
         out.lost = m->lost;
+        out.replaced = m->replaced;
         if (auto n = g.control->last_loss()) out.why = n->describe();  // every change has its report
         return out;
       };
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
         return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
+      if (p.dist.replace_wait_ms > 0)
+        h.await_replacement = [&g](std::uint64_t epoch,
+                                   std::chrono::milliseconds timeout) -> result<actors::job_membership> {
+          auto m = g.control->wait_membership(epoch, timeout);
+          if (!m) return m.error();
+          actors::job_membership out;
+          out.epoch = m->epoch;
+          out.live = m->live;
+          out.lost = m->lost;
+          out.replaced = m->replaced;
+          if (auto n = g.control->last_loss()) out.why = n->describe();
+          return out;
+        };
     }
     h.adopt_fabric = [current](const fabric_ptr& f) {
       std::lock_guard<std::mutex> lock(current->first);
@@ -188,6 +225,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     };
     o.job = std::move(h);
     o.replan_on_loss = replan_request(p);
+    o.replace_wait = std::chrono::milliseconds(p.dist.replace_wait_ms);
+    o.joining = joining;
     o.changes = plan_changes(p);
     o.planning = setup;
     o.refit = refit;
@@ -195,7 +234,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
     o.on_step_start = [&](std::int64_t step) {
       const auto& d = p.dist;
-      for (std::size_t i = 0; i < d.signal_rank.size() && !d.signal.empty() && launch_attempt() == 0; ++i)
+      for (std::size_t i = 0; i < d.signal_rank.size() && !d.signal.empty() && launch_attempt() == 0 && !d.replacement;
+           ++i)
         if (d.signal_rank[i] == g.process() && d.signal_step[i] == step) {
           std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
                        static_cast<long long>(step));
@@ -238,7 +278,16 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // ranks' (the others are zeros) into a job-wide vector: per rank the three task sums, then
   // each timed step's update, the first 256 of them (every process times the same steps; the
   // control plane's frames are bounded)
-  const auto timed = std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256);
+  // (process 0's count: a replacement joined later and timed fewer steps)
+  auto timed_text = g.control->broadcast_text(
+      key(control_key::timed_steps),
+      coordinator ? std::to_string(std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)) : "");
+  if (!timed_text) return timed_text.error();
+  char* timed_end = nullptr;
+  const unsigned long long timed_value = std::strtoull(timed_text->c_str(), &timed_end, 10);
+  if (timed_end == timed_text->c_str() || *timed_end != 0 || timed_value > 256)
+    return make_error(errc::io_error, "process 0's count of timed steps is malformed: '" + *timed_text + "'");
+  const auto timed = static_cast<std::size_t>(timed_value);
   const std::size_t width = 3 + timed;
   std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * width, 0.0);
   for (std::size_t rank = 0; rank < owner.size(); ++rank) {

@@ -13,10 +13,13 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "process_job.hpp"
+#include "support/run_files.hpp"
 #include "support/spawn_processes.hpp"
 #include "support/spawn_ranks.hpp"
 #include "transport/auth.hpp"
@@ -388,4 +391,88 @@ TEST_CASE("with keep_going a stopped node is fenced out and learns so when it wa
   });
   CHECK(codes[0] == 0);
   CHECK(codes[1] == 0);
+}
+
+TEST_CASE("a replacement takes a lost node's place: the job's membership, roster, collectives and data plane count it" *
+          doctest::test_suite("failure")) {
+  // processes 0-2 form the job (admitting replacements); 2 dies after the first sum; the 4th
+  // forked process joins as a replacement (refused until a process is lost) and becomes process 2
+  // markers between the forked processes: the job formed (process 0), the early join refused (3)
+  const std::string formed = temp_path("ctl", "formed"), refused = temp_path("ctl", "refused");
+  std::filesystem::remove(formed);
+  std::filesystem::remove(refused);
+  auto wait_for_file = [](const std::string& f) {
+    for (int i = 0; i < 400 && !std::filesystem::exists(f); ++i) std::this_thread::sleep_for(50ms);
+    return std::filesystem::exists(f);
+  };
+  auto codes = run_job(4, [&](job_ports& ports, int p) -> status {
+    control_options o;
+    o.keep_going = true;
+    o.admit_replacements = true;
+    if (p == 3) {
+      if (!wait_for_file(formed)) return expect(false, "the job never formed");
+      o.world = 3;
+      o.process = -1;
+      o.master_port = ports.control.port();
+      o.join_timeout = 20s;
+      o.replacement = true;
+      plane_result cp = make_error(errc::closed, "not joined");
+      bool refused_first = false;
+      for (int attempt = 0; attempt < 400; ++attempt) {  // until process 2 is lost (20 s at most)
+        cp = control_plane::join(o, ports.data[2].port());
+        if (cp || cp.error().message.find("no lost process to replace") == std::string::npos) break;
+        if (!refused_first) std::ofstream(refused) << "refused\n";
+        refused_first = true;
+        std::this_thread::sleep_for(50ms);
+      }
+      if (!cp) return cp.error();
+      control_plane& c = **cp;
+      if (c.process() != 2) return expect(false, "the replacement is process " + std::to_string(c.process()));
+      const auto m = c.members();
+      if (m.epoch != 2 || m.live != std::vector<bool>{true, true, true})
+        return expect(false, "the replacement's membership: epoch " + std::to_string(m.epoch));
+      if (!refused_first) return expect(false, "a join before the loss was not refused");
+      auto total = c.sum(3, {1.0});
+      if (!total || (*total)[0] != 3.0) return expect(false, "the replacement's sum");
+      auto lines = c.all_gather_text(4, "p2");
+      if (!lines || *lines != std::vector<std::string>{"p0", "p1", "p2"}) return expect(false, "all_gather_text");
+      auto f = connect_data(data_plane::tcp, ports, c, {0, 1, 2}, 3);
+      if (!f) return f.error();
+      auto got = (*f)->endpoint(2).recv(0, 9, 10s);
+      if (!got || got->numel() != 3 || got->data<float>()[2] != 7.f) return expect(false, "the data plane to it");
+      return c.finish(10s);
+    }
+    auto cp = join_job(ports, p, 3, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    const auto old_pid = c.roster()[2].pid;
+    if (p == 0) std::ofstream(formed) << "formed\n";
+    if (p == 2) {
+      if (!wait_for_file(refused)) return expect(false, "the early join was never refused");
+      ::raise(SIGKILL);
+    }
+    auto lost = c.wait_membership(0, 10s);
+    if (!lost || lost->epoch != 1 || lost->live != std::vector<bool>{true, true, false})
+      return expect(false, "process " + std::to_string(p) + ": the membership after the loss");
+    auto joined = c.wait_membership(1, 20s);
+    if (!joined) return joined.error();
+    if (joined->epoch != 2 || joined->live != std::vector<bool>{true, true, true} ||
+        joined->replaced != std::vector<int>{2} || joined->lost != std::vector<int>{2})
+      return expect(false, "process " + std::to_string(p) + ": the membership after the replacement");
+    if (c.roster()[2].pid == old_pid) return expect(false, "the roster still names the lost process");
+    auto total = c.sum(3, {1.0});
+    if (!total || (*total)[0] != 3.0) return expect(false, "the sum with the replacement");
+    auto lines = c.all_gather_text(4, "p" + std::to_string(p));
+    if (!lines || *lines != std::vector<std::string>{"p0", "p1", "p2"}) return expect(false, "all_gather_text");
+    auto f = connect_data(data_plane::tcp, ports, c, {0, 1, 2}, 3);
+    if (!f) return f.error();
+    if (p == 0)
+      if (auto st = (*f)->endpoint(0).send(2, 9, tensor::full({3}, 7.f), 10s); !st) return st;
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == -SIGKILL);
+  CHECK(codes[3] == 0);
 }

@@ -1,0 +1,40 @@
+// What a replacement needs to join a running job in a lost process's place, as process 0 tells
+// it on the control plane during the recovery it joins (coordinator_rejoin.cpp): the plan that
+// runs (with its stage cuts), where every rank was before the loss, which processes were in the
+// job then, how many replacements had joined before, and the steps committed as process 0 knew
+// them (the processes agree on the exact number afterwards, the replacement with them).
+//
+//   joining_state s;
+//   s.plan.plan = {.dp = 2};
+//   s.owner_before = {0, 1};
+//   s.live_before = {true, true};
+//   s.committed = 11;
+//   auto back = joining_from_text(to_text(s), /*processes=*/2);   // validated: sizes, ranges, the plan
+//   assert(back && back->committed == 11 && back->owner_before == s.owner_before);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/error.hpp"
+#include "planner/plan_choice.hpp"
+
+namespace cohort::actors {
+
+struct joining_state {
+  planner::plan_choice plan;        // the plan that runs, with its cuts
+  std::vector<int> owner_before;    // each rank's process before the loss
+  std::vector<bool> live_before;    // the processes in the job before the loss
+  std::size_t replaced_before = 0;  // replacements that had joined before this recovery
+  std::int64_t committed = -1;      // the steps done, as process 0 knew them
+};
+
+/// One line of JSON.
+std::string to_text(const joining_state& s);
+
+/// Parses and validates process 0's text for a job of `processes`: the plan, one owner per rank
+/// (each a process of the job), one flag per process, committed >= -1. Errors name the field.
+result<joining_state> joining_from_text(const std::string& text, int processes);
+
+}  // namespace cohort::actors
