@@ -111,6 +111,7 @@ actions step_protocol::commit(clock_type::time_point now) {
   // committed: every local worker finished the step
   committed_ = step_;
   ++step_;
+  step_failures_ = 0;
   if (!cfg_.multi_process) {
     losses_.push_back(m.loss);
     out.emplace_back(std::in_place_type<report_step_action>, report_step_action{std::move(m)});
@@ -128,6 +129,7 @@ actions step_protocol::commit(clock_type::time_point now) {
 actions step_protocol::commit_with_loss(double total, clock_type::time_point now) {
   committed_ = step_;
   ++step_;
+  step_failures_ = 0;
   step_metrics m = std::move(summing_);
   m.loss = total;
   losses_.push_back(m.loss);
@@ -210,10 +212,13 @@ actions step_protocol::after_commit(clock_type::time_point now) {
 actions step_protocol::decide_recovery() {
   if (cfg_.multi_process && !cfg_.rejoin)  // across processes without rejoin: a failure ends the run
     return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed: " + first_failure_));
-  if (++restarts_ > cfg_.max_restarts)
-    return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed " + std::to_string(restarts_) +
-                                              " times (max-restarts " + std::to_string(cfg_.max_restarts) +
-                                              "); last: " + first_failure_));
+  // the limit is per step (a step that keeps failing ends the run); a long run survives any
+  // number of failures at different steps
+  ++restarts_;
+  if (++step_failures_ > cfg_.max_restarts)
+    return finish(make_error(first_code_, "step " + std::to_string(step_) + " failed " +
+                                              std::to_string(step_failures_) + " times (max-restarts " +
+                                              std::to_string(cfg_.max_restarts) + "); last: " + first_failure_));
   ++generation_;
   if (cfg_.multi_process) {  // the processes that remain take over
     phase_ = phase::rejoining;

@@ -177,6 +177,7 @@ class step_protocol {
   std::int64_t step() const { return step_; }
   std::int64_t committed() const { return committed_; }
   std::int64_t generation() const { return generation_; }
+  /// Failed steps redone in the whole run (each step may fail max_restarts times).
   int restarts() const { return restarts_; }
   /// From the latest failed step's start to its failure being seen.
   double last_detect_seconds() const { return std::chrono::duration<double>(detected_at_ - step_start_).count(); }
@@ -218,6 +219,7 @@ class step_protocol {
   std::size_t next_change_ = 0;
   bool replan_due_ = false;  // a recovery asks for a re-plan at the next boundary
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
+  int step_failures_ = 0;  // failures of the step now in flight (restarts_ counts the run's)
   bool failed_ = false;
   std::string first_failure_;
   errc first_code_ = errc::closed;

@@ -12,6 +12,9 @@ Sides (each a fault-free and a faulted window, interleaved, --rounds times):
   cohort-recover  the same with --fault.recover=true: a killed node is recovered inside the job
                   (its rank restored from the data-parallel replica, the survivor runs both); a
                   killed coordinator (process 0, or the last process left) restarts the job
+  cohort-replace  the same with --fault.replace-wait-ms=10000: the launcher starts a replacement for
+                  every killed node, which joins the running job in its place (plan and placement
+                  kept, its ranks restored from the replica); a killed coordinator restarts the job
   torch           ../shared/bench/elastic_torch.py's worker under torchrun (--max_restarts),
                   DDP over gloo, the same model, a checkpoint every C steps
 
@@ -20,7 +23,8 @@ The job: MLP 784-1024-1024-10 on synthetic data, SGD lr 0.05 momentum 0.9, globa
 equals the fault-free window's loss at that step (bit for bit: the plan never changes).
 
 usage: goodput.py [--minutes 5] [--every 30] [--rounds 1] [--ckpt-every 50] [--seed 1]
-                  [--sides cohort-restart,cohort-recover,torch] [--jsonl FILE]
+                  [--sides cohort-restart,cohort-recover,cohort-replace,torch] [--victims any|nodes]
+                  [--jsonl FILE]
 """
 import argparse, json, os, random, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -34,13 +38,15 @@ p.add_argument("--every", type=float, default=30.0, help="seconds between two ki
 p.add_argument("--rounds", type=int, default=1)
 p.add_argument("--ckpt-every", type=int, default=50, help="steps between checkpoints, both sides")
 p.add_argument("--seed", type=int, default=1, help="which process each kill picks")
-p.add_argument("--sides", default="cohort-restart,cohort-recover,torch")
+p.add_argument("--sides", default="cohort-restart,cohort-recover,cohort-replace,torch")
+p.add_argument("--victims", default="any", choices=["any", "nodes"],
+               help="nodes: never the job's process 0 (cohort's coordinator, torch's rank 0)")
 p.add_argument("--jsonl", default=None, help="append one JSON line per window here")
 p.add_argument("--mlp", default=os.path.join(ROOT, "build", "apps", "mlp"))
 a = p.parse_args()
 sides = [s for s in a.sides.split(",") if s]
 for s in sides:
-    if s not in ("cohort-restart", "cohort-recover", "torch"):
+    if s not in ("cohort-restart", "cohort-recover", "cohort-replace", "torch"):
         sys.exit(f"goodput: unknown side '{s}' in --sides")
 window = a.minutes * 60.0
 STEPS = 10_000_000  # never reached: the window ends the job
@@ -79,13 +85,25 @@ def cohort_job(side, work, faulted):
            "--plan.dp=2", "--launch.nproc=2", "--plan.refit=false", "--launch.max-restarts=1000",
            f"--checkpoint.dir={os.path.join(work, 'ck')}", f"--checkpoint.every={a.ckpt_every}",
            f"--metrics.file={metrics}"]
-    if side == "cohort-recover":
+    if side in ("cohort-recover", "cohort-replace"):
         cmd.append("--fault.recover=true")
+    if side == "cohort-replace":
+        cmd.append("--fault.replace-wait-ms=10000")
     pr = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "stderr"), "w"),
                           start_new_session=True)
 
-    def victims():  # the job's processes: the launcher's children
-        return children(pr.pid)
+    def rank_of(pid):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                for kv in f.read().split(b"\0"):
+                    if kv.startswith(b"RANK="):
+                        return int(kv[5:])
+        except (OSError, ValueError):
+            pass
+        return -1
+
+    def victims():  # the job's processes: the launcher's children (--victims nodes: not process 0)
+        return [c for c in children(pr.pid) if a.victims == "any" or rank_of(c) > 0]
 
     def progress():  # the newest step of the running attempt's metrics file, and its loss
         best = (0, None)
@@ -154,7 +172,8 @@ def torch_job(work, faulted):
         if not ev:
             return []
         newest = max(e["restart"] for e in ev if e["ev"] == "start") if any(e["ev"] == "start" for e in ev) else 0
-        pids = [e["pid"] for e in ev if e["ev"] == "start" and e["restart"] == newest]
+        pids = [e["pid"] for e in ev if e["ev"] == "start" and e["restart"] == newest
+                and (a.victims == "any" or e["rank"] > 0)]
         live = []
         for pid in pids:
             try:
@@ -224,9 +243,13 @@ def run_window(side, faulted, rnd, rng):
                 txt = f.read()
             res["restarts"] = txt.count("restarting all")
             res["recoveries_in_job"] = txt.count("go on without it")
+            res["replacements"] = txt.count("to take process")
         except OSError:
             pass
-    shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("GOODPUT_KEEP"):  # the job's stderr and files, for a look afterwards
+        res["work"] = work
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return res
 
 
@@ -243,8 +266,8 @@ for rnd in range(1, a.rounds + 1):
                 with open(a.jsonl, "a") as f:
                     f.write(json.dumps(line) + "\n")
 
-print(f"\ngoodput over {a.minutes:g}-minute windows, one SIGKILL every {a.every:g} s, a checkpoint every "
-      f"{a.ckpt_every} steps, {a.rounds} round(s)")
+print(f"\ngoodput over {a.minutes:g}-minute windows, one SIGKILL every {a.every:g} s ({a.victims}), a checkpoint "
+      f"every {a.ckpt_every} steps, {a.rounds} round(s)")
 print(f"{'side':15} {'round':>5} {'steps ff':>9} {'steps faulted':>13} {'goodput':>8} {'kills':>5} "
       f"{'restarts':>8} {'in-job':>6}  loss equal")
 summary = {}

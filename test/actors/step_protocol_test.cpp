@@ -387,3 +387,23 @@ TEST_CASE("without replan_on_rejoin the redone step follows the rejoin at once")
   p.on_outcome(0, 0, 0, failed(0, "recv: channel closed"), "lost node 1", t0);
   CHECK(only<start_step_action>(p.on_rejoined(2, {true, true}, -1, 0, t0)).step == 0);
 }
+
+TEST_CASE("the restart limit is per step: failures at different steps never add up to it") {
+  step_protocol p(config(6, 1, {}, false, {}, /*max_restarts=*/1));
+  only<start_step_action>(p.start(t0));
+  for (std::int64_t step = 0; step < 5; ++step) {  // every step fails once, then is redone
+    CHECK(std::holds_alternative<recover_action>(p.on_outcome(step, step, 0, failed(0, "boom"), "", t0).back()));
+    CHECK(only<start_step_action>(p.on_recovered(t0)).step == step);
+    const auto next = p.on_outcome(step + 1, step, 0, ok(0), "", t0);
+    CHECK(std::get<start_step_action>(next.back()).step == step + 1);
+  }
+  CHECK(p.restarts() == 5);  // the run's count
+  // step 5 fails twice: more than max-restarts 1 allows for one step
+  CHECK(std::holds_alternative<recover_action>(p.on_outcome(5, 5, 0, failed(0, "boom"), "", t0).back()));
+  p.on_recovered(t0);
+  const auto last = p.on_outcome(6, 5, 0, failed(0, "boom again"), "", t0);
+  REQUIRE(std::holds_alternative<finish_action>(last.back()));
+  const auto& end = std::get<finish_action>(last.back());
+  REQUIRE(!end.outcome);
+  CHECK(end.outcome.error().message.find("step 5 failed 2 times (max-restarts 1); last: rank 0: boom") == 0);
+}
