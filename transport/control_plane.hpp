@@ -20,6 +20,11 @@
 // (their keys carry the epoch, so a message from before the change is never taken for one
 // after it). A node that learns it was fenced reports it as its loss and must leave.
 //
+// With admit_replacements as well, the coordinator keeps listening while the job runs: a node
+// that joins later (replacement) is admitted only into a lost process's place, learns the
+// membership it joins with its roster, and the others learn it joined (a new epoch, in which
+// every collective counts it; membership::replaced lists such processes).
+//
 //   control_options o;
 //   o.world = 2;  o.process = 0;  o.master_port = 29500;   // a node: its rank, or -1 (join order)
 //   auto data_listener = tcp_listener::open(o.master_host, 0);   // this process's data port
