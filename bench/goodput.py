@@ -78,6 +78,11 @@ def children(pid):
     return live
 
 
+def newest_step(losses):
+    """The newest step of the running attempt and its loss (0, None before the first)."""
+    return max(losses.items()) if losses else (0, None)
+
+
 def cohort_job(side, work, faulted):
     metrics = os.path.join(work, "metrics.jsonl")
     cmd = [a.mlp, "--data.name=synth", "--model.dims=784,1024,1024,10", "--train.batch=256",
@@ -105,21 +110,6 @@ def cohort_job(side, work, faulted):
     def victims():  # the job's processes: the launcher's children (--victims nodes: not process 0)
         return [c for c in children(pr.pid) if a.victims == "any" or rank_of(c) > 0]
 
-    def progress():  # the newest step of the running attempt's metrics file, and its loss
-        best = (0, None)
-        try:
-            with open(metrics) as f:
-                for line in f:
-                    try:
-                        r = json.loads(line)
-                    except ValueError:
-                        continue
-                    if "step" in r and "loss" in r and "event" not in r:
-                        best = (r["step"], r["loss"]) if r["step"] >= best[0] else best
-        except OSError:
-            pass
-        return best
-
     def losses():  # step -> loss, from the metrics file (the last attempt's)
         out = {}
         try:
@@ -135,7 +125,7 @@ def cohort_job(side, work, faulted):
             pass
         return out
 
-    return pr, victims, progress, losses
+    return pr, victims, lambda: newest_step(losses()), losses
 
 
 def torch_job(work, faulted):
@@ -183,21 +173,12 @@ def torch_job(work, faulted):
                 pass
         return live
 
-    def progress():
-        best = (0, None)
-        for e in events():
-            if e["ev"] == "step" and e["rank"] == 0 and e["step"] >= best[0]:
-                best = (e["step"], e["loss"])
-        return best
+    def losses():  # the newest attempt's loss at each step (rank 0; the log keeps every attempt's)
+        steps = [e for e in events() if e["ev"] == "step" and e["rank"] == 0]
+        newest = max((e["restart"] for e in steps), default=0)
+        return {e["step"]: e["loss"] for e in steps if e["restart"] == newest}
 
-    def losses():  # the newest attempt's loss at each step (rank 0)
-        out = {}
-        for e in events():
-            if e["ev"] == "step" and e["rank"] == 0:
-                out[e["step"]] = e["loss"]
-        return out
-
-    return pr, victims, progress, losses
+    return pr, victims, lambda: newest_step(losses()), losses
 
 
 def run_window(side, faulted, rnd, rng):

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "transport/auth.hpp"
@@ -19,6 +20,46 @@ namespace cohort::transport {
 using control::kind;
 using control::tag_of;
 using clock = std::chrono::steady_clock;
+
+namespace {
+
+// Tells a node why it is not let in (and says so on stderr).
+void refuse_node(tcp_socket& s, const control_options& o, const std::string& why) {
+  std::fprintf(stderr, "cohort: refused a node from %s: %s\n", s.peer_name().c_str(), why.c_str());
+  (void)control::write_message(s, o.generation, tag_of(kind::refuse), 0, control::pack_text(why), o.auth_timeout);
+}
+
+// One node's handshake, at the start or later: the job secret, then a hello that fits the job
+// (its world size, a data port and a core count in range). The hello, or none when the node
+// was refused.
+std::optional<control::hello> checked_hello(tcp_socket& s, const control_options& o) {
+  if (auto st = authenticate_server(s, o.secret, o.auth_timeout); !st) {
+    std::fprintf(stderr, "cohort: refused a connection: %s\n", st.error().message.c_str());
+    return std::nullopt;
+  }
+  auto m = control::read_message(s, o.generation, 64, o.auth_timeout);
+  if (!m) {
+    refuse_node(s, o, m.error().message);
+    return std::nullopt;
+  }
+  auto h = control::hello_of(m->tag, m->body);
+  if (!h) {
+    refuse_node(s, o, h.error().message);
+    return std::nullopt;
+  }
+  if (h->world != o.world) {
+    refuse_node(s, o,
+                "the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(o.world));
+    return std::nullopt;
+  }
+  if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
+    refuse_node(s, o, "bad data port " + std::to_string(h->data_port) + " or core count " + std::to_string(h->cores));
+    return std::nullopt;
+  }
+  return *h;
+}
+
+}  // namespace
 
 result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_options& o, tcp_listener listener,
                                                                  int data_port) {
@@ -36,39 +77,14 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
                                            " ms");
     auto s = listener.accept(left);
     if (!s) continue;
-    auto refuse_node = [&](const std::string& why) {
-      std::fprintf(stderr, "cohort: refused a node from %s: %s\n", s->peer_name().c_str(), why.c_str());
-      (void)control::write_message(*s, o.generation, tag_of(kind::refuse), 0, control::pack_text(why), o.auth_timeout);
-    };
-    if (auto st = authenticate_server(*s, o.secret, o.auth_timeout); !st) {
-      std::fprintf(stderr, "cohort: refused a connection: %s\n", st.error().message.c_str());
-      continue;
-    }
-    auto m = control::read_message(*s, o.generation, 64, o.auth_timeout);
-    if (!m) {
-      refuse_node(m.error().message);
-      continue;
-    }
-    auto h = control::hello_of(m->tag, m->body);
-    if (!h) {
-      refuse_node(h.error().message);
-      continue;
-    }
+    auto h = checked_hello(*s, o);
+    if (!h) continue;
     int want = static_cast<int>(h->process);
-    if (h->world != o.world) {
-      refuse_node("the node expects " + std::to_string(h->world) + " processes; this job has " +
-                  std::to_string(o.world));
-      continue;
-    }
     if (want == -1)
       for (int p = 1; p < o.world && want == -1; ++p)
         if (!cp->peers_[static_cast<std::size_t>(p)]) want = p;
     if (want < 1 || want >= o.world || cp->peers_[static_cast<std::size_t>(want)]) {
-      refuse_node("rank " + std::to_string(h->process) + " is not free in a job of " + std::to_string(o.world));
-      continue;
-    }
-    if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
-      refuse_node("bad data port " + std::to_string(h->data_port) + " or core count " + std::to_string(h->cores));
+      refuse_node(*s, o, "rank " + std::to_string(h->process) + " is not free in a job of " + std::to_string(o.world));
       continue;
     }
     auto p = std::make_unique<peer>();
@@ -104,34 +120,8 @@ void control_plane::admit_loop() {
   while (!stopping_) {
     auto s = listener_->accept(milliseconds(200));
     if (!s) continue;
-    auto refuse_node = [&](const std::string& why) {
-      std::fprintf(stderr, "cohort: refused a node from %s: %s\n", s->peer_name().c_str(), why.c_str());
-      (void)control::write_message(*s, o_.generation, tag_of(kind::refuse), 0, control::pack_text(why),
-                                   o_.auth_timeout);
-    };
-    if (auto st = authenticate_server(*s, o_.secret, o_.auth_timeout); !st) {
-      std::fprintf(stderr, "cohort: refused a connection: %s\n", st.error().message.c_str());
-      continue;
-    }
-    auto m = control::read_message(*s, o_.generation, 64, o_.auth_timeout);
-    if (!m) {
-      refuse_node(m.error().message);
-      continue;
-    }
-    auto h = control::hello_of(m->tag, m->body);
-    if (!h) {
-      refuse_node(h.error().message);
-      continue;
-    }
-    if (h->world != o_.world) {
-      refuse_node("the node expects " + std::to_string(h->world) + " processes; this job has " +
-                  std::to_string(o_.world));
-      continue;
-    }
-    if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
-      refuse_node("bad data port " + std::to_string(h->data_port) + " or core count " + std::to_string(h->cores));
-      continue;
-    }
+    auto h = checked_hello(*s, o_);
+    if (!h) continue;
     std::string why;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -157,7 +147,7 @@ void control_plane::admit_loop() {
       why = h->process == -1 ? "no lost process to replace in the running job"
                              : "process " + std::to_string(h->process) + " is not a lost process of the running job";
     }
-    refuse_node(why);
+    refuse_node(*s, o_, why);
   }
 }
 

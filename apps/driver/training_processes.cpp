@@ -38,6 +38,17 @@ std::optional<planner::plan_request> replan_request(const plan_options& p) {
   return r;
 }
 
+// The control plane's membership as the runtime takes it, with the report of its latest change.
+actors::job_membership runtime_membership(const transport::membership& m, std::string why) {
+  actors::job_membership out;
+  out.epoch = m.epoch;
+  out.live = m.live;
+  out.lost = m.lost;
+  out.replaced = m.replaced;
+  out.why = std::move(why);
+  return out;
+}
+
 }  // namespace
 
 // Process 0 plans and shares the plan; every process runs its block of ranks over the data
@@ -71,11 +82,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (!st) return st.error();
     joining.emplace();
     joining->state = std::move(*st);
-    joining->members.epoch = m.epoch;
-    joining->members.live = m.live;
-    joining->members.lost = m.lost;
-    joining->members.replaced = m.replaced;
-    joining->members.why = "process " + std::to_string(g.process()) + " replaced";
+    joining->members = runtime_membership(m, "process " + std::to_string(g.process()) + " replaced");
     choice = joining->state.plan;
     choice->how = "the running job's";
     std::fprintf(stderr, "job: process %d joined the running job in a lost process's place (%s, after step %lld)\n",
@@ -191,33 +198,20 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     };
     if (p.dist.recover) {  // a lost node leaves the job running: the coordinator hands its ranks on
       const auto wait = std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 5000);
-      h.await_membership = [&g, wait](std::uint64_t epoch) -> result<actors::job_membership> {
-        auto m = g.control->wait_membership(epoch, wait);
+      // the membership after `epoch` (within `timeout`), as the runtime sees it
+      auto wait_for_change = [&g](std::uint64_t epoch,
+                                  std::chrono::milliseconds timeout) -> result<actors::job_membership> {
+        auto m = g.control->wait_membership(epoch, timeout);
         if (!m) return m.error();
-        actors::job_membership out;
-        out.epoch = m->epoch;
-        out.live = m->live;
-        out.lost = m->lost;
-        out.replaced = m->replaced;
-        if (auto n = g.control->last_loss()) out.why = n->describe();  // every change has its report
-        return out;
+        // every change has its report (a replacement's: the loss it answers)
+        auto n = g.control->last_loss();
+        return runtime_membership(*m, n ? n->describe() : std::string());
       };
+      h.await_membership = [wait_for_change, wait](std::uint64_t epoch) { return wait_for_change(epoch, wait); };
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
         return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
-      if (p.dist.replace_wait_ms > 0)
-        h.await_replacement = [&g](std::uint64_t epoch,
-                                   std::chrono::milliseconds timeout) -> result<actors::job_membership> {
-          auto m = g.control->wait_membership(epoch, timeout);
-          if (!m) return m.error();
-          actors::job_membership out;
-          out.epoch = m->epoch;
-          out.live = m->live;
-          out.lost = m->lost;
-          out.replaced = m->replaced;
-          if (auto n = g.control->last_loss()) out.why = n->describe();
-          return out;
-        };
+      if (p.dist.replace_wait_ms > 0) h.await_replacement = wait_for_change;
     }
     h.adopt_fabric = [current](const fabric_ptr& f) {
       std::lock_guard<std::mutex> lock(current->first);

@@ -3,12 +3,12 @@
 // that plan before the redone step — the summary says so (a transition with cause "loss", the
 // recovery's plan_after and replan) and the losses stay the fault-free run's: bit for bit up
 // to the loss (the same plan), within the equivalence tolerance after it (another plan adds in
-// another order). A plan the user gave is kept unless --fault.replan=always.
+// another order). A plan the user gave is kept unless --fault.replan=always (asserted with the
+// bit-for-bit recoveries of recovery_test.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "apps/run_app.hpp"
 #include "support/run_files.hpp"
@@ -22,21 +22,6 @@ std::string temp_path(const std::string& name) { return cohort::test::temp_path(
 const std::string mlp_job =
     "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
     "--fault.recover=true";
-
-// Every step's loss (index 0: step 1); a step trained again after a fallback on a checkpoint
-// counts with its last record.
-std::vector<double> losses_by_step(const std::string& path) {
-  std::vector<double> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j.contains("event")) continue;
-    const auto step = j["step"].get<std::size_t>();
-    if (out.size() < step) out.resize(step);
-    out[step - 1] = j["loss"].get<double>();
-  }
-  return out;
-}
 
 // The largest relative difference between two runs' losses from step `from` (1-based) on.
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b, std::size_t from) {
@@ -101,7 +86,7 @@ TEST_SUITE("failure") {
       CHECK(r.err.find("plan change after step " + std::to_string(restored_at) + " (for the processes that remain)") !=
             std::string::npos);
       CHECK(r.err.find("re-plan for the processes that remain: changed to") != std::string::npos);
-      const auto a = losses_by_step(metrics), b = losses_by_step(clean_metrics);
+      const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_last_losses(clean_metrics);
       REQUIRE(a.size() == 30);
       REQUIRE(b.size() == 30);
       CHECK(std::equal(a.begin(), a.begin() + restored_at, b.begin()));  // the same plan up to the restored state
@@ -110,21 +95,6 @@ TEST_SUITE("failure") {
       CHECK(after <= 1e-5);
       CHECK(std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01);
     }
-  }
-
-  TEST_CASE("a plan the user gave is kept after a loss and every loss is the fault-free run's") {
-    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";  // --fault.replan=auto, the default
-    const std::string clean_metrics = temp_path("keep-clean.jsonl"), metrics = temp_path("keep.jsonl");
-    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
-    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    auto r = run(MLP_BINARY,
-                 job + " --fault.signal=KILL --fault.signal-step=12 --fault.signal-rank=3 --metrics.file=" + metrics);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    REQUIRE(r.summary["recoveries"].size() == 1);
-    CHECK(r.summary["recoveries"][0]["plan_after"] == r.summary["recoveries"][0]["plan_before"]);
-    CHECK_FALSE(r.summary["recoveries"][0].contains("replan"));
-    CHECK(r.summary["transitions"].empty());
-    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
   TEST_CASE("a bad --fault.replan exits 2 naming the option") {

@@ -46,6 +46,21 @@ inline std::vector<double> metrics_losses(const std::string& path) {
   return out;
 }
 
+/// Every step's loss as its last record says (index 0: step 1): steps trained again after a
+/// fallback on a checkpoint are reported again, and the last report counts.
+inline std::vector<double> metrics_last_losses(const std::string& path) {
+  std::vector<double> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("event")) continue;
+    const auto step = j["step"].get<std::size_t>();
+    if (out.size() < step) out.resize(step);
+    out[step - 1] = j["loss"].get<double>();
+  }
+  return out;
+}
+
 /// The event lines of a metrics file ({"event": "recovery", ...}).
 inline std::vector<nlohmann::json> metrics_events(const std::string& path) {
   std::vector<nlohmann::json> out;
