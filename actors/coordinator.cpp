@@ -10,6 +10,7 @@
 #include "actors/control_proxy.hpp"
 #include "actors/coordinator_parts.hpp"
 #include "actors/param_actor.hpp"
+#include "actors/replicas.hpp"
 #include "kernels/threads.hpp"
 #include "planner/rank_layout.hpp"
 #include "transport/in_process.hpp"
@@ -88,6 +89,11 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
   s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});
   s.workers.assign(static_cast<std::size_t>(ranks), worker_hdl{});
   s.specs.clear();
+  // buddy copies: where a piece has no data-parallel replica on another process
+  const bool copies =
+      s.options.replicas && s.options.job && !s.options.exchange.geo() && s.options.exchange.table_delay() == 0;
+  s.buddies = copies ? buddy_ranks(plan, s.owner) : std::vector<int>(static_cast<std::size_t>(ranks), -1);
+  s.copies.assign(static_cast<std::size_t>(ranks), piece_ptr{});
   for (int r = 0; r < ranks; ++r) {
     auto spec = std::make_shared<worker_spec>();
     spec->model = s.model;
@@ -111,6 +117,15 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
           self->spawn(param_actor, s.options.optimizer, std::move(initial), generation);
     }
     spec->params = s.params[static_cast<std::size_t>(r)];
+    spec->buddy = s.buddies[static_cast<std::size_t>(r)];
+    spec->slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
+    if (is_local(self, r))
+      for (int from : copies_kept_by(s.buddies, r)) {
+        auto copy = std::make_shared<parameter_piece>(s.options.optimizer, std::nullopt,
+                                                      s.protocol ? s.protocol->generation() : 0);
+        s.copies[static_cast<std::size_t>(from)] = copy;
+        spec->copies.emplace_back(from, std::move(copy));
+      }
     spec->inject = s.options.inject;
     spec->exchange = s.options.exchange;
     spec->trace = s.options.trace;

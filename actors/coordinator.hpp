@@ -43,6 +43,8 @@ struct coordinator_state {
   std::vector<std::shared_ptr<const worker_spec>> specs;
   fabric_ptr fabric;
   std::vector<int> owner;                  // the process of each rank
+  std::vector<int> buddies;                // by rank: the rank keeping its buddy copy (-1: none)
+  std::vector<piece_ptr> copies;           // by rank: its buddy copy where a worker here keeps it
   std::vector<bool> live;                  // across processes: the job's processes that remain (by process)
   std::uint64_t membership_epoch = 0;      // the membership changes seen
   std::vector<bool> live_before_rejoin;    // the membership a recovery in progress started from

@@ -12,6 +12,7 @@
 
 #include "actors/checkpoint_store.hpp"
 #include "actors/coordinator_parts.hpp"
+#include "actors/param_actor.hpp"
 #include "actors/transition.hpp"
 #include "planner/rank_layout.hpp"
 
@@ -41,11 +42,18 @@ void retry_or_fail(self_ptr self, const rejoin_action& a, std::uint64_t epoch,
 
 // Where each rank's state comes from: the rank itself if its process remains, else a data-
 // parallel replica of it on a process that remains (the same stage and tensor-parallel rank,
-// an identical piece: only without sharding).
+// an identical piece: only without sharding), else its buddy copy (replicas.hpp) where the
+// process keeping it remains. `sender` (by rank) is the process that sends each rank's piece:
+// its owner, or the copy's keeper.
 result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, const std::vector<piece_layout>& layouts,
-                                        const std::vector<int>& old_owner, const std::vector<bool>& live) {
+                                        const std::vector<int>& old_owner, const std::vector<bool>& live,
+                                        const std::vector<int>& copy_keeper, std::vector<int>& sender,
+                                        std::string& restored_from) {
   const planner::rank_layout layout(plan);
   std::vector<state_copy> copies;
+  sender = old_owner;
+  restored_from.clear();
+  auto note = [&](const std::string& what) { restored_from += (restored_from.empty() ? "" : "; ") + what; };
   for (int r = 0; r < plan.ranks(); ++r) {
     int from = live[static_cast<std::size_t>(old_owner[static_cast<std::size_t>(r)])] ? r : -1;
     const auto at = layout.place_of(r);
@@ -55,12 +63,21 @@ result<std::vector<state_copy>> sources(const planner::parallel_plan& plan, cons
           layouts[static_cast<std::size_t>(peer)].size == layouts[static_cast<std::size_t>(r)].size)
         from = peer;
     }
+    const int keeper = copy_keeper[static_cast<std::size_t>(r)];
+    if (from >= 0 && from != r)
+      note("rank " + std::to_string(r) + " from its data-parallel replica, rank " + std::to_string(from));
+    if (from < 0 && keeper >= 0 && live[static_cast<std::size_t>(keeper)]) {
+      from = r;
+      sender[static_cast<std::size_t>(r)] = keeper;
+      note("rank " + std::to_string(r) + " from its buddy copy on process " + std::to_string(keeper));
+    }
     if (from < 0)
       return make_error(errc::closed, "process " + std::to_string(old_owner[static_cast<std::size_t>(r)]) +
                                           " held the only copy of rank " + std::to_string(r) + "'s state (stage " +
                                           std::to_string(at.stage) + ", tp rank " + std::to_string(at.tp_rank) +
-                                          (plan.shard_params ? ", sharded" : ", no data-parallel replica left") +
-                                          "); with --checkpoint.dir the job falls back on its newest checkpoint");
+                                          (plan.shard_params ? ", sharded" : "") +
+                                          ", no data-parallel replica or buddy copy left); with --checkpoint.dir "
+                                          "the job falls back on its newest checkpoint");
     copies.push_back({from, r, 0, 0, layouts[static_cast<std::size_t>(r)].size});
   }
   return copies;
@@ -159,7 +176,9 @@ struct recovery {
   job_membership members;
   std::chrono::steady_clock::time_point started;
   std::vector<int> old_owner, new_owner;  // each rank's process before and after
+  std::vector<bool> holders;              // the processes that hold committed state
   std::vector<state_copy> copies;         // each rank's whole piece from where it survives
+  std::vector<int> sender;                // by rank: the process sending its piece (a copy's keeper)
   recovery_record record;
   std::int64_t agreed = -1;  // the steps done, as the remaining processes agreed
   double agreed_loss = 0;    // the job's loss of the last of them
@@ -170,7 +189,7 @@ using recovery_ptr = std::shared_ptr<recovery>;
 void move_pieces(self_ptr self, recovery_ptr r, std::shared_ptr<std::vector<piece_state>> old) {
   auto& s = self->state;
   exchange_options o;
-  o.old_owner = r->old_owner;
+  o.old_owner = r->sender;  // a buddy copy's keeper sends in its owner's place
   o.new_owner = r->new_owner;
   o.fabric_owner = r->new_owner;
   o.process = s.options.job->process;
@@ -204,6 +223,20 @@ void move_pieces(self_ptr self, recovery_ptr r, std::shared_ptr<std::vector<piec
 void export_pieces(self_ptr self, recovery_ptr r) {
   auto& s = self->state;
   auto old = std::make_shared<std::vector<piece_state>>(s.params.size());
+  // the buddy copies kept here that stand in for a lost owner (their workers stopped: the
+  // coordinator reads them directly)
+  const int me = s.options.job->process;
+  for (std::size_t k = 0; k < s.copies.size(); ++k) {
+    if (r->sender[k] != me || r->old_owner[k] == me) continue;
+    auto& copy = s.copies[k];
+    auto st = copy ? copy->rollback(r->action.generation, r->agreed) : make_error(errc::closed, "no copy here");
+    auto state = st ? copy->export_state(r->agreed) : result<piece_state>(st.error());
+    if (!state)
+      return fail(
+          self, r->action.failure,
+          make_error(state.error().code, "buddy copy of rank " + std::to_string(k) + ": " + state.error().message));
+    (*old)[k] = std::move(*state);
+  }
   auto left = std::make_shared<std::size_t>(0);
   for (auto& p : s.params) *left += p ? 1 : 0;
   if (*left == 0) return move_pieces(self, r, old);
@@ -227,38 +260,64 @@ void export_pieces(self_ptr self, recovery_ptr r) {
 }
 
 // Step 2: every remaining process's committed step and the job's loss of it — one may have seen
-// the loss of the step the others were still summing: the most steps done count.
+// the loss of the step the others were still summing: the most steps done count — and the
+// buddy copies each keeps; then where each rank's state survives (without a copy anywhere: the
+// newest checkpoint).
 void agree(self_ptr self, recovery_ptr r) {
   auto& s = self->state;
   const std::int64_t mine = s.protocol->committed();
   const double my_loss = s.protocol->losses().empty() ? 0.0 : s.protocol->losses().back();
   char line[96];
   std::snprintf(line, sizeof line, "%lld %.17g", static_cast<long long>(mine), my_loss);
+  std::string text = line;  // then the buddy copies this process keeps: " copies 1 3"
+  if (r->holders[static_cast<std::size_t>(s.options.job->process)]) {
+    std::string kept;
+    for (std::size_t k = 0; k < s.copies.size(); ++k)
+      if (s.copies[k] && s.copies[k]->holds_values()) kept += " " + std::to_string(k);
+    if (!kept.empty()) text += " copies" + kept;
+  }
   auto lines = std::make_shared<result<std::vector<std::string>>>(make_error(errc::closed, "not gathered"));
   auto gather = s.options.job->gather_lines;
-  const std::string text = line;
   on_proxy(
       self, [=] { *lines = gather(text, r->members.epoch); },
       [=] {
         const auto& a = r->action;
         if (!*lines) return retry_or_fail(self, a, r->members.epoch, r->started, (*lines).error());
+        auto& st = self->state;
         r->agreed = mine;
         r->agreed_loss = my_loss;
-        for (const auto& l : **lines) {
+        const int ranks = st.model->plan.ranks();
+        std::vector<int> keeper(static_cast<std::size_t>(ranks), -1);  // by rank: who keeps its copy
+        for (std::size_t p = 0; p < (*lines)->size(); ++p) {
+          const std::string& l = (**lines)[p];
           long long c = 0;
           double loss = 0;
           if (l.empty()) continue;  // a lost process
           if (std::sscanf(l.c_str(), "%lld %lf", &c, &loss) != 2)
             return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
           if (c > r->agreed) r->agreed = c, r->agreed_loss = loss;
+          const auto at = l.find(" copies ");
+          if (at == std::string::npos) continue;
+          for (std::size_t i = at + 8; i < l.size();) {
+            char* end = nullptr;
+            const long k = std::strtol(l.c_str() + i, &end, 10);
+            if (end == l.c_str() + i || k < 0 || k >= ranks || (*end != ' ' && *end != 0))
+              return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
+            keeper[static_cast<std::size_t>(k)] = static_cast<int>(p);
+            i = static_cast<std::size_t>(end - l.c_str()) + (*end == ' ' ? 1 : 0);
+          }
         }
+        auto copies =
+            sources(st.model->plan, st.layouts, r->old_owner, r->holders, keeper, r->sender, r->record.restored_from);
+        if (!copies)
+          return restore_from_checkpoint(self, a, r->members, r->new_owner, r->record, r->started, copies.error());
+        r->copies = std::move(*copies);
         export_pieces(self, r);
       });
 }
 
 // Step 1: the membership is known — a replacement awaited where one may come, the new
-// placement, where each rank's state survives, the record; then agree (or, without a replica,
-// fall back on a checkpoint).
+// placement, the record; then agree.
 void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
              std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
@@ -301,9 +360,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
     s.layouts = std::move(*l);
     s.layouts_of = s.protocol->layout();
   }
-  std::vector<bool> holders(n, false);  // the processes that hold committed state
-  for (std::size_t p = 0; p < n; ++p) holders[p] = s.live_before_rejoin[p] && m.live[p] && !replaced[p];
-  auto copies = sources(plan, s.layouts, r->old_owner, holders);
+  r->holders.assign(n, false);
+  for (std::size_t p = 0; p < n; ++p) r->holders[p] = s.live_before_rejoin[p] && m.live[p] && !replaced[p];
   recovery_record& rec = r->record;
   rec.step = a.committed + 1;
   rec.cause = m.why;
@@ -317,11 +375,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
   rec.detect_s = s.protocol->last_detect_seconds();
-  auto go_on = [=]() mutable {
-    if (!copies) return restore_from_checkpoint(self, a, m, r->new_owner, r->record, started, copies.error());
-    r->copies = std::move(*copies);
-    agree(self, r);
-  };
+  auto go_on = [=] { agree(self, r); };  // then where each lost rank's state survives
   if (rec.replacement.empty() || s.options.joining) return go_on();
   // a replacement is in: process 0 tells it where the job is (it joined knowing nothing)
   std::string text;

@@ -93,11 +93,44 @@ result<piece_state> parameter_piece::export_state(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  return copy_locked();
+}
+
+piece_state parameter_piece::copy_locked() const {
   piece_state out;
   out.values = shard_->params().clone();
   for (const auto& slot : shard_->optimizer_state().slots) out.slots.push_back(slot.clone());
   out.steps = shard_->steps();
   return out;
+}
+
+void parameter_piece::seed(piece_state state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tables_through_ = state.steps;
+  shard_ = std::make_unique<param_shard>(std::move(state.values), optimizer_,
+                                         kernels::optimizer_state{std::move(state.slots), state.steps});
+  initial_.reset();
+  pending_ = piece_gradient{};
+  pending_step_ = -1;
+  delayed_.clear();
+}
+
+bool parameter_piece::holds_values() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shard_ != nullptr;
+}
+
+std::int64_t parameter_piece::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shard_ ? shard_->params().numel() : 0;
+}
+
+result<piece_state> parameter_piece::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  if (!delayed_.empty())
+    return make_error(errc::invalid_argument, "parameters: table entries still wait (async mode): no copy");
+  return copy_locked();
 }
 
 std::int64_t parameter_piece::updates() const {

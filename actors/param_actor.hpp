@@ -73,6 +73,17 @@ class parameter_piece {
   /// The piece's values and optimizer state (after applying what was committed), copied.
   result<piece_state> export_state(std::int64_t committed);
   std::int64_t updates() const;
+  /// A buddy copy (replicas.hpp) starts from another process's piece: its values, optimizer
+  /// state and steps, owned here; it then takes the same gradients and applies them at the
+  /// same commits, so it stays bit-identical to the piece it copies.
+  void seed(piece_state state);
+  /// Whether the piece has values (attached or seeded), and how many.
+  bool holds_values() const;
+  std::int64_t size() const;
+  /// The piece as it stands (nothing applied: what the next commit's update starts from),
+  /// copied. Errors: nothing attached, or async mode's table entries still waiting (a copy
+  /// could not carry them).
+  result<piece_state> snapshot() const;
   /// Geo mode (table_exchange.hpp): runs `f` on the piece's kept local rows and the spans of
   /// `tables` inside it, under the piece's lock (never across a collective: count, pack and
   /// merge are separate calls).
@@ -86,6 +97,7 @@ class parameter_piece {
  private:
   /// `drain`: async mode's delayed table entries too, all of them (the state is read whole).
   status apply_locked(std::int64_t committed, bool drain = false);
+  piece_state copy_locked() const;  // values, slots and steps, copied (a shard is attached)
 
   mutable std::mutex mutex_;
   optimizer_config optimizer_;

@@ -6,6 +6,22 @@
 
 namespace cohort::actors {
 
+std::vector<range> runs_outside_tables(const std::vector<sparse_table_grad>& tables, std::int64_t n) {
+  std::vector<range> covered;
+  for (const auto& t : tables)
+    covered.push_back(
+        {std::clamp<std::int64_t>(t.offset, 0, n), std::clamp<std::int64_t>(t.offset + t.rows * t.dim, 0, n)});
+  std::sort(covered.begin(), covered.end(), [](const range& a, const range& b) { return a.begin < b.begin; });
+  std::vector<range> runs;
+  std::int64_t at = 0;
+  for (const range& c : covered) {
+    if (c.begin > at) runs.push_back({at, c.begin});
+    at = std::max(at, c.end);
+  }
+  if (at < n) runs.push_back({at, n});
+  return runs;
+}
+
 param_shard::param_shard(tensor piece, optimizer_config cfg)
     : piece_(std::move(piece)), cfg_(cfg), state_(kernels::make_state(piece_, cfg)) {}
 
@@ -47,18 +63,7 @@ void param_shard::prepare_layout(const piece_gradient& grad) {
   for (const auto& t : grad.tables) layout.insert(layout.end(), {t.offset, t.rows, t.dim, t.first_row});
   if (layout != layout_) {
     layout_ = std::move(layout);
-    std::vector<range> covered;
-    for (const auto& t : grad.tables)
-      covered.push_back(
-          {std::clamp<std::int64_t>(t.offset, 0, n), std::clamp<std::int64_t>(t.offset + t.rows * t.dim, 0, n)});
-    std::sort(covered.begin(), covered.end(), [](const range& a, const range& b) { return a.begin < b.begin; });
-    dense_runs_.clear();
-    std::int64_t at = 0;
-    for (const range& c : covered) {
-      if (c.begin > at) dense_runs_.push_back({at, c.begin});
-      at = std::max(at, c.end);
-    }
-    if (at < n) dense_runs_.push_back({at, n});
+    dense_runs_ = runs_outside_tables(grad.tables, n);
     sums_.clear();
   }
   // the row sums, sized for the most entries seen (a geo or async step brings fewer)

@@ -61,6 +61,10 @@ struct piece_gradient {
   std::int64_t delay = 0;
 };
 
+/// The runs of a piece of `n` elements that no table of `tables` covers, ascending (where the
+/// piece's dense update rule applies).
+std::vector<range> runs_outside_tables(const std::vector<sparse_table_grad>& tables, std::int64_t n);
+
 class param_shard {
  public:
   param_shard(tensor piece, optimizer_config cfg);

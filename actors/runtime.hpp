@@ -76,7 +76,9 @@ struct recovery_record {
   double recover_s = 0;  // from the failure seen to the redone step's start
   std::int64_t steps_redone = 0;
   std::string plan_before, plan_after;
-  std::string source;      // "replica": restored from a data-parallel peer's copy
+  std::string source;  // "replica" (a data-parallel peer's or a buddy copy), "checkpoint"
+  /// Where each lost rank's state came from ("rank 1 from its buddy copy on process 0").
+  std::string restored_from;
   double bytes_moved = 0;  // state copied into the lost ranks' new homes
   /// The re-plan for the processes that remain (run_options::replan_on_loss): what the planner
   /// chose and predicted, or why the plan was kept; empty when none was asked for.
@@ -197,6 +199,11 @@ struct run_options {
   /// After a loss, how long to wait for a replacement to take the lost process's place (the
   /// plan and the placement then stay as they were); 0: the others take over at once.
   std::chrono::milliseconds replace_wait{0};
+  /// Across processes with recovery: a buddy copy (replicas.hpp) of every piece that has no
+  /// data-parallel replica on another process, kept bit-identical at every commit on the next
+  /// process, so the loss of its owner is restored from it (not in geo or async mode: a copy
+  /// could not follow the rows and entries they keep back).
+  bool replicas = false;
   /// This process is a replacement joining the running job in a lost process's place: where the
   /// job is (process 0's view) and the membership it joined; it takes part in the recovery,
   /// its ranks' state comes from the others, and it trains from the step they agree on.

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <stdexcept>
+#include "actors/replicas.hpp"
 #include "kernels/threads.hpp"
 
 namespace cohort::actors {
@@ -40,10 +41,24 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   const worker_spec& s = *spec_;
   step_outcome out;
   out.rank = s.rank;
-  if (auto st = piece_->apply_committed(committed); !st) {
-    out.failure = st.error().message;
-    out.code = st.error().code;
+  auto failed = [&](const error& e) {
+    out.failure = e.message;
+    out.code = e.code;
     return out;
+  };
+  if (auto st = piece_->apply_committed(committed); !st) return failed(st.error());
+  // buddy copies: the committed step into the copies kept here; this piece's seed, once
+  transport::channel& ch = *worker_->comm().channel;
+  for (const auto& [from, copy] : s.copies)
+    if (copy->holds_values())
+      if (auto st = copy->apply_committed(committed); !st) return failed(st.error());
+  if (s.buddy >= 0 && !seed_sent_) {
+    auto state = piece_->snapshot();
+    if (!state) return failed(state.error());
+    if (auto st = send_seed(ch, s.buddy, static_cast<std::uint64_t>(step), *state, s.timeout); !st)
+      return failed(
+          make_error(st.error().code, "buddy copy to rank " + std::to_string(s.buddy) + ": " + st.error().message));
+    seed_sent_ = true;
   }
   // geo mode: the kept rows' deltas are exchanged between steps, the step trains locally or gathers
   const auto& plan = s.model->plan;
@@ -93,7 +108,12 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     status st;
     request(s.params, s.timeout, update_atom::value, generation_, step, piece)
         .receive([&](ok_atom) {}, [&](caf::error& e) { st = make_error(errc::closed, "parameters: " + to_string(e)); });
-    return st;
+    if (!st) return st;
+    // the gradient to this piece's copy, then the copies kept here take theirs: the step is
+    // done here only once they hold it (a committed step is in every copy)
+    if (s.buddy >= 0)
+      if (st = send_gradient(ch, s.buddy, static_cast<std::uint64_t>(step), piece, s.timeout); !st) return st;
+    return keep_copies(step);
   };
   if (s.inject.armed() && s.inject.rank == s.rank && s.inject.step == step && generation_ == 0)
     io.before_task = [&](const task& t, std::size_t index) {
@@ -113,6 +133,27 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     out.code = r.error().code;
   }
   return out;
+}
+
+status worker_actor::keep_copies(std::int64_t step) {
+  const worker_spec& s = *spec_;
+  transport::channel& ch = *worker_->comm().channel;
+  copy_scratch_.resize(s.copies.size());
+  for (std::size_t i = 0; i < s.copies.size(); ++i) {
+    const auto& [from, copy] = s.copies[i];
+    auto fail = [&, from = from](const error& e) {
+      return make_error(e.code, "buddy copy of rank " + std::to_string(from) + ": " + e.message);
+    };
+    if (!copy->holds_values()) {  // the plan's first step: the piece as it stood before it
+      auto seed = receive_seed(ch, from, static_cast<std::uint64_t>(step), s.slots, s.timeout);
+      if (!seed) return fail(seed.error());
+      copy->seed(std::move(*seed));
+    }
+    auto grad = receive_gradient(ch, from, static_cast<std::uint64_t>(step), copy->size(), copy_scratch_[i], s.timeout);
+    if (!grad) return fail(grad.error());
+    if (auto st = copy->submit(generation_, step, std::move(*grad)); !st) return fail(st.error());
+  }
+  return {};
 }
 
 void worker_actor::act() {

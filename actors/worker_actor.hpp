@@ -62,6 +62,12 @@ struct worker_spec {
   trace_window trace;       // steps whose task spans the worker records
   /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.
   bool restore = false;
+  /// Buddy copies (replicas.hpp): the rank that keeps a copy of this rank's piece (-1: none),
+  /// and the copies this worker keeps, by the rank they copy (the coordinator holds them: they
+  /// outlive the worker, a recovery reads them).
+  int buddy = -1;
+  std::vector<std::pair<int, piece_ptr>> copies;
+  std::size_t slots = 0;  // optimizer slots per piece (a seed's)
 };
 
 class worker_actor : public caf::blocking_actor {
@@ -74,6 +80,8 @@ class worker_actor : public caf::blocking_actor {
  private:
   status start();
   step_outcome run_step(std::int64_t step, std::int64_t committed);
+  /// The copies kept here take `step`'s gradients (and, at a plan's first step, their seeds).
+  status keep_copies(std::int64_t step);
 
   std::shared_ptr<const worker_spec> spec_;
   fabric_ptr fabric_;
@@ -81,6 +89,10 @@ class worker_actor : public caf::blocking_actor {
   std::unique_ptr<kernels::thread_pool> pool_;
   std::unique_ptr<stage_worker> worker_;
   piece_ptr piece_;  // lent by the parameter actor: committed gradients are applied here
+  /// Buddy copies: this worker's seed went out, the copies it keeps were seeded (once per
+  /// worker: every plan's workers are new), the dense gradients of copies with tables.
+  bool seed_sent_ = false;
+  std::vector<tensor> copy_scratch_;
 };
 
 }  // namespace cohort::actors

@@ -67,6 +67,11 @@ void process_options::add_to(option_set& opts) {
            "with --fault.recover: after a lost node wait this long for a replacement to take its place "
            "(the plan and placement then stay; the launcher starts one for every node process that dies, "
            "while --launch.max-restarts allows); 0: the others take over at once")
+      .add("fault.replicas", replicas,
+           "with --fault.recover: 1 keeps a buddy copy of every piece that has no data-parallel replica "
+           "on another process (a pipeline stage, a tensor-parallel rank, a sharded piece) on the next "
+           "process, exact at every commit, so its loss costs one step; 0: such a loss falls back on the "
+           "newest checkpoint")
       .add("dist.replacement", replacement,
            "this node joins a running job in a lost process's place ($COHORT_REPLACEMENT=1; the launcher sets it)")
       .add("launch.max-restarts", max_restarts,
@@ -160,6 +165,8 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument,
                       std::string(replacement ? "--dist.replacement" : "--fault.replace-wait-ms") +
                           " needs --fault.recover=true (a replacement joins a job that goes on after a loss)");
+  if (replicas != 0 && replicas != 1)
+    return make_error(errc::invalid_argument, "--fault.replicas must be 0 or 1, got " + std::to_string(replicas));
   if (replacement && rank == 0)
     return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")

@@ -53,6 +53,7 @@ struct process_options {
   bool recover = false;                // --fault.recover: a lost node leaves the job running
   std::string replan = "auto";         // --fault.replan: auto, always, keep (after a recovered loss)
   std::int64_t replace_wait_ms = 0;    // --fault.replace-wait-ms: wait for a replacement after a loss
+  std::int64_t replicas = 1;           // --fault.replicas: buddy copies of pieces without a replica
   bool replacement = false;            // --dist.replacement ($COHORT_REPLACEMENT=1): join a running job
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;

@@ -176,6 +176,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                    {"plan_after", c.plan_after},
                                    {"source", c.source},
                                    {"bytes_moved", c.bytes_moved}});
+    if (!c.restored_from.empty()) loop.out.recoveries.back()["restored_from"] = c.restored_from;
     if (!c.replan.empty()) loop.out.recoveries.back()["replan"] = c.replan;
     if (!c.replacement.empty()) loop.out.recoveries.back()["replacement"] = c.replacement;
     if (!loop.quiet) {  // an event line in the metrics file too, beside the steps
@@ -183,11 +184,17 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       event["event"] = "recovery";
       loop.metrics.write(event);
     }
-    if (!loop.quiet)
+    if (!loop.quiet) {
+      const std::string from = c.restored_from.empty() ? "" : " (" + c.restored_from + ")";
+      const std::string redone = c.source == "checkpoint"
+                                     ? "the " + std::to_string(c.steps_redone) + " steps since it redone"
+                                     : "the interrupted step redone";
       std::fprintf(stderr,
-                   "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s on the processes that "
-                   "remain in %.3f s, the interrupted step redone\n",
-                   static_cast<long long>(c.step), c.lost.c_str(), c.cause.c_str(), c.source.c_str(), c.recover_s);
+                   "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s%s on the processes that "
+                   "remain in %.3f s, %s\n",
+                   static_cast<long long>(c.step), c.lost.c_str(), c.cause.c_str(), c.source.c_str(), from.c_str(),
+                   c.recover_s, redone.c_str());
+    }
     if (!loop.quiet && !c.replacement.empty())
       std::fprintf(stderr, "a replacement took the place of %s: the plan and the placement stay\n",
                    c.replacement.c_str());

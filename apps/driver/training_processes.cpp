@@ -220,6 +220,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.job = std::move(h);
     o.replan_on_loss = replan_request(p);
     o.replace_wait = std::chrono::milliseconds(p.dist.replace_wait_ms);
+    o.replicas = p.dist.recover && p.dist.replicas == 1;
     o.joining = joining;
     o.changes = plan_changes(p);
     o.planning = setup;
