@@ -176,12 +176,20 @@ void start_step(self_ptr self, const start_step_action& a) {
 }
 
 void combine_loss(self_ptr self, const combine_loss_action& a) {
-  auto total = std::make_shared<result<double>>(make_error(errc::closed, "not combined"));
-  auto sum = self->state.options.job->sum_loss;
+  auto total = std::make_shared<result<step_sum>>(make_error(errc::closed, "not combined"));
+  const auto& job = *self->state.options.job;
+  auto sum = job.sum_loss;
+  // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum
+  const bool leaving = job.wants_to_leave && job.process != 0 && job.wants_to_leave(a.step);
   const std::uint64_t epoch = self->state.membership_epoch;
   on_proxy(
-      self, [=] { *total = sum(a.step, a.local_loss, epoch); },
-      [=] { execute(self, self->state.protocol->on_loss(a.step, *total, clock_type::now())); });
+      self, [=] { *total = sum(a.step, a.local_loss, leaving, epoch); },
+      [=] {
+        auto& protocol = *self->state.protocol;
+        if (!*total) return execute(self, protocol.on_loss(a.step, (*total).error(), clock_type::now()));
+        protocol.leave_after_commit((*total)->leaving);
+        execute(self, protocol.on_loss(a.step, (*total)->loss, clock_type::now()));
+      });
 }
 
 void recover(self_ptr self, const recover_action& a) {

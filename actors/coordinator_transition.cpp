@@ -7,6 +7,7 @@
 #include "transport/in_process.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <utility>
@@ -41,6 +42,19 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   execute(self, s.protocol->on_transition_done(t.model->plan.ranks(), local_flags(self), clock_type::now()));
 }
 
+// This process left the job in good order: its state moved to the others, its actors retire,
+// its run ends here (the others collect the model).
+void left(self_ptr self, transition_record rec, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  retire_plan(self);
+  s.fabric->close("this process left the job after step " + std::to_string(rec.step));
+  rec.seconds = since(started);
+  s.summary.transitions.push_back(rec);
+  s.summary.left_after = rec.step;
+  if (s.options.on_transition) s.options.on_transition(rec);
+  execute(self, s.protocol->on_left());
+}
+
 // The old pieces exported: move them to the new layout (in this process, or across processes
 // over the old data plane), then install the new plan.
 void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_ptr<std::vector<piece_state>> old,
@@ -67,20 +81,50 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   o.kept = t->kept;
   auto exchanged = std::make_shared<result<exchanged_state>>(make_error(errc::closed, "not exchanged"));
   auto fabric = std::make_shared<result<fabric_ptr>>(make_error(errc::closed, "not connected"));
+  auto members = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
   auto old_fabric = s.fabric;
   auto connect = job.connect;
   auto new_owner = o.new_owner;
+  // a leave: once every process, the leavers too, holds its new pieces, process 0 lets the
+  // leavers go and the others take the membership without them before their new data plane
+  const bool leave = rec.cause == "leave";
+  const bool leaving_here = leave && !s.live[static_cast<std::size_t>(job.process)];
+  std::vector<int> leavers;
+  for (std::size_t p = 0; leave && p < s.live.size(); ++p)
+    if (s.live_before_leave[p] && !s.live[p]) leavers.push_back(static_cast<int>(p));
+  for (int p : leavers) rec.leaving += (rec.leaving.empty() ? "process " : ", process ") + std::to_string(p);
+  auto gather = job.gather_lines;
+  auto depart = job.depart;
+  auto await = job.await_membership;
+  const std::uint64_t epoch = s.membership_epoch;
+  const bool first = job.process == 0;
   on_proxy(
       self,
       [=] {
         *exchanged = exchange_state(*old_fabric, o, t->copies, *old, t->to);
-        if (*exchanged) *fabric = connect(t->model->plan, new_owner);
+        if (*exchanged && leave) {
+          auto all_moved = gather("moved", epoch);
+          if (!all_moved) *exchanged = all_moved.error();
+          if (*exchanged && first)
+            if (auto st = depart(leavers); !st) *exchanged = st.error();
+          if (*exchanged && !leaving_here) {
+            *members = await(epoch);
+            if (!*members) *exchanged = (*members).error();
+          }
+        }
+        if (*exchanged && !leaving_here) *fabric = connect(t->model->plan, new_owner);
       },
       [=]() mutable {
-        if (!*exchanged) return execute(self, self->state.protocol->on_error((*exchanged).error()));
-        if (!*fabric) return execute(self, self->state.protocol->on_error((*fabric).error()));
+        auto& st = self->state;
+        if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
         rec.bytes_moved = transfer_bytes(t->copies, o.slots);
         rec.bytes_across_processes = bytes_across_processes(t->copies, o);
+        if (leaving_here) return left(self, rec, started);
+        if (!*fabric) return execute(self, st.protocol->on_error((*fabric).error()));
+        if (leave) {
+          st.membership_epoch = (*members)->epoch;
+          st.live = (*members)->live;
+        }
         install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
       });
 }
@@ -116,7 +160,9 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
              const std::string& cause) {
   auto& s = self->state;
   const int processes = s.options.job ? static_cast<int>(std::count(s.live.begin(), s.live.end(), true)) : 1;
-  if (d.choice.plan.ranks() % processes != 0)
+  // (a leave keeps the plan where the planner found none better: its ranks placed on the
+  // processes that remain as after a loss, rank_layout::placed, unevenly if need be)
+  if (d.choice.plan.ranks() % processes != 0 && cause != "leave")
     return execute(self, s.protocol->on_error(make_error(
                              errc::invalid_argument,
                              "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
@@ -231,11 +277,49 @@ void replan(self_ptr self, std::int64_t step, std::chrono::steady_clock::time_po
   });
 }
 
+// Processes leave the job in good order at this boundary (they asked in the step's sum): the
+// plan for the processes that remain — the planner's choice for their devices where it chose
+// the plan (run_options::replan_on_loss), else the same plan re-placed — and the job changes
+// to it, the leavers' state moving over the data plane they are still on (move_state).
+void leave(self_ptr self, const transition_action& a, std::chrono::steady_clock::time_point started) {
+  auto& s = self->state;
+  const std::int64_t step = a.step;
+  auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  if (!s.options.job || !s.options.job->depart || !s.options.job->await_membership || !s.options.job->gather_lines)
+    return fail(make_error(errc::invalid_argument, "leaving the job needs a job that keeps going (--fault.recover)"));
+  s.live_before_leave = s.live;
+  const int before = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
+  for (std::size_t p = 0; p < a.leave.size() && p < s.live.size(); ++p)
+    if (a.leave[p] && p != 0) s.live[p] = false;  // process 0 coordinates: it never leaves
+  const int live = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
+  // a checkpoint still waiting for a leaver's file never gets it
+  s.writes_cancelled->store(true);
+  s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);
+  decided_plan same;
+  same.choice.plan = s.model->plan;
+  same.choice.cuts = s.model->cuts;
+  same.choice.how = "the running job's";
+  if (!s.options.replan_on_loss) return prepare(self, same, step, started, "leave");
+  const int per_process = std::max(1, s.model->plan.ranks() / std::max(1, before));
+  const int devices = live * per_process;
+  const int threads = s.options.threads * live;
+  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
+    self->request(self->state.planner, self->state.options.timeout, replan_atom::value, devices, threads,
+                  self->state.model)
+        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
+  };
+  decide_everywhere(self, ask, [=](result<decided_plan> d, bool planners_error) {
+    if (!d && !planners_error) return fail(d.error());
+    prepare(self, d ? std::move(*d) : same, step, started, "leave");  // none found: the same plan re-placed
+  });
+}
+
 void transition(self_ptr self, const transition_action& a) {
   auto& s = self->state;
   const auto started = std::chrono::steady_clock::now();
   const std::int64_t step = a.step;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  if (!a.leave.empty()) return leave(self, a, started);
   if (a.replan) {
     if (!s.options.job)
       return fail(make_error(errc::invalid_argument, "a re-plan after a loss needs a job of processes"));

@@ -43,8 +43,11 @@ namespace cohort::actors {
 
 /// One plan change of a run (the summary's "transitions").
 struct transition_record {
-  std::int64_t step = 0;              // steps done before it
-  std::string cause = "request";      // request: a change the run asked for; loss: a re-plan after a lost process
+  std::int64_t step = 0;  // steps done before it
+  /// request: a change the run asked for; loss: a re-plan after a lost process; leave:
+  /// processes left the job in good order (`leaving` names them)
+  std::string cause = "request";
+  std::string leaving;                // "process 2" (cause leave)
   std::string from, to;               // planner::describe of the two plans
   nlohmann::json plan;                // the new plan, as --plan.only prints it
   double seconds = 0;                 // from the step boundary to the next step's start
@@ -119,6 +122,9 @@ struct run_summary {
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
   double seconds = 0;
+  /// This process left the running job in good order after this many steps (its state moved
+  /// to the others); -1: it trained to the end.
+  std::int64_t left_after = -1;
   /// Bytes this process's workers sent to exchange sparse tables' rows (step_metrics, summed).
   std::int64_t sparse_bytes = 0;
   /// The most steps any lookup's tables lagged behind (step - table version; -1: no sparse
@@ -130,12 +136,26 @@ struct run_summary {
 /// (planner::rank_layout::process_of_rank) over `fabric`; the calls below block and run on the
 /// control proxy's thread, never the coordinator's. A failure ends the run unless the job
 /// keeps going (`await_membership`): then the processes that remain take over the lost ranks.
+/// A step's job-wide sum (process_hooks::sum_loss): the loss, and who asked to leave after it.
+struct step_sum {
+  double loss = 0;
+  std::vector<bool> leaving;  // by process
+};
+
 struct process_hooks {
   int process = 0, processes = 1;
   fabric_ptr fabric;  // the first plan's data plane
   /// This process's share of a step's loss -> the job's loss (called in step order), among the
   /// processes of membership `epoch` (a later membership fails it at once).
-  std::function<result<double>(std::int64_t step, double local_loss, std::uint64_t epoch)> sum_loss;
+  /// `leaving`: this process asks to leave the job after this step (wants_to_leave); the
+  /// result names every process that asked, by process.
+  std::function<result<step_sum>(std::int64_t step, double local_loss, bool leaving, std::uint64_t epoch)> sum_loss;
+  /// Set where a node may leave in good order (SIGTERM, --elastic.leave-after): whether it asks
+  /// to after step `step` (0-based). Null: never.
+  std::function<bool(std::int64_t step)> wants_to_leave;
+  /// Process 0: the control plane lets these processes go (a new membership without them; the
+  /// others' await_membership returns it).
+  std::function<status(const std::vector<int>& leavers)> depart;
   /// This process's parameter pieces by rank (empty where not local; `owner`: each rank's
   /// process) -> every rank's piece on the process that assembles the model; an empty vector
   /// elsewhere.

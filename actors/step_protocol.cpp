@@ -2,6 +2,7 @@
 #include "actors/step_protocol.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace cohort::actors {
 namespace {
@@ -180,6 +181,15 @@ actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_ty
 // After a commit (step_ is the next step): a plan transition due at this boundary, the
 // collection after the last step — both once every committed step is reported — or the next step.
 actions step_protocol::after_commit(clock_type::time_point now) {
+  const bool leave_due = std::find(leaving_.begin(), leaving_.end(), true) != leaving_.end();
+  if (leave_due && step_ < cfg_.steps && unreported_.empty()) {  // before a checkpoint: the job after they left
+    phase_ = phase::transitioning;
+    transition_action a;
+    a.step = step_;
+    a.leave = std::exchange(leaving_, {});
+    return just(std::move(a));
+  }
+  leaving_.clear();  // after the last step: they finish with the others
   if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0 && snapshot_at_ != step_) {
     phase_ = phase::snapshotting;
     snapshot_at_ = step_;
@@ -203,7 +213,7 @@ actions step_protocol::after_commit(clock_type::time_point now) {
   }
   if (transition_due) {
     phase_ = phase::transitioning;
-    return just(transition_action{step_, next_change_++});
+    return just(transition_action{step_, next_change_++, false, {}});
   }
   phase_ = phase::collecting;
   return just(collect_action{committed_});
@@ -280,6 +290,16 @@ actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int6
                                                          std::to_string(committed + 1) + " and " +
                                                          std::to_string(committed_ + 1) + ")"));
   return after_commit(now);
+}
+
+void step_protocol::leave_after_commit(std::vector<bool> leaving) {
+  if (leaving_.size() < leaving.size()) leaving_.resize(leaving.size(), false);
+  for (std::size_t p = 0; p < leaving.size(); ++p) leaving_[p] = leaving_[p] || leaving[p];
+}
+
+actions step_protocol::on_left() {
+  if (phase_ != phase::transitioning) return {};
+  return finish({});
 }
 
 actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now) {

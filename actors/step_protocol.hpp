@@ -101,6 +101,9 @@ struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
   std::size_t change = 0;  // which of the configured changes
   bool replan = false;     // none of them: after a lost process, the plan for the devices that remain
+  /// None of them either: these processes (by process) leave the job in good order; their
+  /// ranks' state moves to the others (a re-plan for the devices that remain with replan_on_rejoin).
+  std::vector<bool> leave;
 };
 struct snapshot_action {  // copy the committed state for a checkpoint, then go on
   std::int64_t step = 0;  // steps done
@@ -164,6 +167,12 @@ class step_protocol {
   /// re-plan follows; a replacement that took the lost one's place needs none).
   actions on_rejoined(int ranks, std::vector<bool> local, std::int64_t committed, double loss,
                       clock_type::time_point now, bool from_checkpoint = false, bool devices_lost = true);
+  /// The job's sum of the step now summing named processes that asked to leave after it: at
+  /// the boundary after its commit (before a checkpoint or a change due there) the job moves
+  /// their state to the others (a transition_action with `leave`). Ignored after the last step.
+  void leave_after_commit(std::vector<bool> leaving);
+  /// This process was one of them: its state moved, the run ends here (no collection).
+  actions on_left();
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.
@@ -217,7 +226,8 @@ class step_protocol {
   phase phase_ = phase::idle;
   std::int64_t generation_ = 0, step_ = 0, committed_ = -1, snapshot_at_ = -1;
   std::size_t next_change_ = 0;
-  bool replan_due_ = false;  // a recovery asks for a re-plan at the next boundary
+  bool replan_due_ = false;    // a recovery asks for a re-plan at the next boundary
+  std::vector<bool> leaving_;  // processes that leave at the next boundary (by process)
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   int step_failures_ = 0;  // failures of the step now in flight (restarts_ counts the run's)
   bool failed_ = false;

@@ -58,7 +58,8 @@ enum class kind : std::uint8_t {
   membership = 11,  // the coordinator to the nodes that remain: the job goes on without a lost node
   fenced = 12,      // the coordinator to a node it declared lost: leave, the job went on without you
   joined = 13,      // the coordinator to the nodes: a replacement took a lost process's place
-  admitted = 14     // the coordinator to a replacement, after its roster: the membership it joins
+  admitted = 14,    // the coordinator to a replacement, after its roster: the membership it joins
+  departed = 15     // the coordinator to the nodes that remain: a node left the job in good order
 };
 
 /// The frame tag of a message: (key << 8) | kind.

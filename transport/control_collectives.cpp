@@ -19,7 +19,11 @@ result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::
                                                   std::optional<std::uint64_t> epoch) {
   auto e = call_epoch(epoch);
   if (!e) return e.error();
-  key = epoch_key(key, *e);
+  return broadcast_in(key, t, *e);
+}
+
+result<std::string> control_plane::broadcast_in(std::uint64_t key, const std::string& t, std::uint64_t e) {
+  key = epoch_key(key, e);
   if (process_ == 0) {
     if (t.size() > control::small_payload - 8) return make_error(errc::invalid_argument, "control: text over 1 MiB");
     const auto live = members().live;
@@ -28,7 +32,7 @@ result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::
         if (auto st = send(p, tag_of(kind::text, key), control::pack_text(t)); !st) return st.error();
     return t;
   }
-  auto m = take(0, tag_of(kind::text, key), o_.join_timeout, *e);
+  auto m = take(0, tag_of(kind::text, key), o_.join_timeout, e);
   if (!m) return m.error();
   return control::text_of(m->body);
 }
@@ -60,7 +64,9 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
       joined += *t + "\n";
     }
   }
-  auto all = broadcast_text(key + 1, joined, *e);
+  // the result in the same epoch, even where the coordinator changed the membership right
+  // after sending it (a leave): the epoch was checked when the collective began
+  auto all = broadcast_in(key + 1, joined, *e);
   if (!all) return all.error();
   std::vector<std::string> lines;
   std::size_t start = 0;

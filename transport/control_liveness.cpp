@@ -5,6 +5,7 @@
 // orderly goodbye (finish) that keeps closing connections from being losses.
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -106,9 +107,33 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
     case kind::heartbeat:
       return;
     case kind::bye: {
+      bool departed = false;
       {
         std::lock_guard<std::mutex> lock(mutex_);  // finish() waits on changed_ for it
         pe.said_bye = true;
+        departed = process_ == 0 && std::find(departed_.begin(), departed_.end(), p) != departed_.end();
+      }
+      if (departed) (void)send(p, tag_of(kind::bye), empty_body());  // it left: its goodbye answered now
+      changed_.notify_all();
+      return;
+    }
+    case kind::departed: {  // from the coordinator: "EPOCH PROCESS", PROCESS left the job in good order
+      auto text = control::text_of(m.body);
+      std::uint64_t epoch = 0;
+      int gone = -1;
+      if (p != 0 || !text || std::sscanf(text->c_str(), "%lu %d", &epoch, &gone) != 2 || gone <= 0 ||
+          gone >= o_.world || gone == process_) {
+        pe.open = false;
+        declare_lost(p, "protocol violation: a malformed departure");
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lost_ || epoch != epoch_ + 1 || !live_[static_cast<std::size_t>(gone)]) return;
+        live_[static_cast<std::size_t>(gone)] = false;
+        departed_.push_back(gone);
+        last_change_ = "process " + std::to_string(gone) + " left";
+        epoch_ = epoch;
       }
       changed_.notify_all();
       return;
@@ -265,6 +290,27 @@ void control_plane::declare_lost(int p, const std::string& reason) {
       if (q != p && peers_[static_cast<std::size_t>(q)] && peers_[static_cast<std::size_t>(q)]->open)
         (void)send(q, tag_of(kind::abort_job), control::pack_text("the coordinator aborted the job: " + n.describe()));
   if (callback) callback(n);
+}
+
+status control_plane::depart(int p) {
+  if (process_ != 0) return make_error(errc::invalid_argument, "control: only the coordinator lets a node leave");
+  std::uint64_t epoch = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lost_) return make_error(errc::closed, lost_->describe());
+    if (!o_.keep_going || p <= 0 || p >= o_.world || !live_[static_cast<std::size_t>(p)])
+      return make_error(errc::invalid_argument, "control: process " + std::to_string(p) + " cannot leave the job");
+    live_[static_cast<std::size_t>(p)] = false;
+    departed_.push_back(p);
+    last_change_ = "process " + std::to_string(p) + " left";
+    epoch = ++epoch_;
+  }
+  const auto now = members();
+  for (int q = 1; q < o_.world; ++q)
+    if (now.live[static_cast<std::size_t>(q)])
+      (void)send(q, tag_of(kind::departed), control::pack_text(std::to_string(epoch) + " " + std::to_string(p)));
+  changed_.notify_all();
+  return {};
 }
 
 void control_plane::on_lost(std::function<void(const lost_node&)> fn) {

@@ -20,6 +20,9 @@
 // (their keys carry the epoch, so a message from before the change is never taken for one
 // after it). A node that learns it was fenced reports it as its loss and must leave.
 //
+// A node may also leave in good order (the coordinator's depart(): a new epoch without it, no
+// loss; membership::departed lists such processes).
+//
 // With admit_replacements as well, the coordinator keeps listening while the job runs: a node
 // that joins later (replacement) is admitted only into a lost process's place, learns the
 // membership it joins with its roster, and the others learn it joined (a new epoch, in which
@@ -97,6 +100,7 @@ struct membership {
   std::vector<bool> live;     // by process
   std::vector<int> lost;      // every process lost so far, in order
   std::vector<int> replaced;  // every lost process whose place a replacement took, in order
+  std::vector<int> departed;  // every process that left in good order (depart), in order
 };
 
 struct node_entry {
@@ -166,6 +170,11 @@ class control_plane {
   /// job ended (the coordinator lost, this process fenced: errc::closed), nothing changed in
   /// time (errc::timeout).
   result<membership> wait_membership(std::uint64_t epoch, milliseconds timeout) const;
+  /// The coordinator, with keep_going: node `p` leaves the job in good order (it asked to, and
+  /// its state has moved to the others): a new epoch without it, the others told (departed),
+  /// no loss reported; its goodbye is answered at once. Errors: not the coordinator, `p` not a
+  /// live node, the job ended.
+  status depart(int p);
   /// An orderly end: goodbyes exchanged, so closing connections are not losses.
   status finish(milliseconds timeout);
   /// Payload bytes this process has sent on the control plane (collectives, heartbeats).
@@ -186,6 +195,8 @@ class control_plane {
   /// The epoch a collective runs in: `wanted`, or the current one. Errors: `wanted` is past.
   result<std::uint64_t> call_epoch(std::optional<std::uint64_t> wanted) const;
   bool is_live(int p) const;  // mutex_ held
+  /// broadcast_text in epoch `e`, already checked (the second half of all_gather_text).
+  result<std::string> broadcast_in(std::uint64_t key, const std::string& text, std::uint64_t e);
   status send(int p, std::uint64_t tag, const tensor& body);
   /// The next message of `tag` from `p`; fails at once when the membership leaves `epoch`.
   result<message> take(int p, std::uint64_t tag, milliseconds timeout, std::uint64_t epoch);
@@ -212,6 +223,7 @@ class control_plane {
   std::vector<int> lost_processes_;
   std::vector<lost_node> losses_;  // keep_going: the nodes the job went on without
   std::vector<int> replaced_;      // lost processes whose place a replacement took, in order
+  std::vector<int> departed_;      // processes that left in good order, in order
   std::string last_change_;        // the latest membership change: "process 3 lost", "process 3 replaced"
   struct admission {
     int process = 0;

@@ -76,7 +76,12 @@ void process_options::add_to(option_set& opts) {
            "this node joins a running job in a lost process's place ($COHORT_REPLACEMENT=1; the launcher sets it)")
       .add("launch.max-restarts", max_restarts,
            "when a process fails, restart the whole job this many times at most, from the newest checkpoint")
-      .add("fault.signal", signal, "test hook: KILL or STOP: each process of --fault.signal-rank raises it ...")
+      .add("elastic.leave-after", leave_after,
+           "with --fault.recover: the node --elastic.leave-rank leaves the running job in good order after "
+           "this many steps, as a node does on SIGTERM (its state moves to the others, no step redone, it "
+           "exits 0); 0: never")
+      .add("elastic.leave-rank", leave_rank, "... the node (1..N-1) that leaves")
+      .add("fault.signal", signal, "test hook: KILL, STOP or TERM: each process of --fault.signal-rank raises it ...")
       .add("fault.signal-rank", signal_rank, "... these processes (e.g. 2,3) ...")
       .add("fault.signal-step", signal_step,
            "... after these steps (1-based, one per process), in the job's first attempt");
@@ -171,8 +176,18 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")
     return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
-  if (!signal.empty() && signal != "KILL" && signal != "STOP")
-    return make_error(errc::invalid_argument, "--fault.signal must be KILL or STOP, got '" + signal + "'");
+  if (!signal.empty() && signal != "KILL" && signal != "STOP" && signal != "TERM")
+    return make_error(errc::invalid_argument, "--fault.signal must be KILL, STOP or TERM, got '" + signal + "'");
+  if (leave_after < 0) return make_error(errc::invalid_argument, "--elastic.leave-after must be >= 0");
+  if (leave_after > 0) {
+    const std::int64_t size = nproc > 0 ? nproc : world;
+    if (!recover)
+      return make_error(errc::invalid_argument,
+                        "--elastic.leave-after needs --fault.recover=true (a job that goes on with fewer processes)");
+    if (leave_rank < 1 || leave_rank >= size)
+      return make_error(errc::invalid_argument, "--elastic.leave-rank must name a node of the job: 1.." +
+                                                    std::to_string(size - 1) + ", got " + std::to_string(leave_rank));
+  }
   if (signal_rank.size() != signal_step.size())
     return make_error(errc::invalid_argument, "--fault.signal-rank and --fault.signal-step need one step per process");
   return {};

@@ -58,7 +58,10 @@ struct process_options {
   std::string transport_text = "tcp";  // --dist.transport, parsed into transport by finish()
   data_plane transport = data_plane::tcp;
   std::int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 5000, join_timeout_ms = 60000;
-  // Test hook: process signal_rank[i] raises `signal` (KILL or STOP) after step signal_step[i].
+  // --elastic.leave-after / --elastic.leave-rank: that node leaves the job in good order after
+  // that many steps, as on SIGTERM (0: never)
+  std::int64_t leave_after = 0, leave_rank = -1;
+  // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i].
   std::string signal;
   std::vector<std::int64_t> signal_rank, signal_step;
 

@@ -100,6 +100,7 @@ struct training_result {
   std::int64_t max_table_staleness = -1;    // the most steps a lookup's tables lagged (-1: none measured)
   bool plan_only = false;                   // --plan.only: nothing was trained
   bool report = true;                       // false on a job's other processes: process 0 reports
+  std::int64_t left_after = -1;             // a node that left the running job: after this many steps
   std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)
   std::shared_ptr<void> metrics_endpoint;   // --metrics.listen: serving until released (the app lingers)
 };

@@ -120,13 +120,16 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"param_actors", {{"kept", t.params_kept}, {"spawned", t.params_spawned}, {"retired", t.params_retired}}},
          {"workers", {{"spawned", t.workers_spawned}, {"retired", t.workers_retired}}},
          {"plan", t.plan}});
+    if (!t.leaving.empty()) loop.out.transitions.back()["leaving"] = t.leaving;
+    const std::string why = t.cause == "loss"    ? " (for the processes that remain)"
+                            : t.cause == "leave" ? " (" + t.leaving + " leaves the job)"
+                                                 : "";
     if (!loop.quiet)
       std::fprintf(stderr,
                    "\nplan change after step %lld%s: %s -> %s in %.3f s (re-plan %.3f s, %.0f bytes moved, %d of "
                    "%d parameter actors kept)\n",
-                   static_cast<long long>(t.step), t.cause == "loss" ? " (for the processes that remain)" : "",
-                   t.from.c_str(), t.to.c_str(), t.seconds, t.replan_seconds, t.bytes_moved, t.params_kept,
-                   t.params_kept + t.params_spawned);
+                   static_cast<long long>(t.step), why.c_str(), t.from.c_str(), t.to.c_str(), t.seconds,
+                   t.replan_seconds, t.bytes_moved, t.params_kept, t.params_kept + t.params_spawned);
   };
   set_checkpointing(p.checkpoint, start, o);
   if (o.checkpoint)  // the writer's bytes, shown on the training line while it writes
@@ -215,6 +218,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   if (!r) return r.error();
   loop.finish();
   loop.out.restarts = r->restarts;
+  loop.out.left_after = r->left_after;
   if (!r->prediction.empty()) loop.out.prediction = std::move(r->prediction);
   loop.out.parameters = std::move(r->parameters);
   loop.out.plan = choice.to_json();

@@ -1,6 +1,7 @@
 // One process of a multi-process job (docs/processes.md): join or coordinate, take or make
 // the plan, run this process's ranks over the data plane, report a lost node.
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,17 @@ actors::job_membership runtime_membership(const transport::membership& m, std::s
   out.replaced = m.replaced;
   out.why = std::move(why);
   return out;
+}
+
+// SIGTERM (a scheduler's notice before preemption) on a node of a job that keeps going: it
+// asks to leave at the next step boundary (the flag is read with the step's loss).
+std::atomic<bool> leave_requested{false};
+extern "C" void on_sigterm(int) { leave_requested.store(true); }
+void install_leave_on_sigterm() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
 }
 
 }  // namespace
@@ -179,10 +191,20 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     h.process = g.process();
     h.processes = world;
     h.fabric = data_plane;
-    h.sum_loss = [&g](std::int64_t step, double local, std::uint64_t epoch) -> result<double> {
-      auto total = g.control->sum(step_loss_key(step), {local}, epoch);
+    // the step's loss, and a slot per process that asks to leave after it (exact: 0 or 1 each)
+    h.sum_loss = [&g, world](std::int64_t step, double local, bool leaving,
+                             std::uint64_t epoch) -> result<actors::step_sum> {
+      std::vector<double> values(static_cast<std::size_t>(world) + 1, 0.0);
+      values[0] = local;
+      if (leaving) values[static_cast<std::size_t>(g.process()) + 1] = 1.0;
+      auto total = g.control->sum(step_loss_key(step), values, epoch);
       if (!total) return total.error();
-      return (*total)[0];
+      if (total->size() != values.size())
+        return make_error(errc::io_error, "the job's sum of step " + std::to_string(step) + " has the wrong length");
+      actors::step_sum out;
+      out.loss = (*total)[0];
+      for (int q = 0; q < world; ++q) out.leaving.push_back((*total)[static_cast<std::size_t>(q) + 1] > 0.5);
+      return out;
     };
     h.gather_pieces = [&g](std::vector<tensor> pieces, const std::vector<int>& owner) -> result<std::vector<tensor>> {
       std::vector<std::pair<int, tensor>> mine;
@@ -212,6 +234,25 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
       if (p.dist.replace_wait_ms > 0) h.await_replacement = wait_for_change;
+      // a node leaves in good order on SIGTERM or at --elastic.leave-after; process 0 lets it go
+      h.depart = [&g](const std::vector<int>& leavers) -> status {
+        for (int q : leavers)
+          if (auto st = g.control->depart(q); !st) return st;
+        return {};
+      };
+      if (g.process() != 0) {
+        install_leave_on_sigterm();
+        h.wants_to_leave = [&g, after = p.dist.leave_after, rank = p.dist.leave_rank](std::int64_t step) {
+          const bool hook = after > 0 && rank == g.process() && step + 1 >= after;
+          const bool term = leave_requested.load();
+          static std::atomic<bool> said{false};
+          if ((hook || term) && !said.exchange(true))
+            std::fprintf(stderr,
+                         "job: process %d %s: it leaves the job after step %lld (its state moves to the others)\n",
+                         g.process(), term ? "got SIGTERM" : "--elastic.leave-after", static_cast<long long>(step + 1));
+          return hook || term;
+        };
+      }
     }
     h.adopt_fabric = [current](const fabric_ptr& f) {
       std::lock_guard<std::mutex> lock(current->first);
@@ -235,7 +276,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
           std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
                        static_cast<long long>(step));
           std::fflush(stderr);
-          ::raise(d.signal == "KILL" ? SIGKILL : SIGSTOP);
+          ::raise(d.signal == "KILL" ? SIGKILL : d.signal == "TERM" ? SIGTERM : SIGSTOP);
         }
       g.control->set_step(step + 1);  // 1-based
     };
@@ -259,6 +300,13 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     r->recoveries = std::move(all);
   }
   const planner::task_totals& totals = refit->totals();
+  if (r && r->left_after >= 0) {  // this node left the running job: the others report it
+    std::fprintf(stderr, "job: process %d left the job after step %lld; its ranks' state moved to the others\n",
+                 g.process(), static_cast<long long>(r->left_after));
+    if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
+    r->report = false;
+    return r;
+  }
   if (!r) {
     // a data-plane error usually arrives just before the control plane's verdict: wait for it
     error e = r.error();

@@ -366,6 +366,48 @@ TEST_CASE("with keep_going a lost node leaves the others a job whose collectives
   CHECK(codes[2] == -SIGKILL);
 }
 
+TEST_CASE("a node that leaves in good order makes a new epoch without it, no loss, and says goodbye at once") {
+  // process 2 asks to leave (here: after the first sum); the coordinator lets it go, 0 and 1
+  // go on in epoch 1 without it, nobody hears of a loss, 2's goodbye returns at once
+  auto codes = run_job(3, [](job_ports& ports, int p) -> status {
+    control_options o;
+    o.keep_going = true;
+    auto cp = join_job(ports, p, 3, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    std::atomic<int> heard{0};
+    c.on_lost([&](const lost_node&) { ++heard; });
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    // as the runtime does it: every process's line gathered, then the coordinator lets 2 go at
+    // once (the gather's result reaches a node before the departure, and counts)
+    if (auto moved = c.all_gather_text(3, "moved"); !moved) return moved.error();
+    if (p == 0) {
+      if (auto bad = c.depart(0); bad) return expect(false, "the coordinator let itself leave");
+      if (auto st = c.depart(2); !st) return st;
+      if (auto again = c.depart(2); again) return expect(false, "a process left twice");
+    }
+    if (p == 2) {
+      if (auto st = c.depart(1); st) return expect(false, "a node let another leave");
+      const auto start = std::chrono::steady_clock::now();
+      if (auto st = c.finish(10s); !st) return st;
+      if (std::chrono::steady_clock::now() - start > 5s) return expect(false, "the leaver's goodbye waited");
+      return {};
+    }
+    auto m = c.wait_membership(0, 10s);
+    if (!m) return m.error();
+    if (m->epoch != 1 || m->live != std::vector<bool>{true, true, false} || !m->lost.empty() ||
+        m->departed != std::vector<int>{2})
+      return expect(false, "process " + std::to_string(p) + ": the wrong membership");
+    auto total = c.sum(1, {static_cast<double>(p) + 1});
+    if (!total || (*total)[0] != 3.0) return expect(false, "the sum without the leaver");
+    if (heard != 0 || c.last_loss()) return expect(false, "a departure reported as a loss");
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == 0);
+}
+
 TEST_CASE("with keep_going a stopped node is fenced out and learns so when it wakes" * doctest::test_suite("failure")) {
   auto codes = run_job(2, [](job_ports& ports, int p) -> status {
     control_options o;
