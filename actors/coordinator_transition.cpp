@@ -175,6 +175,7 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
   rec.to = planner::describe(d.choice.plan);
   rec.plan = d.choice.to_json();
   rec.replan_seconds = d.replan_seconds;
+  rec.predicted_step_s = d.predicted_step_s;
   self->request(s.planner, s.options.timeout, transfer_atom::value, d, s.model)
       .then(
           [=](transition_plan& t) mutable {

@@ -52,6 +52,7 @@ struct transition_record {
   nlohmann::json plan;                // the new plan, as --plan.only prints it
   double seconds = 0;                 // from the step boundary to the next step's start
   double replan_seconds = 0;          // deciding the new plan (from the cached analysis)
+  double predicted_step_s = 0;        // the planner's prediction for the new plan (0: none made)
   double prepare_seconds = 0;         // compiling it and planning the copies
   double bytes_moved = 0;             // parameters and optimizer state copied into the new pieces
   double bytes_across_processes = 0;  // of which sent to other processes

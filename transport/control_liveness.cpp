@@ -295,6 +295,7 @@ void control_plane::declare_lost(int p, const std::string& reason) {
 status control_plane::depart(int p) {
   if (process_ != 0) return make_error(errc::invalid_argument, "control: only the coordinator lets a node leave");
   std::uint64_t epoch = 0;
+  bool said_bye = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (lost_) return make_error(errc::closed, lost_->describe());
@@ -304,7 +305,10 @@ status control_plane::depart(int p) {
     departed_.push_back(p);
     last_change_ = "process " + std::to_string(p) + " left";
     epoch = ++epoch_;
+    said_bye = peers_[static_cast<std::size_t>(p)] && peers_[static_cast<std::size_t>(p)]->said_bye;
   }
+  // its goodbye came before it was let go (it moved on first): answered now, or it waits
+  if (said_bye) (void)send(p, tag_of(kind::bye), empty_body());
   const auto now = members();
   for (int q = 1; q < o_.world; ++q)
     if (now.live[static_cast<std::size_t>(q)])

@@ -58,7 +58,8 @@ void process_options::add_to(option_set& opts) {
       .add("dist.join-timeout-ms", join_timeout_ms, "how long the coordinator waits for every node to join")
       .add("fault.recover", recover,
            "keep training when a node process is lost: the others take over its ranks, restored from a "
-           "data-parallel replica, and redo only the interrupted step (not the coordinator's loss)")
+           "data-parallel replica or a buddy copy (--fault.replicas), and redo only the interrupted step "
+           "(not the coordinator's loss); a node that gets SIGTERM leaves in good order at the next step")
       .add("fault.replan", replan,
            "after a recovered loss: auto (the planner re-plans for the processes that remain when it chose "
            "the plan; a plan the user gave is kept), always (the planner re-plans whatever the first plan "

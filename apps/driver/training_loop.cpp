@@ -1,6 +1,8 @@
 // One run on the actor runtime, with the progress/metrics bookkeeping of apps/training_loop.hpp.
 #include "apps/driver/training_loop.hpp"
 
+#include "apps/driver/plan_step_times.hpp"
+
 #include "actors/actor_system.hpp"
 #include "apps/driver/metrics_server.hpp"
 #include "kernels/optimizer.hpp"
@@ -85,7 +87,20 @@ result<training_result> train_runtime(const training_job& job, const plan_option
       if (trace) trace->add_spans(rank, at, step, spans);
     };
   }
-  o.on_step = [&](const actors::step_metrics& m) {
+  // each plan's step times and prediction, for its transition's before and after
+  auto times = std::make_shared<plan_step_times>();
+  auto awaiting_after = std::make_shared<std::optional<std::size_t>>();  // the transition to complete
+  auto predicted = std::make_shared<double>(choice.predicted ? choice.predicted->step_s : 0.0);
+  auto fill_after = [&loop, times, awaiting_after] {
+    if (!*awaiting_after || !times->median()) return;
+    auto& t = loop.out.transitions[**awaiting_after];
+    t["measured_step_s_after"] = *times->median();
+    t["measured_steps_after"] = times->count();
+    awaiting_after->reset();
+  };
+  o.on_step = [&, times, awaiting_after, fill_after](const actors::step_metrics& m) {
+    times->add(m.seconds);
+    if (*awaiting_after && times->count() >= plan_step_times::after_steps) fill_after();
     // per-step timings in the metrics file: the slowest worker's task seconds and every rank's
     double busiest = 0;
     json tasks = json::array();
@@ -121,6 +136,23 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"workers", {{"spawned", t.workers_spawned}, {"retired", t.workers_retired}}},
          {"plan", t.plan}});
     if (!t.leaving.empty()) loop.out.transitions.back()["leaving"] = t.leaving;
+    {                // predicted and measured step time before and after (the after once the new plan has run)
+      fill_after();  // a change before the last one's steps were counted: what there is
+      auto& rec = loop.out.transitions.back();
+      rec["predicted_step_s_before"] = *predicted > 0 ? json(*predicted) : json(nullptr);
+      rec["predicted_step_s_after"] = t.predicted_step_s > 0 ? json(t.predicted_step_s) : json(nullptr);
+      rec["measured_step_s_before"] = times->median() ? json(*times->median()) : json(nullptr);
+      rec["measured_step_s_after"] = nullptr;
+      *predicted = t.predicted_step_s;  // unknown for a plan kept on fewer processes
+      times->restart();
+      *awaiting_after = loop.out.transitions.size() - 1;
+      if (!loop.quiet) {  // an event line in the metrics file, beside the steps (its "after" in the summary)
+        json event = rec;
+        event.erase("plan");
+        event["event"] = "transition";
+        loop.metrics.write(event);
+      }
+    }
     const std::string why = t.cause == "loss"    ? " (for the processes that remain)"
                             : t.cause == "leave" ? " (" + t.leaving + " leaves the job)"
                                                  : "";
@@ -216,6 +248,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   auto r = actors::train(
       sys, job.model, [data](std::int64_t step) -> result<std::map<std::string, tensor>> { return data(step); }, o);
   if (!r) return r.error();
+  fill_after();  // the last change's steps, however few
   loop.finish();
   loop.out.restarts = r->restarts;
   loop.out.left_after = r->left_after;

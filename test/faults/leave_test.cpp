@@ -76,6 +76,8 @@ TEST_SUITE("elastic") {
     check_left(r, 2, 13);
     CHECK(r.err.find("job: process 2 got SIGTERM: it leaves the job after step 13") != std::string::npos);
     CHECK(r.summary["transitions"][0]["from"] == r.summary["transitions"][0]["to"]);  // the user's plan, kept
+    CHECK(r.summary["transitions"][0]["predicted_step_s_after"].is_null());           // kept unevenly: not predicted
+    CHECK(r.summary["transitions"][0]["measured_step_s_after"].get<double>() > 0);
     CHECK(r.summary["transitions"][0]["bytes_moved"].get<double>() > 0);
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
@@ -103,6 +105,17 @@ TEST_SUITE("elastic") {
     const auto& t = r.summary["transitions"][0];
     MESSAGE("planner's plan " << t["from"] << " -> " << t["to"]);
     CHECK(t["plan"]["ranks"].get<int>() % 3 == 0);  // for the 3 processes that remain
+    // reported with the predicted and measured step time before and after (the planner predicted both)
+    CHECK(t["predicted_step_s_before"].get<double>() > 0);
+    CHECK(t["predicted_step_s_after"].get<double>() > 0);
+    CHECK(t["measured_step_s_before"].get<double>() > 0);
+    CHECK(t["measured_step_s_after"].get<double>() > 0);
+    CHECK(t["measured_steps_after"] == 10);
+    const auto events = cohort::test::metrics_events(metrics);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0]["event"] == "transition");
+    CHECK(events[0]["cause"] == "leave");
+    CHECK(events[0]["step"] == 12);
     const auto a = cohort::test::metrics_losses(metrics), b = cohort::test::metrics_losses(clean_metrics);
     REQUIRE(a.size() == 30);
     REQUIRE(b.size() == 30);
