@@ -234,25 +234,14 @@ void finish_collection(self_ptr self) {
           [=](caf::error& e) { execute(self, self->state.protocol->on_error(from_caf(e))); });
 }
 
-void collect(self_ptr self, const collect_action& a) {
+// Every rank's committed piece (the live storage: nothing trains meanwhile) on the process that
+// assembles the model — `then` gets them there, an empty vector elsewhere.
+void gather_parameters(self_ptr self, std::int64_t committed, std::function<void(std::vector<tensor>)> assemble) {
   auto& s = self->state;
-  // a recovery at the last step boundary: no step left to re-plan for
-  settle_recovery(self, planner::describe(s.model->plan), "none: no step left");
-  if (!s.options.collect_parameters) return finish_collection(self);
   auto pieces = std::make_shared<std::vector<tensor>>(s.params.size());
   auto left = std::make_shared<std::size_t>(0);
   for (auto& p : s.params) *left += p ? 1 : 0;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
-  auto assemble = [=](std::vector<tensor> all) {
-    auto& st = self->state;
-    if (all.empty()) return finish_collection(self);  // another process assembles the model
-    if (st.options.exchange.geo())                    // the replicas' tables agree again after the last step
-      if (auto agree = replicas_agree(st.model->plan, all); !agree) return fail(agree.error());
-    auto full = assemble_parameters(*st.model, all);
-    if (!full) return fail(full.error());
-    st.summary.parameters = std::move(*full);
-    finish_collection(self);
-  };
   auto gathered = [=] {
     auto& st = self->state;
     if (!st.options.job) return assemble(std::move(*pieces));
@@ -269,7 +258,7 @@ void collect(self_ptr self, const collect_action& a) {
   if (*left == 0) return gathered();
   for (std::size_t r = 0; r < s.params.size(); ++r) {
     if (!s.params[r]) continue;
-    self->request(s.params[r], s.options.timeout, fetch_atom::value, a.committed)
+    self->request(s.params[r], s.options.timeout, fetch_atom::value, committed)
         .then(
             [=](tensor& piece) {
               (*pieces)[r] = std::move(piece);
@@ -277,6 +266,46 @@ void collect(self_ptr self, const collect_action& a) {
             },
             [=](caf::error& e) { fail(make_error(errc::closed, "collecting parameters: " + to_string(e))); });
   }
+}
+
+void collect(self_ptr self, const collect_action& a) {
+  auto& s = self->state;
+  // a recovery at the last step boundary: no step left to re-plan for
+  settle_recovery(self, planner::describe(s.model->plan), "none: no step left");
+  if (!s.options.collect_parameters) return finish_collection(self);
+  gather_parameters(self, a.committed, [=](std::vector<tensor> all) {
+    auto& st = self->state;
+    auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+    if (all.empty()) return finish_collection(self);  // another process assembles the model
+    if (st.options.exchange.geo())                    // the replicas' tables agree again after the last step
+      if (auto agree = replicas_agree(st.model->plan, all); !agree) return fail(agree.error());
+    auto full = assemble_parameters(*st.model, all);
+    if (!full) return fail(full.error());
+    st.summary.parameters = std::move(*full);
+    finish_collection(self);
+  });
+}
+
+// --eval.every: the committed parameters assembled where the model is, evaluated there on the
+// control proxy's thread (a blocking computation, never the coordinator's), then the next step.
+void evaluate(self_ptr self, const evaluate_action& a) {
+  gather_parameters(self, a.committed, [=](std::vector<tensor> all) {
+    auto& st = self->state;
+    auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+    // another process evaluates (every process takes part in the gather)
+    if (all.empty() || !st.options.on_evaluate) return execute(self, st.protocol->on_evaluated(clock_type::now()));
+    auto full = assemble_parameters(*st.model, all);
+    if (!full) return fail(full.error());
+    auto store = std::make_shared<parameter_store>(std::move(*full));
+    auto done = std::make_shared<status>();
+    auto fn = st.options.on_evaluate;
+    on_proxy(
+        self, [=] { *done = fn(a.steps_done, *store); },
+        [=] {
+          if (!*done) return fail(done->error());
+          execute(self, self->state.protocol->on_evaluated(clock_type::now()));
+        });
+  });
 }
 
 void finish(self_ptr self, const finish_action& a) {
@@ -325,6 +354,8 @@ void execute(self_ptr self, actions todo) {
             transition(self, a);
           else if constexpr (std::is_same_v<A, snapshot_action>)
             snapshot(self, a);
+          else if constexpr (std::is_same_v<A, evaluate_action>)
+            evaluate(self, a);
           else if constexpr (std::is_same_v<A, collect_action>)
             collect(self, a);
           else
@@ -368,7 +399,8 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         s.summary.cuts = s.model->cuts;
         const auto& o = s.options;
         s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
-        if (o.job) s.proxy = self->spawn<caf::detached>(control_proxy);
+        // (an evaluation between steps runs there too, in one process as across processes)
+        if (o.job || o.on_evaluate) s.proxy = self->spawn<caf::detached>(control_proxy);
         if (o.job) s.live.assign(static_cast<std::size_t>(o.job->processes), true);  // every process, at first
         planner_inputs in;
         in.model = s.model->source;
@@ -397,6 +429,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         for (const auto& ch : o.changes) c.change_at.push_back(ch.at_step);
         c.first_step = o.first_step;
         c.checkpoint_every = o.checkpoint ? o.checkpoint->every : 0;
+        c.evaluate_every = o.evaluate_every;
         c.rejoin = o.job && o.job->await_membership != nullptr;
         c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
         c.joining = o.joining.has_value();

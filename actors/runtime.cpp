@@ -22,6 +22,11 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
       return make_error(errc::invalid_argument, "train: a multi-process job needs its fabric (for the plan's " +
                                                     std::to_string(o.plan.ranks()) + " ranks) and every hook");
   }
+  if (o.evaluate_every < 0) return make_error(errc::invalid_argument, "train: evaluate_every must not be negative");
+  if (o.evaluate_every > 0 && o.exchange.table_delay() > 0)
+    return make_error(errc::invalid_argument,
+                      "--eval.every reads the parameters between steps, which would apply async mode's waiting "
+                      "table entries early: use --exec.mode=sync or geo, or evaluate at the end only");
   for (std::size_t i = 1; i < o.changes.size(); ++i)
     if (o.changes[i].at_step <= o.changes[i - 1].at_step)
       return make_error(errc::invalid_argument, "train: plan changes must come at ascending steps");

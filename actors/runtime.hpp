@@ -233,6 +233,12 @@ struct run_options {
     job_membership members;
   };
   std::optional<joining_job> joining;
+  /// --eval.every: after every this many steps (the last included) the committed parameters
+  /// are assembled where the model is (process 0) and given to `on_evaluate` there, on the
+  /// control proxy's thread, before the next step (every process takes part in the gather).
+  /// Not in async mode (reading the pieces whole applies its waiting table entries early).
+  std::int64_t evaluate_every = 0;
+  std::function<status(std::int64_t steps_done, const parameter_store& parameters)> on_evaluate;
   /// Set for a job of several processes.
   std::optional<process_hooks> job;
 

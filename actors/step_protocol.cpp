@@ -195,6 +195,17 @@ actions step_protocol::after_commit(clock_type::time_point now) {
     snapshot_at_ = step_;
     return just(snapshot_action{step_, committed_});
   }
+  // an evaluation of the steps done (after the last one too, as the serial trainer does)
+  if (cfg_.evaluate_every > 0 && step_ % cfg_.evaluate_every == 0 && evaluated_at_ != step_ &&
+      step_ > cfg_.first_step) {
+    if (!unreported_.empty()) {  // the steps' losses first (the evaluation's record follows them)
+      phase_ = phase::draining;
+      return {};
+    }
+    phase_ = phase::evaluating;
+    evaluated_at_ = step_;
+    return just(evaluate_action{step_, committed_});
+  }
   const bool replan_due = replan_due_ && step_ < cfg_.steps;
   const bool transition_due =
       next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] == step_ && step_ < cfg_.steps;
@@ -314,6 +325,12 @@ actions step_protocol::on_plan_kept(clock_type::time_point now) {
   if (phase_ != phase::transitioning) return {};
   phase_ = phase::stepping;
   return after_commit(now);  // a change due at this boundary still comes
+}
+
+actions step_protocol::on_evaluated(clock_type::time_point now) {
+  if (phase_ != phase::evaluating) return {};
+  phase_ = phase::stepping;
+  return after_commit(now);
 }
 
 actions step_protocol::on_snapshot_taken(clock_type::time_point now) {

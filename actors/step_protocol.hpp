@@ -109,6 +109,10 @@ struct snapshot_action {  // copy the committed state for a checkpoint, then go 
   std::int64_t step = 0;  // steps done
   std::int64_t committed = -1;
 };
+struct evaluate_action {  // --eval.every: the committed parameters evaluated, then on
+  std::int64_t steps_done = 0;
+  std::int64_t committed = -1;
+};
 struct collect_action {
   std::int64_t committed = -1;
 };
@@ -117,7 +121,7 @@ struct finish_action {
 };
 using coordinator_action =
     std::variant<start_step_action, close_fabric_action, combine_loss_action, report_step_action, recover_action,
-                 rejoin_action, transition_action, snapshot_action, collect_action, finish_action>;
+                 rejoin_action, transition_action, snapshot_action, evaluate_action, collect_action, finish_action>;
 using actions = std::vector<coordinator_action>;
 
 class step_protocol {
@@ -131,6 +135,7 @@ class step_protocol {
     std::vector<std::int64_t> change_at;  // plan transitions after these many steps, ascending
     std::int64_t first_step = 0;          // steps done before this run (a resumed run)
     std::int64_t checkpoint_every = 0;    // a snapshot after every this many steps (0: none)
+    std::int64_t evaluate_every = 0;      // an evaluation after every this many steps (0: none)
     /// Across processes: a failed step (a lost process) is recovered inside the job rather than
     /// ending the run; a step then commits only once its job-wide loss is known, so that every
     /// committed step is complete on every process that remains.
@@ -177,6 +182,8 @@ class step_protocol {
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.
   actions on_plan_kept(clock_type::time_point now);
+  /// The evaluation of an evaluate_action is done: the next step (or what is due first).
+  actions on_evaluated(clock_type::time_point now);
   /// The snapshot of a checkpoint is taken (its write goes on in the background).
   actions on_snapshot_taken(clock_type::time_point now);
   actions on_collected();
@@ -205,6 +212,7 @@ class step_protocol {
     recovering,
     rejoining,
     transitioning,
+    evaluating,
     collecting,
     done
   };
@@ -224,7 +232,7 @@ class step_protocol {
   std::vector<bool> local_;
   int ranks_;
   phase phase_ = phase::idle;
-  std::int64_t generation_ = 0, step_ = 0, committed_ = -1, snapshot_at_ = -1;
+  std::int64_t generation_ = 0, step_ = 0, committed_ = -1, snapshot_at_ = -1, evaluated_at_ = -1;
   std::size_t next_change_ = 0;
   bool replan_due_ = false;    // a recovery asks for a re-plan at the next boundary
   std::vector<bool> leaving_;  // processes that leave at the next boundary (by process)

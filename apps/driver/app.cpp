@@ -61,8 +61,8 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
       .add("metrics.file", metrics_, "write one JSON object per step to this file")
       .add("eval.only", eval_only_, "train nothing: evaluate the model of --init.from (as --train.steps=0)")
       .add("eval.every", eval_every_,
-           "evaluate every N steps (as at the end; into the metrics file and stderr; not timed); "
-           "needs --plan.mode=serial");
+           "evaluate every N steps (as at the end; into the metrics file and stderr; not timed; on the "
+           "actor runtime the committed parameters are gathered on process 0 between steps)");
   if (options_.has("model.sparse"))  // apps with embedding tables
     options_
         .add("exec.mode", exec_mode_,

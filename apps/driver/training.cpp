@@ -138,33 +138,6 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
 
 namespace {
 
-// --eval.every: one evaluation, its figures a metrics record and a stderr line; its time is
-// left out of the throughput (the clocks move on by it), as the PyTorch peers leave theirs out.
-status evaluate_between_steps(const training_job& job, loop_state& loop, std::int64_t steps_done,
-                              const parameter_store& params) {
-  const auto began = std::chrono::steady_clock::now();
-  auto figures = job.evaluate(params);
-  if (!figures)
-    return make_error(figures.error().code,
-                      "evaluation after step " + std::to_string(steps_done) + ": " + figures.error().message);
-  const auto spent = std::chrono::steady_clock::now() - began;
-  loop.start += spent;
-  loop.timed_start += spent;
-  json rec = {{"event", "evaluation"}, {"step", steps_done}, {"samples", steps_done * job.batch}};
-  std::string line;
-  for (auto& [k, v] : figures->items()) {
-    rec[k] = v;
-    char b[96];
-    std::snprintf(b, sizeof b, "%s%s %.4f", line.empty() ? "" : ", ", k.c_str(), v.is_number() ? v.get<double>() : 0.0);
-    line += b;
-  }
-  loop.metrics.write(rec);
-  if (!loop.quiet)
-    std::fprintf(stderr, "\n%s: after step %lld: %s\n", job.app.c_str(), static_cast<long long>(steps_done),
-                 line.c_str());
-  return {};
-}
-
 result<training_result> train_serial(const training_job& job, loop_state& loop) {
   graph g;
   var loss = job.model(g, job.batch);
@@ -208,10 +181,6 @@ result<training_result> train(const training_job& job, const plan_options& plan,
     return make_error(errc::invalid_argument,
                       "--plan.max-micro-batches must be positive and --plan.ranks not negative");
   if (job.evaluate_every < 0) return make_error(errc::invalid_argument, "--eval.every must not be negative");
-  if (job.evaluate_every > 0 && plan.mode != planner::plan_mode::serial)
-    return make_error(errc::invalid_argument,
-                      "--eval.every evaluates the serial trainer's parameters between steps: use --plan.mode=serial "
-                      "(on the actor runtime they live in its parameter actors; the final evaluation is always made)");
   if (job.evaluate_every > 0 && !job.evaluate)
     return make_error(errc::invalid_argument, "--eval.every: " + job.app + " has nothing to evaluate here");
   if (plan.mode == planner::plan_mode::serial &&

@@ -77,7 +77,7 @@ struct training_job {
   std::string metrics_path;
   std::string note;            // printed on stderr once the plan is known to run
   bool sparse_tables = false;  // the serial trainer's sparse table updates, where the optimizer allows
-  /// --eval.every: `evaluate` on the parameters after every that many steps (serial trainer).
+  /// --eval.every: `evaluate` on the parameters after every that many steps (either trainer).
   std::int64_t evaluate_every = 0;
   std::function<result<json>(const parameter_store&)> evaluate;
   /// --exec.mode, --exec.geo-steps: how data-parallel replicas share sparse tables' updates.

@@ -59,6 +59,32 @@ void start_report(loop_state& loop, const plan_options& p, const planner::plan_c
   loop.out.report_page = r;
 }
 
+// (the clocks move on by the evaluation's time, as the PyTorch peers leave theirs out)
+status evaluate_between_steps(const training_job& job, loop_state& loop, std::int64_t steps_done,
+                              const parameter_store& params) {
+  const auto began = std::chrono::steady_clock::now();
+  auto figures = job.evaluate(params);
+  if (!figures)
+    return make_error(figures.error().code,
+                      "evaluation after step " + std::to_string(steps_done) + ": " + figures.error().message);
+  const auto spent = std::chrono::steady_clock::now() - began;
+  loop.start += spent;
+  loop.timed_start += spent;
+  json rec = {{"event", "evaluation"}, {"step", steps_done}, {"samples", steps_done * job.batch}};
+  std::string line;
+  for (auto& [k, v] : figures->items()) {
+    rec[k] = v;
+    char b[96];
+    std::snprintf(b, sizeof b, "%s%s %.4f", line.empty() ? "" : ", ", k.c_str(), v.is_number() ? v.get<double>() : 0.0);
+    line += b;
+  }
+  loop.metrics.write(rec);
+  if (!loop.quiet)
+    std::fprintf(stderr, "\n%s: after step %lld: %s\n", job.app.c_str(), static_cast<long long>(steps_done),
+                 line.c_str());
+  return {};
+}
+
 result<training_result> train_runtime(const training_job& job, const plan_options& p,
                                       const planner::plan_choice& choice, const std::vector<std::string>& caf_arguments,
                                       loop_state& loop, const start_point& start,
@@ -239,6 +265,13 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
   };
+  if (job.evaluate_every > 0 && job.evaluate) {  // every process gathers; process 0 evaluates
+    o.evaluate_every = job.evaluate_every;
+    if (!loop.quiet)
+      o.on_evaluate = [&job, &loop](std::int64_t steps_done, const parameter_store& params) {
+        return evaluate_between_steps(job, loop, steps_done, params);
+      };
+  }
   if (customize) customize(o);
 
   auto cfg = actors::system_config(job.threads, caf_arguments);

@@ -131,6 +131,12 @@ status start_live_metrics(loop_state& loop, const plan_options& p, const planner
                           std::function<std::uint64_t()> data_plane_bytes,
                           std::function<std::uint64_t()> control_plane_bytes, std::function<int()> live_processes);
 
+/// --eval.every: one evaluation of `params` after `steps_done` steps, its figures a metrics
+/// record and a stderr line; its time is left out of the throughput (the serial trainer between
+/// its steps, the runtime on process 0 once the committed parameters are gathered).
+status evaluate_between_steps(const training_job& job, loop_state& loop, std::int64_t steps_done,
+                              const parameter_store& params);
+
 /// Trains `job` under `choice` on the actor runtime; `customize` may change the runtime's
 /// options last (the refit, plan changes, multi-process hooks).
 result<training_result> train_runtime(const training_job& job, const plan_options& p,

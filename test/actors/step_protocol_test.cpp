@@ -457,3 +457,23 @@ TEST_CASE("a leave asked with the last step's sum is ignored: the node finishes 
   CHECK(std::holds_alternative<collect_action>(a[1]));
   CHECK(p.on_left().empty());  // not transitioning: out of place
 }
+
+TEST_CASE("with evaluate_every an evaluation follows every that many steps, the last one too, then what was due") {
+  auto c = config(4, 1);
+  c.evaluate_every = 2;
+  c.checkpoint_every = 2;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  CHECK(std::holds_alternative<start_step_action>(p.on_outcome(0, 0, 0, ok(0), "", t0).back()));
+  // after step 2: the checkpoint's snapshot, then the evaluation, then step 3
+  CHECK(only<snapshot_action>(std::vector{p.on_outcome(0, 1, 0, ok(0), "", t0).back()}).step == 2);
+  const auto e = only<evaluate_action>(p.on_snapshot_taken(t0));
+  CHECK(e.steps_done == 2);
+  CHECK(e.committed == 1);
+  CHECK(p.on_evaluated(t0 + std::chrono::milliseconds(1)).size() == 1);
+  CHECK(p.on_evaluated(t0).empty());  // out of place: nothing
+  p.on_outcome(0, 2, 0, ok(0), "", t0);
+  only<snapshot_action>(std::vector{p.on_outcome(0, 3, 0, ok(0), "", t0).back()});
+  CHECK(only<evaluate_action>(p.on_snapshot_taken(t0)).steps_done == 4);
+  CHECK(std::holds_alternative<collect_action>(p.on_evaluated(t0).back()));
+}
