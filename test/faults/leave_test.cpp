@@ -83,6 +83,20 @@ TEST_SUITE("elastic") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
+  TEST_CASE("over UCX the middle stage's process leaves and the losses stay the fixed-size run's") {
+    const std::string job = mlp_job + " --plan.pp=3 --plan.micro-batches=2 --launch.nproc=3 --dist.transport=ucx";
+    const std::string clean_metrics = temp_path("ucx-clean.jsonl"), metrics = temp_path("ucx.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    if (clean.exit_code != 0 && clean.err.find("UCX") != std::string::npos) {
+      MESSAGE("UCX unavailable: skipped (" << clean.err << ")");
+      return;
+    }
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job + " --elastic.leave-after=12 --elastic.leave-rank=1 --metrics.file=" + metrics);
+    check_left(r, 1, 12);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
   TEST_CASE("gpt pp2 over 2 processes: the node leaves and process 0 trains both stages on") {
     const std::string job =
         "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 --train.steps=16 "
