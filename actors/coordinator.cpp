@@ -94,6 +94,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
       s.options.replicas && s.options.job && !s.options.exchange.geo() && s.options.exchange.table_delay() == 0;
   s.buddies = copies ? buddy_ranks(plan, s.owner) : std::vector<int>(static_cast<std::size_t>(ranks), -1);
   s.copies.assign(static_cast<std::size_t>(ranks), piece_ptr{});
+  const std::int64_t generation = s.protocol ? s.protocol->generation() : 0;
   for (int r = 0; r < ranks; ++r) {
     auto spec = std::make_shared<worker_spec>();
     spec->model = s.model;
@@ -112,7 +113,6 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
     } else if (is_local(self, r)) {
       std::optional<piece_state> initial;
       if (states) initial = std::move((*states)[static_cast<std::size_t>(r)]);
-      const std::int64_t generation = s.protocol ? s.protocol->generation() : 0;
       s.params[static_cast<std::size_t>(r)] =
           self->spawn(param_actor, s.options.optimizer, std::move(initial), generation);
     }
@@ -121,8 +121,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
     spec->slots = static_cast<std::size_t>(state_slots(s.options.optimizer));
     if (is_local(self, r))
       for (int from : copies_kept_by(s.buddies, r)) {
-        auto copy = std::make_shared<parameter_piece>(s.options.optimizer, std::nullopt,
-                                                      s.protocol ? s.protocol->generation() : 0);
+        auto copy = std::make_shared<parameter_piece>(s.options.optimizer, std::nullopt, generation);
         s.copies[static_cast<std::size_t>(from)] = copy;
         spec->copies.emplace_back(from, std::move(copy));
       }
@@ -180,7 +179,7 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
   const auto& job = *self->state.options.job;
   auto sum = job.sum_loss;
   // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum
-  const bool leaving = job.wants_to_leave && job.process != 0 && job.wants_to_leave(a.step);
+  const bool leaving = job.wants_to_leave && job.wants_to_leave(a.step);
   const std::uint64_t epoch = self->state.membership_epoch;
   on_proxy(
       self, [=] { *total = sum(a.step, a.local_loss, leaving, epoch); },

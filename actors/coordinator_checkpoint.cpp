@@ -56,6 +56,12 @@ void write(self_ptr self, std::shared_ptr<checkpoint::contents> c, std::chrono::
 
 }  // namespace
 
+void cancel_waiting_writes(self_ptr self) {
+  auto& s = self->state;
+  s.writes_cancelled->store(true);
+  s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);
+}
+
 void snapshot(self_ptr self, const snapshot_action& a) {
   auto& s = self->state;
   const auto started = std::chrono::steady_clock::now();

@@ -53,6 +53,9 @@ void report_recovery(self_ptr self, recovery_record rec);
 void settle_recovery(self_ptr self, const std::string& plan_after, const std::string& replan);
 /// A checkpoint's snapshot at a step boundary and its write in the background (coordinator_checkpoint.cpp).
 void snapshot(self_ptr self, const snapshot_action& a);
+/// The job's membership changes: a write waiting for another process's file gives up (the
+/// writes after the change get a new flag).
+void cancel_waiting_writes(self_ptr self);
 /// The planner actor's refit for the summary, then the end of the run (once no write is in flight).
 void finish_collection(self_ptr self);
 

@@ -9,6 +9,7 @@
 // (coordinator_transition.cpp) has settled the plan.
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 #include "actors/checkpoint_store.hpp"
 #include "actors/coordinator_parts.hpp"
@@ -298,14 +299,14 @@ void agree(self_ptr self, recovery_ptr r) {
           if (c > r->agreed) r->agreed = c, r->agreed_loss = loss;
           const auto at = l.find(" copies ");
           if (at == std::string::npos) continue;
-          for (std::size_t i = at + 8; i < l.size();) {
-            char* end = nullptr;
-            const long k = std::strtol(l.c_str() + i, &end, 10);
-            if (end == l.c_str() + i || k < 0 || k >= ranks || (*end != ' ' && *end != 0))
+          std::istringstream kept(l.substr(at + 8));
+          for (int k = 0; kept >> k;) {
+            if (k < 0 || k >= ranks)
               return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
             keeper[static_cast<std::size_t>(k)] = static_cast<int>(p);
-            i = static_cast<std::size_t>(end - l.c_str()) + (*end == ' ' ? 1 : 0);
           }
+          if (!kept.eof())
+            return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
         }
         auto copies =
             sources(st.model->plan, st.layouts, r->old_owner, r->holders, keeper, r->sender, r->record.restored_from);
@@ -446,9 +447,7 @@ void rejoin(self_ptr self, const rejoin_action& a) {
   s.live_before_rejoin = s.live;
   s.replaced_before_rejoin = s.replaced_seen;
   s.replacement_awaited = false;
-  // a checkpoint still waiting for a lost process's file never gets it
-  s.writes_cancelled->store(true);
-  s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);
+  cancel_waiting_writes(self);  // a checkpoint still waiting for a lost process's file never gets it
   auto m = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
   auto await = s.options.job->await_membership;
   const std::uint64_t epoch = s.membership_epoch;

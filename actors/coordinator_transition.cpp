@@ -7,7 +7,6 @@
 #include "transport/in_process.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <utility>
@@ -89,9 +88,10 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   // leavers go and the others take the membership without them before their new data plane
   const bool leave = rec.cause == "leave";
   const bool leaving_here = leave && !s.live[static_cast<std::size_t>(job.process)];
-  std::vector<int> leavers;
+  std::vector<int> leavers;  // out of the view (leave), still holding ranks
   for (std::size_t p = 0; leave && p < s.live.size(); ++p)
-    if (s.live_before_leave[p] && !s.live[p]) leavers.push_back(static_cast<int>(p));
+    if (!s.live[p] && std::find(s.owner.begin(), s.owner.end(), static_cast<int>(p)) != s.owner.end())
+      leavers.push_back(static_cast<int>(p));
   for (int p : leavers) rec.leaving += (rec.leaving.empty() ? "process " : ", process ") + std::to_string(p);
   auto gather = job.gather_lines;
   auto depart = job.depart;
@@ -241,28 +241,39 @@ void decide_everywhere(self_ptr self, std::function<void(std::function<void(resu
   ask([=](result<decided_plan> d) { share_decision(self, &d, then); });
 }
 
+// The devices of the processes that remain (s.live): as many as they held among the `before`
+// processes of the plan (each held ranks / before).
+int remaining_devices(const coordinator_state& s, int before) {
+  const auto live = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
+  return live * std::max(1, s.model->plan.ranks() / std::max(1, before));
+}
+
+// The planner's choice for `devices` devices of the processes that remain, with their threads,
+// decided on process 0 and shared.
+void decide_for_remaining(self_ptr self, int devices, decision_fn then) {
+  auto& s = self->state;
+  const int threads = s.options.threads * static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
+  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
+    self->request(self->state.planner, self->state.options.timeout, replan_atom::value, devices, threads,
+                  self->state.model)
+        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
+  };
+  decide_everywhere(self, ask, std::move(then));
+}
+
 // The re-plan after a lost process decided: the plan stays (the planner chose it again or
 // found none for the devices left), or the job changes to the planner's choice.
 void replan(self_ptr self, std::int64_t step, std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
-  const auto live = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
   const auto before = static_cast<int>(std::count(s.live_before_rejoin.begin(), s.live_before_rejoin.end(), true));
-  // as many devices as the processes that remain held: each held ranks / processes before the loss
-  const int per_process = std::max(1, s.model->plan.ranks() / std::max(1, before));
-  const int devices = live * per_process;
-  const int threads = s.options.threads * live;
+  const int devices = remaining_devices(s, before);
   auto keep = [=](const std::string& why) {
     auto& st = self->state;
     const std::string now = planner::describe(st.model->plan);
     settle_recovery(self, now, "kept " + now + ": " + why);
     execute(self, st.protocol->on_plan_kept(clock_type::now()));
   };
-  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
-    self->request(self->state.planner, self->state.options.timeout, replan_atom::value, devices, threads,
-                  self->state.model)
-        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
-  };
-  decide_everywhere(self, ask, [=](result<decided_plan> d, bool planners_error) {
+  decide_for_remaining(self, devices, [=](result<decided_plan> d, bool planners_error) {
     auto& st = self->state;
     if (!d && !planners_error) return execute(self, st.protocol->on_error(d.error()));
     if (!d) return keep(d.error().message);
@@ -288,28 +299,18 @@ void leave(self_ptr self, const transition_action& a, std::chrono::steady_clock:
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
   if (!s.options.job || !s.options.job->depart || !s.options.job->await_membership || !s.options.job->gather_lines)
     return fail(make_error(errc::invalid_argument, "leaving the job needs a job that keeps going (--fault.recover)"));
-  s.live_before_leave = s.live;
   const int before = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
-  for (std::size_t p = 0; p < a.leave.size() && p < s.live.size(); ++p)
-    if (a.leave[p] && p != 0) s.live[p] = false;  // process 0 coordinates: it never leaves
-  const int live = static_cast<int>(std::count(s.live.begin(), s.live.end(), true));
-  // a checkpoint still waiting for a leaver's file never gets it
-  s.writes_cancelled->store(true);
-  s.writes_cancelled = std::make_shared<std::atomic<bool>>(false);
+  // the leavers are out of this process's view now (they still hold their ranks: s.owner); the
+  // control plane lets them go once their state has moved (move_state)
+  for (std::size_t p = 1; p < a.leave.size() && p < s.live.size(); ++p)  // process 0 coordinates: it never leaves
+    if (a.leave[p]) s.live[p] = false;
+  cancel_waiting_writes(self);  // a checkpoint still waiting for a leaver's file never gets it
   decided_plan same;
   same.choice.plan = s.model->plan;
   same.choice.cuts = s.model->cuts;
   same.choice.how = "the running job's";
   if (!s.options.replan_on_loss) return prepare(self, same, step, started, "leave");
-  const int per_process = std::max(1, s.model->plan.ranks() / std::max(1, before));
-  const int devices = live * per_process;
-  const int threads = s.options.threads * live;
-  auto ask = [=](std::function<void(result<decided_plan>)> answer) {
-    self->request(self->state.planner, self->state.options.timeout, replan_atom::value, devices, threads,
-                  self->state.model)
-        .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
-  };
-  decide_everywhere(self, ask, [=](result<decided_plan> d, bool planners_error) {
+  decide_for_remaining(self, remaining_devices(s, before), [=](result<decided_plan> d, bool planners_error) {
     if (!d && !planners_error) return fail(d.error());
     prepare(self, d ? std::move(*d) : same, step, started, "leave");  // none found: the same plan re-placed
   });

@@ -408,18 +408,32 @@ TEST_CASE("the restart limit is per step: failures at different steps never add 
   CHECK(end.outcome.error().message.find("step 5 failed 2 times (max-restarts 1); last: rank 0: boom") == 0);
 }
 
-TEST_CASE("a node's leave comes at the boundary after the step whose sum named it, before a checkpoint") {
-  auto c = config(6, 2, {true, false}, /*multi_process=*/true, /*change_at=*/{2});
-  c.rejoin = true;
-  c.checkpoint_every = 2;
-  step_protocol p(c);
+namespace {
+
+// Steps 0 and 1 across processes with rejoin, process 1 asking to leave in step 1's sum: the
+// actions that follow step 1's loss.
+actions leave_after_step_one(step_protocol& p) {
   only<start_step_action>(p.start(t0));
   only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
   p.on_loss(0, 1.0, t0);
-  // step 1's sum says process 1 leaves after it; a checkpoint and a change are due there too
   only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
   p.leave_after_commit({false, true});
-  auto a = p.on_loss(1, 1.0, t0);
+  return p.on_loss(1, 1.0, t0);
+}
+
+step_protocol::config leaving_config(std::int64_t steps, std::vector<std::int64_t> change_at = {}) {
+  auto c = config(steps, 2, {true, false}, /*multi_process=*/true, std::move(change_at));
+  c.rejoin = true;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a node's leave comes at the boundary after the step whose sum named it, before a checkpoint") {
+  auto c = leaving_config(6, /*change_at=*/{2});
+  c.checkpoint_every = 2;  // a checkpoint and a change due at the same boundary
+  step_protocol p(c);
+  auto a = leave_after_step_one(p);
   REQUIRE(a.size() == 2);
   CHECK(std::holds_alternative<report_step_action>(a[0]));
   const auto leave = std::get<transition_action>(a[1]);
@@ -428,12 +442,7 @@ TEST_CASE("a node's leave comes at the boundary after the step whose sum named i
   CHECK_FALSE(leave.replan);
   CHECK(p.on_left().size() == 1);  // this process would end here; the others go on:
   step_protocol q(c);
-  only<start_step_action>(q.start(t0));
-  only<combine_loss_action>(q.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
-  q.on_loss(0, 1.0, t0);
-  only<combine_loss_action>(q.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
-  q.leave_after_commit({false, true});
-  CHECK_FALSE(std::get<transition_action>(q.on_loss(1, 1.0, t0)[1]).leave.empty());
+  CHECK_FALSE(std::get<transition_action>(leave_after_step_one(q)[1]).leave.empty());
   // then the checkpoint of the job without the leaver, then the change due at the same boundary
   CHECK(only<snapshot_action>(q.on_transition_done(2, {true, true}, t0)).step == 2);
   const auto change = only<transition_action>(q.on_snapshot_taken(t0));
@@ -444,15 +453,8 @@ TEST_CASE("a node's leave comes at the boundary after the step whose sum named i
 }
 
 TEST_CASE("a leave asked with the last step's sum is ignored: the node finishes with the others") {
-  auto c = config(2, 1, {}, /*multi_process=*/true);
-  c.rejoin = true;
-  step_protocol p(c);
-  only<start_step_action>(p.start(t0));
-  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
-  p.on_loss(0, 1.0, t0);
-  only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
-  p.leave_after_commit({false, true});
-  auto a = p.on_loss(1, 1.0, t0);
+  step_protocol p(leaving_config(2));
+  auto a = leave_after_step_one(p);
   REQUIRE(a.size() == 2);
   CHECK(std::holds_alternative<collect_action>(a[1]));
   CHECK(p.on_left().empty());  // not transitioning: out of place

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
 #include "support/run_files.hpp"
 
 using cohort::test::run;
@@ -21,9 +22,7 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("leave", name); }
 
-const std::string mlp_job =
-    "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
-    "--fault.recover=true";
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
 
 // What every graceful leave shows: one transition with cause "leave" naming the leaver, no
 // recovery, the leaver's exit 0 and its line, nobody restarted.
@@ -134,8 +133,7 @@ TEST_SUITE("elastic") {
     REQUIRE(a.size() == 30);
     REQUIRE(b.size() == 30);
     CHECK(std::equal(a.begin(), a.begin() + 12, b.begin()));  // the same plan up to the leave
-    double worst = 0;
-    for (std::size_t k = 12; k < 30; ++k) worst = std::max(worst, std::abs(a[k] - b[k]) / std::abs(b[k]));
+    const double worst = cohort::test::max_relative_difference(a, b, /*from=*/13);
     MESSAGE("max relative loss difference after the re-plan " << worst);
     CHECK(worst <= 1e-5);
   }

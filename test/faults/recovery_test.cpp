@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
 #include "support/run_files.hpp"
 
 using cohort::test::run;
@@ -18,9 +19,7 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("rec", name); }
 
-const std::string mlp_job =
-    "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
-    "--fault.recover=true";
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
 #include "support/run_files.hpp"
 
 using cohort::test::run;
@@ -14,9 +15,7 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("replace", name); }
 
-const std::string mlp_job =
-    "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
-    "--fault.recover=true";
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
 
 }  // namespace
 

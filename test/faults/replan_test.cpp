@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
 #include "support/run_files.hpp"
 
 using cohort::test::run;
@@ -19,17 +20,7 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("replan", name); }
 
-const std::string mlp_job =
-    "--data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
-    "--fault.recover=true";
-
-// The largest relative difference between two runs' losses from step `from` (1-based) on.
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b, std::size_t from) {
-  double worst = 0;
-  for (std::size_t k = from - 1; k < std::min(a.size(), b.size()); ++k)
-    worst = std::max(worst, std::abs(a[k] - b[k]) / std::max(std::abs(b[k]), 1e-30));
-  return worst;
-}
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
 
 }  // namespace
 
@@ -90,7 +81,7 @@ TEST_SUITE("failure") {
       REQUIRE(a.size() == 30);
       REQUIRE(b.size() == 30);
       CHECK(std::equal(a.begin(), a.begin() + restored_at, b.begin()));  // the same plan up to the restored state
-      const double after = max_relative_difference(a, b, static_cast<std::size_t>(restored_at) + 1);
+      const double after = cohort::test::max_relative_difference(a, b, static_cast<std::size_t>(restored_at) + 1);
       MESSAGE(name << ": max relative loss difference after the re-plan " << after);
       CHECK(after <= 1e-5);
       CHECK(std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01);
