@@ -7,8 +7,81 @@
 
 namespace cohort::actors {
 
+namespace {
+
+// Two programs of one model at micro-batch sizes one row apart must be the same program but
+// for their shapes: the same parameters, inputs, transfers and value ids (workers run either
+// with the same buffers and tags).
+status same_structure(const stage_program& a, const stage_program& b) {
+  auto differ = [&](const char* what) {
+    return make_error(errc::invalid_argument, std::string("the model's graph depends on the micro-batch size (") +
+                                                  what + " of stage " + std::to_string(a.stage) +
+                                                  " differ between its two shares): give a batch that splits evenly");
+  };
+  if (a.g.nodes().size() != b.g.nodes().size() || a.backward_begin != b.backward_begin) return differ("the nodes");
+  if (a.loss != b.loss || a.seed != b.seed || a.data_inputs != b.data_inputs) return differ("the inputs");
+  if (a.params.size() != b.params.size()) return differ("the parameters");
+  for (std::size_t i = 0; i < a.params.size(); ++i) {
+    const auto &p = a.params[i], &q = b.params[i];
+    if (p.name != q.name || p.local != q.local || p.grad != q.grad || p.sparse_rows != q.sparse_rows ||
+        p.sparse_values != q.sparse_values || a.g.value(p.local).type.shape != b.g.value(q.local).type.shape)
+      return differ("the parameters");
+  }
+  auto same_transfers = [](const std::vector<stage_program::transfer>& x,
+                           const std::vector<stage_program::transfer>& y) {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (x[i].serial != y[i].serial || x[i].peer_stage != y[i].peer_stage || x[i].local != y[i].local ||
+          x[i].backward != y[i].backward)
+        return false;
+    return true;
+  };
+  if (!same_transfers(a.recvs, b.recvs) || !same_transfers(a.sends, b.sends)) return differ("the transfers");
+  return {};
+}
+
+// The serial training graph at `rows` rows per micro-batch, its tensor-parallel completion
+// and (given the cuts) its stages.
+result<shaped_graph> build_shape(const model_fn& model, std::int64_t rows, const planner::parallel_plan& plan,
+                                 compile_options options) {
+  shaped_graph out;
+  out.rows = rows;
+  out.serial = std::make_unique<graph>();
+  var loss = model(*out.serial, rows);
+  if (auto st = out.serial->check(); !st) return st.error();
+  auto gr = autodiff(*out.serial, loss, {.sparse_tables = options.sparse_tables});
+  if (!gr) return gr.error();
+  out.grads = *gr;
+  auto tp = complete_axis(*out.serial, "tp", plan.tp);
+  if (!tp) return make_error(tp.error().code, "plan tp=" + std::to_string(plan.tp) + ": " + tp.error().message);
+  out.tp = std::move(*tp);
+  return out;
+}
+
+status cut_stages(shaped_graph& g, const planner::parallel_plan& plan, const std::vector<std::size_t>& cuts) {
+  auto st = stages_from_cuts(*g.serial, g.grads, cuts);
+  if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
+  if (st->stages != plan.pp)
+    return make_error(errc::invalid_argument,
+                      "plan pp=" + std::to_string(plan.pp) + " but " + std::to_string(st->stages) + " stages were cut");
+  g.stages = std::move(*st);
+  return {};
+}
+
+}  // namespace
+
 result<stage_program> compiled_model::program(int stage, int tp_rank) const {
   return partition(*serial, grads, tp, stages, stage, tp_rank);
+}
+
+result<stage_program> compiled_model::program(int stage, int tp_rank, std::int64_t rows) const {
+  if (rows == micro_batch) return program(stage, tp_rank);
+  if (smaller && rows == smaller->rows)
+    return partition(*smaller->serial, smaller->grads, smaller->tp, smaller->stages, stage, tp_rank);
+  return make_error(errc::invalid_argument, "no program for micro-batches of " + std::to_string(rows) +
+                                                " rows (the split of batch " + std::to_string(batch) + " has " +
+                                                std::to_string(split().smallest()) + " to " +
+                                                std::to_string(micro_batch) + ")");
 }
 
 result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
@@ -19,16 +92,10 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
   cm.options = options;
   cm.plan = plan;
   cm.batch = batch;
-  cm.micro_batch = batch / (static_cast<std::int64_t>(plan.dp) * plan.micro_batches);
-  cm.serial = std::make_unique<graph>();
-  var loss = model(*cm.serial, cm.micro_batch);
-  if (auto st = cm.serial->check(); !st) return st.error();
-  auto gr = autodiff(*cm.serial, loss, {.sparse_tables = options.sparse_tables});
-  if (!gr) return gr.error();
-  cm.grads = *gr;
-  auto tp = complete_axis(*cm.serial, "tp", plan.tp);
-  if (!tp) return make_error(tp.error().code, "plan tp=" + std::to_string(plan.tp) + ": " + tp.error().message);
-  cm.tp = std::move(*tp);
+  const planner::batch_split split = cm.split();
+  cm.micro_batch = split.largest();
+  auto main = build_shape(model, cm.micro_batch, plan, options);
+  if (!main) return main.error();
   std::vector<std::size_t> cuts = stage_cuts;
   if (cuts.empty() && plan.pp > 1) {  // the planner's cuts, with its default constants
     auto a = planner::analyze_model(model, 0);
@@ -40,18 +107,29 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
       return make_error(found.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + found.error().message);
     cuts = std::move(*found);
   }
-  auto st = stages_from_cuts(*cm.serial, cm.grads, cuts);
-  if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
-  if (st->stages != plan.pp)
-    return make_error(errc::invalid_argument,
-                      "plan pp=" + std::to_string(plan.pp) + " but " + std::to_string(st->stages) + " stages were cut");
-  cm.stages = std::move(*st);
+  if (auto st = cut_stages(*main, plan, cuts); !st) return st.error();
+  cm.serial = std::move(main->serial);
+  cm.grads = std::move(main->grads);
+  cm.tp = std::move(main->tp);
+  cm.stages = std::move(main->stages);
   cm.cuts = std::move(cuts);
+  if (!split.even()) {  // the shares one row smaller: the same graph at their size
+    auto small = build_shape(model, split.smallest(), plan, options);
+    if (!small) return small.error();
+    if (auto st = cut_stages(*small, plan, cm.cuts); !st) return st.error();
+    cm.smaller = std::make_unique<shaped_graph>(std::move(*small));
+  }
   cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
   // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
   for (int s = 0; s < plan.pp; ++s)
-    for (int t = 0; t < plan.tp; ++t)
-      if (auto prog = cm.program(s, t); !prog) return prog.error();
+    for (int t = 0; t < plan.tp; ++t) {
+      auto prog = cm.program(s, t);
+      if (!prog) return prog.error();
+      if (!cm.smaller) continue;
+      auto small = cm.program(s, t, cm.smaller->rows);
+      if (!small) return small.error();
+      if (auto st = same_structure(*prog, *small); !st) return st.error();
+    }
   return cm;
 }
 

@@ -1,5 +1,6 @@
 // From a model and a plan to everything the workers run: the serial training graph at the
-// micro-batch size (forward + backward), its tensor-parallel completion, the pipeline stage
+// micro-batch size (forward + backward; at both sizes where the batch splits into shares one
+// row apart), its tensor-parallel completion, the pipeline stage
 // cuts and the task order of every stage. Local programs are partitioned on demand, one per
 // worker (stage, tp rank); data-parallel replicas get identical copies.
 //
@@ -21,6 +22,7 @@
 #include "graph/completion.hpp"
 #include "graph/init.hpp"
 #include "graph/partition.hpp"
+#include "planner/batch_split.hpp"
 #include "planner/plan.hpp"
 #include "planner/schedule.hpp"
 
@@ -36,19 +38,36 @@ struct compile_options {
   bool sparse_tables = false;
 };
 
+/// The serial training graph at one micro-batch size, completed and cut into stages.
+struct shaped_graph {
+  std::int64_t rows = 0;
+  std::unique_ptr<graph> serial;
+  gradients grads;
+  axis_completion tp;
+  stage_assignment stages;
+};
+
 struct compiled_model {
   model_fn source;  // what it was compiled from (a plan transition compiles it again)
   compile_options options;
   planner::parallel_plan plan;
-  std::int64_t batch = 0, micro_batch = 0;
+  std::int64_t batch = 0;
+  std::int64_t micro_batch = 0;  // the split's largest share; `serial` is built at that size
   std::unique_ptr<graph> serial;
   gradients grads;
   axis_completion tp;
   stage_assignment stages;
   std::vector<std::size_t> cuts;  // where stages 1.. begin (forward node indices)
   std::vector<std::vector<planner::task>> schedule;
+  /// Where the batch does not split evenly: the same graph at the smaller shares' size
+  /// (micro_batch - 1 rows); null for an even split.
+  std::unique_ptr<shaped_graph> smaller;
 
+  planner::batch_split split() const { return {batch, plan.dp, plan.micro_batches}; }
+  /// The local program at the largest share's size.
   result<stage_program> program(int stage, int tp_rank) const;
+  /// The local program for micro-batches of `rows` rows (either of the split's two sizes).
+  result<stage_program> program(int stage, int tp_rank, std::int64_t rows) const;
 };
 
 /// The full parameters of the model from each rank's piece of its flat parameter buffer

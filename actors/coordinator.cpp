@@ -81,9 +81,9 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
   // one data actor for the whole run: a new plan only splits the same batches another way (and
   // the app's batch function is never called from two actors at once)
   if (s.data)
-    self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+    self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->batch, spare_core);
   else
-    s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->micro_batch, spare_core);
+    s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->batch, spare_core);
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
   s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});

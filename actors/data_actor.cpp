@@ -1,20 +1,21 @@
 // The data actor.
 #include "actors/data_actor.hpp"
 
+#include "planner/batch_split.hpp"
+
 namespace cohort::actors {
 
 status data_state::prepare(std::int64_t step) {
   if (cached.count(step) != 0) return {};
-  auto batch = source(step);
-  if (!batch) return batch.error();
-  for (auto& [name, t] : *batch) {
-    if (t.shape().rank() < 1 || t.shape()[0] != rows * dp * micro_batches)
+  auto made = source(step);
+  if (!made) return made.error();
+  for (auto& [name, t] : *made) {
+    if (t.shape().rank() < 1 || t.shape()[0] != batch)
       return make_error(errc::shape_mismatch, "data: input '" + name + "' has batch " + t.shape().to_string() +
-                                                  ", the plan splits " + std::to_string(rows * dp * micro_batches) +
-                                                  " rows");
+                                                  ", the plan splits " + std::to_string(batch) + " rows");
     t = t.contiguous();
   }
-  cached[step] = std::move(*batch);
+  cached[step] = std::move(*made);
   // keep this step and the one prefetched after it (a job rolled back to a checkpoint asks for
   // an earlier step again: the later ones go, never the one just made)
   for (auto it = cached.begin(); cached.size() > 2 && it != cached.end();)
@@ -27,18 +28,20 @@ result<micro_batch> data_state::replica_rows(std::int64_t step, int replica) {
     return make_error(errc::invalid_argument, "data: no replica " + std::to_string(replica));
   if (auto st = prepare(step); !st) return st.error();
   micro_batch out;
-  const std::int64_t first = static_cast<std::int64_t>(replica) * micro_batches * rows;
+  const planner::batch_split split{batch, dp, micro_batches};
+  const std::int64_t first = split.first(replica, 0);
   // rows of a row-major tensor are contiguous: views of the kept batch, no copy
-  for (const auto& [name, t] : cached.at(step)) out.inputs[name] = t.slice(0, first, first + micro_batches * rows);
+  for (const auto& [name, t] : cached.at(step))
+    out.inputs[name] = t.slice(0, first, first + split.replica_rows(replica));
   return out;
 }
 
 data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_state> self, batch_fn source, int dp,
-                                         int micro_batches, std::int64_t rows, bool prefetch) {
+                                         int micro_batches, std::int64_t batch, bool prefetch) {
   self->state.source = std::move(source);
   self->state.dp = dp;
   self->state.micro_batches = micro_batches;
-  self->state.rows = rows;
+  self->state.batch = batch;
   self->state.prefetch = prefetch;
   return {
       [=](batch_atom, std::int64_t step, int replica) -> caf::result<micro_batch> {
@@ -51,9 +54,9 @@ data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_s
       [=](prepare_atom, std::int64_t step) {
         (void)self->state.prepare(step);  // an error shows when the step is asked for
       },
-      [=](configure_atom, int dp, int micro_batches, std::int64_t rows, bool prefetch) {
+      [=](configure_atom, int dp, int micro_batches, std::int64_t batch, bool prefetch) {
         auto& s = self->state;
-        s.dp = dp, s.micro_batches = micro_batches, s.rows = rows,
+        s.dp = dp, s.micro_batches = micro_batches, s.batch = batch,
         s.prefetch = prefetch;  // the kept batches stay valid
       },
   };

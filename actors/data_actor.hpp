@@ -8,7 +8,7 @@
 // all compute, that would only slow the computation down). The last two steps are kept, so
 // a redone step finds its batch.
 //
-//   auto data = sys.spawn(data_actor, batch_fn(tiny_batch), /*dp=*/2, /*micro_batches=*/4, /*rows=*/8, /*prefetch=*/true);
+//   auto data = sys.spawn(data_actor, batch_fn(tiny_batch), /*dp=*/2, /*micro_batches=*/4, /*batch=*/64, /*prefetch=*/true);
 //   caf::scoped_actor worker{sys};
 //   worker->request(data, 10s, batch_atom::value, /*step=*/std::int64_t{0}, /*replica=*/1)
 //       .receive([&](micro_batch& b) { assert(b.inputs.at("x").shape() == (shape{32, 8})); },   // 4 micro-batches x 8 rows
@@ -27,12 +27,12 @@ using batch_fn = std::function<result<std::map<std::string, tensor>>(std::int64_
 struct data_state {
   batch_fn source;
   int dp = 1, micro_batches = 1;
-  std::int64_t rows = 0;  // per micro-batch
+  std::int64_t batch = 0;  // the step's global batch, split by planner::batch_split
   bool prefetch = false;
   std::map<std::int64_t, std::map<std::string, tensor>> cached;  // the last two steps
   static inline const char* name = "cohort.data";
 
-  /// Rows of all of replica `replica`'s micro-batches of step `step`, in micro-batch order
+  /// Rows of all of replica `replica`'s micro-batches of step `step` (its share of the batch), in micro-batch order
   /// (computing the step's batch if it is not kept). Errors: a source error, a tensor with the
   /// wrong batch size.
   result<micro_batch> replica_rows(std::int64_t step, int replica);
@@ -41,6 +41,6 @@ struct data_state {
 };
 
 data_actor_hdl::behavior_type data_actor(data_actor_hdl::stateful_pointer<data_state> self, batch_fn source, int dp,
-                                         int micro_batches, std::int64_t rows, bool prefetch);
+                                         int micro_batches, std::int64_t batch, bool prefetch);
 
 }  // namespace cohort::actors

@@ -12,8 +12,11 @@ namespace cohort::actors {
 result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program, int slots,
                                                            const kernels::dispatch_table* table,
                                                            kernels::thread_pool* pool, comm_context comm,
-                                                           bool single_micro_batch) {
+                                                           bool single_micro_batch,
+                                                           std::optional<stage_program> smaller, bool larger_used) {
   if (slots < 1) return make_error(errc::invalid_argument, "stage worker: needs at least one slot");
+  if (!larger_used && !smaller)
+    return make_error(errc::invalid_argument, "stage worker: no program to run (the larger one unused, no smaller)");
   std::unique_ptr<stage_worker> w(new stage_worker());
   w->program_ = std::move(program);
   w->comm_ = std::make_unique<comm_context>(std::move(comm));
@@ -32,7 +35,15 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
     if (table.rank() != 2 || values.rank() != 2 || values[1] != table[1])
       return make_error(errc::invalid_argument, "stage worker: the sparse gradient of '" + p.name + "' is " +
                                                     values.to_string() + " for a table of " + table.to_string());
-    w->sparse_.push_back({i, table[0], table[1], values[0], 0, 0, p.sparse_first_row});
+    std::int64_t smaller_per_backward = values[0];
+    if (smaller) {
+      const shape& fewer = smaller->g.value(smaller->params[i].sparse_values).type.shape;
+      if (fewer.rank() != 2 || fewer[0] > values[0])
+        return make_error(errc::invalid_argument, "stage worker: the smaller micro-batch's sparse gradient of '" +
+                                                      p.name + "' is " + fewer.to_string());
+      smaller_per_backward = fewer[0];
+    }
+    w->sparse_.push_back({i, table[0], table[1], values[0], smaller_per_backward, 0, 0, p.sparse_first_row});
     if (w->ranges_[i].begin > dense_from) w->dense_runs_.push_back({dense_from, w->ranges_[i].begin});
     dense_from = w->ranges_[i].end;
   }
@@ -56,13 +67,41 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
       opts.bound.emplace_back(p.grad, tensor(w->flat_grads_.storage_ptr(), w->program_.g.value(p.local).type.shape,
                                              dtype::f32, w->ranges_[i].begin));
     }
-  for (int s = 0; s < slots; ++s) {
+  for (int s = 0; larger_used && s < slots; ++s) {
     auto ex = kernels::executor::create(w->program_.g, w->views_, kept, opts);
     if (!ex)
       return make_error(ex.error().code, "stage " + std::to_string(w->program_.stage) + ": " + ex.error().message);
     w->exec_.push_back(std::make_unique<kernels::executor>(std::move(*ex)));
   }
+  if (smaller) {  // same value ids (compile checks), its own shapes; gradients are added, never bound
+    w->smaller_ = std::move(*smaller);
+    w->grads_in_place_ = false;
+    kernels::executor_options small_opts{table, pool, w->comm_.get(), {}};
+    const auto small_kept = w->smaller_->kept();
+    for (int s = 0; s < slots; ++s) {
+      auto ex = kernels::executor::create(w->smaller_->g, w->views_, small_kept, small_opts);
+      if (!ex)
+        return make_error(ex.error().code, "stage " + std::to_string(w->program_.stage) + ": " + ex.error().message);
+      w->smaller_exec_.push_back(std::make_unique<kernels::executor>(std::move(*ex)));
+    }
+  }
+  w->slot_smaller_.assign(static_cast<std::size_t>(slots), larger_used ? 0 : 1);
   return w;
+}
+
+void stage_worker::use_smaller(int slot, bool smaller) {
+  if (exec_.empty()) smaller = true;  // only the smaller program runs here
+  slot_smaller_.at(static_cast<std::size_t>(slot)) = smaller && has_smaller() ? 1 : 0;
+}
+
+kernels::executor& stage_worker::exec(int slot) {
+  const auto i = static_cast<std::size_t>(slot);
+  return slot_smaller_.at(i) != 0 ? *smaller_exec_.at(i) : *exec_.at(i);
+}
+
+const kernels::executor& stage_worker::exec(int slot) const {
+  const auto i = static_cast<std::size_t>(slot);
+  return slot_smaller_.at(i) != 0 ? *smaller_exec_.at(i) : *exec_.at(i);
 }
 
 status stage_worker::load_initial_parameters(const graph& serial, std::uint64_t seed) {
@@ -122,18 +161,15 @@ void stage_worker::begin_sparse_step(int backwards, int blocks, int block) {
   entries_ = tensor::zeros({std::max<std::int64_t>(block_size_ * blocks, 1)});
 }
 
-tensor& stage_worker::input(int slot, value_id local) { return exec_.at(static_cast<std::size_t>(slot))->input(local); }
+tensor& stage_worker::input(int slot, value_id local) { return exec(slot).input(local); }
 
-const tensor& stage_worker::value(int slot, value_id local) const {
-  return exec_.at(static_cast<std::size_t>(slot))->value(local);
-}
+const tensor& stage_worker::value(int slot, value_id local) const { return exec(slot).value(local); }
 
-status stage_worker::forward(int slot) {
-  return exec_.at(static_cast<std::size_t>(slot))->run(0, program_.backward_begin);
-}
+status stage_worker::forward(int slot) { return exec(slot).run(0, program_.backward_begin); }
 
 status stage_worker::backward(int slot, float seed) {
-  auto& ex = *exec_.at(static_cast<std::size_t>(slot));
+  auto& ex = exec(slot);
+  const bool smaller = slot_smaller_.at(static_cast<std::size_t>(slot)) != 0;
   if (program_.seed != no_value) ex.input(program_.seed).fill(seed);
   if (auto st = ex.run(program_.backward_begin, program_.g.nodes().size()); !st) return st;
   if (!sparse_.empty()) {  // this backward's entries, after the earlier ones of the step
@@ -145,10 +181,16 @@ status stage_worker::backward(int slot, float seed) {
       const auto& p = program_.params[t.param];
       const tensor& rows = ex.value(p.sparse_rows);
       const tensor& values = ex.value(p.sparse_values);
-      std::memcpy(block + t.first + backward_index_ * t.per_backward, rows.data<std::int32_t>(),
-                  static_cast<std::size_t>(t.per_backward) * sizeof(std::int32_t));
-      std::memcpy(block + t.first + t.count + backward_index_ * t.per_backward * t.dim, values.data<float>(),
-                  static_cast<std::size_t>(t.per_backward * t.dim) * sizeof(float));
+      // every backward has the room of the largest micro-batch's entries (the replicas' blocks
+      // are gathered as equal parts); a smaller one fills the rest with no row (-1) and zeros
+      const std::int64_t n = smaller ? t.smaller_per_backward : t.per_backward;
+      float* row_at = block + t.first + backward_index_ * t.per_backward;
+      float* value_at = block + t.first + t.count + backward_index_ * t.per_backward * t.dim;
+      std::memcpy(row_at, rows.data<std::int32_t>(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+      std::memcpy(value_at, values.data<float>(), static_cast<std::size_t>(n * t.dim) * sizeof(float));
+      const std::int32_t none = -1;
+      for (std::int64_t k = n; k < t.per_backward; ++k) std::memcpy(row_at + k, &none, sizeof none);
+      std::fill(value_at + n * t.dim, value_at + t.per_backward * t.dim, 0.f);
     }
     ++backward_index_;
   }

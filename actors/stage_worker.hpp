@@ -25,6 +25,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/comm_kernels.hpp"
@@ -37,15 +38,25 @@ class stage_worker {
  public:
   /// With `single_micro_batch` (one backward per step) the gradients are computed straight
   /// into flat_grads(); otherwise each backward adds its slot's gradients into it.
+  /// With `smaller` (a batch split into shares one row apart: `program` is the larger
+  /// shares', `smaller` the others') each slot also gets an executor for the smaller
+  /// micro-batches, and use_smaller() picks one; without `larger_used` (a replica whose shares
+  /// are all smaller) only those are made, and `program` only sizes the sparse entries.
   static result<std::unique_ptr<stage_worker>> create(stage_program program, int slots,
                                                       const kernels::dispatch_table* table, kernels::thread_pool* pool,
-                                                      comm_context comm, bool single_micro_batch = false);
+                                                      comm_context comm, bool single_micro_batch = false,
+                                                      std::optional<stage_program> smaller = std::nullopt,
+                                                      bool larger_used = true);
 
   /// Fills the parameters with the serial run's initial values (sliced for this tp rank).
   status load_initial_parameters(const graph& serial, std::uint64_t seed);
 
   const stage_program& program() const { return program_; }
-  int slots() const { return static_cast<int>(exec_.size()); }
+  int slots() const { return static_cast<int>(slot_smaller_.size()); }
+  bool has_smaller() const { return !smaller_exec_.empty(); }
+  /// Whether the micro-batch `slot` holds from its forward to its backward is a smaller one
+  /// (input(), value(), forward() and backward() then use its executor).
+  void use_smaller(int slot, bool smaller);
   comm_context& comm() { return *comm_; }
 
   /// An input of the local program (data input, received value, seed) in `slot`.
@@ -78,6 +89,7 @@ class stage_worker {
   struct sparse_table {
     std::size_t param = 0;  // index in program().params
     std::int64_t rows = 0, dim = 0, per_backward = 0;
+    std::int64_t smaller_per_backward = 0;  // a smaller micro-batch's (the rest of its room: row -1)
     std::int64_t first = 0, count = 0;
     std::int64_t first_row = 0;  // a row shard's first row (stage_program::param::sparse_first_row)
   };
@@ -98,8 +110,12 @@ class stage_worker {
  private:
   stage_worker() = default;
 
+  kernels::executor& exec(int slot);
+  const kernels::executor& exec(int slot) const;
+
   stage_program program_;
-  std::unique_ptr<comm_context> comm_;  // stable address: executors point at it
+  std::optional<stage_program> smaller_;  // its executors point at its graph
+  std::unique_ptr<comm_context> comm_;    // stable address: executors point at it
   tensor flat_params_, flat_grads_, grad_piece_;
   std::vector<range> ranges_;
   bool grads_in_place_ = false;
@@ -109,7 +125,8 @@ class stage_worker {
   tensor entries_;
   std::int64_t block_size_ = 0, blocks_ = 0, block_ = 0, backwards_ = 0, backward_index_ = 0;
   bool table_grads_zeroed_ = false;
-  std::vector<std::unique_ptr<kernels::executor>> exec_;
+  std::vector<std::unique_ptr<kernels::executor>> exec_, smaller_exec_;
+  std::vector<char> slot_smaller_;
 };
 
 }  // namespace cohort::actors

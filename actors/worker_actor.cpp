@@ -19,12 +19,21 @@ status worker_actor::start() {
   const auto& plan = s.model->plan;
   auto prog = s.model->program(s.at.stage, s.at.tp_rank);
   if (!prog) return prog.error();
+  // a batch that splits unevenly: the smaller shares' program too, where this replica has one
+  const planner::batch_split split = s.model->split();
+  std::optional<stage_program> smaller;
+  const bool larger_used = split.uses(s.at.dp_rank, split.largest());
+  if (!split.even() && split.uses(s.at.dp_rank, split.smallest())) {
+    auto small = s.model->program(s.at.stage, s.at.tp_rank, split.smallest());
+    if (!small) return small.error();
+    smaller = std::move(*small);
+  }
   const planner::rank_layout layout(plan);
   comm_context ctx{
       &fabric_->endpoint(s.rank), {{"tp", layout.group(s.rank, "tp")}, {"dp", layout.group(s.rank, "dp")}}, s.timeout};
   if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
   auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx,
-                                plan.micro_batches == 1);
+                                plan.micro_batches == 1, std::move(smaller), larger_used);
   if (!w) return w.error();
   worker_ = std::move(*w);
   if (!s.restore)
@@ -96,12 +105,10 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
                    });
       if (!st) return st.error();
     }
-    const std::int64_t m = s.model->plan.micro_batches;
+    const planner::batch_split split = s.model->split();
+    const std::int64_t first = split.first_in_replica(s.at.dp_rank, mb);
     std::map<std::string, tensor> out;
-    for (const auto& [name, t] : *rows) {
-      const std::int64_t per = t.shape()[0] / m;
-      out[name] = t.slice(0, mb * per, (mb + 1) * per);
-    }
+    for (const auto& [name, t] : *rows) out[name] = t.slice(0, first, first + split.rows(s.at.dp_rank, mb));
     return out;
   };
   io.submit = [&](const piece_gradient& piece) -> status {
@@ -121,8 +128,8 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
         throw std::runtime_error("injected failure in rank " + std::to_string(s.rank) + " at step " +
                                  std::to_string(step) + ", task " + to_string(t));
     };
-  auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan, s.at, io,
-                           static_cast<std::uint64_t>(step), s.timeout);
+  auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan,
+                           s.model->batch, s.at, io, static_cast<std::uint64_t>(step), s.timeout);
   if (r) {
     out.report = std::move(*r);
     out.report.sparse_bytes += geo_bytes;

@@ -42,11 +42,13 @@ tensor params_piece(stage_worker& w, const planner::parallel_plan& plan, int dp_
 }
 
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,
-                                    const worker_place& at, step_io& io, std::uint64_t step,
+                                    std::int64_t batch, const worker_place& at, step_io& io, std::uint64_t step,
                                     std::chrono::milliseconds timeout) {
   const stage_program& prog = w.program();
   transport::channel& ch = *w.comm().channel;
-  const float seed = 1.f / static_cast<float>(plan.micro_batches * plan.dp);
+  const planner::batch_split split{batch, plan.dp, plan.micro_batches};
+  // each micro-batch's loss counts by its rows: the step's loss is the batch mean
+  auto seed = [&](int mb) { return split.weight(at.dp_rank, mb); };
   step_report report;
   report.reports_loss = prog.loss != no_value && at.tp_rank == 0;
   const planner::rank_layout layout(plan);
@@ -113,6 +115,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     const int slot = t.micro_batch < 0 ? 0 : t.micro_batch % w.slots();
     status st;
     if (t.kind == task_kind::forward) {
+      w.use_smaller(slot, split.rows(at.dp_rank, t.micro_batch) < split.largest());
       if (!prog.data_inputs.empty()) {
         auto data = io.inputs(t.micro_batch);
         if (!data) return in_task(data.error(), t, at);
@@ -128,11 +131,11 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, false, bytes);
       if (st && report.reports_loss)
-        report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed;
+        report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed(t.micro_batch);
     } else if (t.kind == task_kind::backward) {
       st = receive(slot, t.micro_batch, true);
       start = std::chrono::steady_clock::now();
-      if (st) st = w.backward(slot, seed);
+      if (st) st = w.backward(slot, seed(t.micro_batch));
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, true, bytes);
     } else {

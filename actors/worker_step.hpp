@@ -25,7 +25,7 @@
 //   step_io io;
 //   io.inputs = [&](int /*mb*/) -> result<std::map<std::string, tensor>> { return batch; };
 //   io.submit = [&](const piece_gradient& g) { pending = g.dense.clone(); return status{}; };   // the parameter actor's part
-//   auto r = run_worker_step(**w, cm->schedule[0], cm->plan, at, io, /*step=*/0, 30s);
+//   auto r = run_worker_step(**w, cm->schedule[0], cm->plan, cm->batch, at, io, /*step=*/0, 30s);
 //   if (!r) return r.error();
 //   // ... after every worker is done: the owner applies `pending` (param_shard::update)
 #pragma once
@@ -41,6 +41,7 @@
 #include "actors/stage_worker.hpp"
 #include "actors/task_trace.hpp"
 #include "graph/mesh.hpp"
+#include "planner/batch_split.hpp"
 #include "planner/plan.hpp"
 #include "planner/rank_layout.hpp"
 #include "planner/schedule.hpp"
@@ -73,7 +74,7 @@ struct step_io {
 };
 
 struct step_report {
-  /// sum over micro-batches of loss / (micro_batches * dp): this replica's share of the
+  /// sum over micro-batches of loss x rows / batch: this replica's share of the
   /// step's loss; only the last stage's tp rank 0 reports one (others leave it at 0).
   double loss_share = 0;
   bool reports_loss = false;
@@ -90,8 +91,10 @@ struct step_report {
   std::int64_t table_version = -1;
 };
 
+/// `batch` is the step's global batch: micro-batch mb of this replica has split.rows(dp_rank,
+/// mb) rows and its loss seed is their share of the batch (planner::batch_split).
 result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& order, const planner::parallel_plan& plan,
-                                    const worker_place& at, step_io& io, std::uint64_t step,
+                                    std::int64_t batch, const worker_place& at, step_io& io, std::uint64_t step,
                                     std::chrono::milliseconds timeout);
 
 /// The [begin, end) of the flat parameter buffer a data-parallel rank updates: all of it,

@@ -7,10 +7,10 @@ status validate(const parallel_plan& p, std::int64_t batch) {
   if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.micro_batches < 1)
     return make_error(errc::invalid_argument, "plan: dp, tp, pp and micro-batches must be >= 1");
   std::int64_t parts = static_cast<std::int64_t>(p.dp) * p.micro_batches;
-  if (batch % parts != 0)
-    return make_error(errc::invalid_argument, "plan: batch " + std::to_string(batch) + " does not split into dp " +
+  if (batch < parts)  // any other batch splits, in near-equal shares (batch_split)
+    return make_error(errc::invalid_argument, "plan: batch " + std::to_string(batch) + " is smaller than dp " +
                                                   std::to_string(p.dp) + " x micro-batches " +
-                                                  std::to_string(p.micro_batches) + " equal parts");
+                                                  std::to_string(p.micro_batches) + " (every share needs a row)");
   if (p.shard_params && p.dp == 1)
     return make_error(errc::invalid_argument, "plan: shard-params needs dp > 1 (it splits optimizer state over dp)");
   return {};

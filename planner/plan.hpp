@@ -1,5 +1,6 @@
-// A parallel plan: how one training step is split. dp replicas each take batch/dp rows;
-// each replica is a pipeline of pp stages fed micro_batches micro-batches; each stage is
+// A parallel plan: how one training step is split. dp replicas each take a near-equal share
+// of the batch (batch_split); each replica is a pipeline of pp stages fed micro_batches
+// micro-batches; each stage is
 // split over tp ranks by the tensor-parallel annotations. The schedule is a buffer size:
 // GPipe lets a stage hold every micro-batch in flight, 1F1B only (pp - stage).
 // shard_params splits each replica group's optimizer state over dp (ZeRO: gradients are
@@ -33,7 +34,7 @@ struct parallel_plan {
   }
 };
 
-/// Checks degrees (>= 1) and that `batch` splits into dp x micro_batches equal parts.
+/// Checks degrees (>= 1) and that `batch` has a row for each of the dp x micro_batches shares.
 status validate(const parallel_plan& p, std::int64_t batch);
 
 const char* to_string(schedule_kind s);

@@ -1,6 +1,8 @@
 // Plan evaluation (costs, stage cuts, simulation, memory) and the search over plans.
 #include "planner/search.hpp"
 
+#include "planner/batch_split.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -186,7 +188,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   }
   const tp_view& view = it->second;
   const graph& g = *a.g;
-  const std::int64_t rows_int = o.batch / (static_cast<std::int64_t>(p.dp) * p.micro_batches);
+  // the largest share: the replica and the micro-batch the step waits for (batch_split)
+  const std::int64_t rows_int = batch_split{o.batch, p.dp, p.micro_batches}.largest();
   const double rows = static_cast<double>(rows_int);
   const std::size_t forward = a.forward_nodes();
   const double bytes_scale = o.half_precision ? 0.5 : 1.0;  // activations and messages
@@ -475,12 +478,12 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
     for (int pp = 1; pp <= n / tp && static_cast<std::size_t>(pp) <= most_stages; ++pp) {
       if ((n / tp) % pp != 0) continue;
       const int dp = n / tp / pp;
-      if (o.batch % dp != 0) continue;
-      // every split of a replica's batch into equal micro-batches (a batch of 280 over a
-      // 35-stage pipeline wants 280 of them, not the 8 a power of two allows)
+      if (o.batch < dp) continue;
+      // every split of the batch into dp x m near-equal shares (a batch of 280 over a
+      // 35-stage pipeline wants 280 micro-batches, not the 8 a power of two allows; 128 rows
+      // over 3 replicas are 43 + 43 + 42)
       bool whole_batch_fits = false;  // pp = 1, m = 1 fits without recomputation
-      for (int m = 1; m <= o.max_micro_batches && m <= o.batch / dp; ++m) {
-        if ((o.batch / dp) % m != 0) continue;
+      for (int m = 1; m <= o.max_micro_batches && static_cast<std::int64_t>(m) * dp <= o.batch; ++m) {
         // without a pipeline, micro-batches (gradient accumulation) only add overhead: they
         // are candidates only for the memory they save
         if (pp == 1 && m > 1 && whole_batch_fits) break;
@@ -536,7 +539,7 @@ std::string what_would_fit(const model_analysis& a, const search_options& o) {
   auto ranked = rank_plans(a, o);
   if (!ranked || ranked->empty()) {
     std::snprintf(line, sizeof line,
-                  "no plan divides the batch of %lld over %d devices; a batch that is a multiple of %d would\n",
+                  "no plan splits the batch of %lld over %d devices; a batch of at least %d rows would\n",
                   static_cast<long long>(o.batch), o.topo.devices, o.topo.devices);
     return line;
   }

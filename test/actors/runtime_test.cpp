@@ -95,7 +95,12 @@ TEST_CASE("the actor runtime trains every kind of plan like the serial program")
                          {"tp2 pp2 m2", {.tp = 2, .pp = 2, .micro_batches = 2}},
                          {"dp2 sharded", {.dp = 2, .shard_params = true}},
                          {"dp2 tp2 pp2 m2 gpipe",
-                          {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}}};
+                          {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .schedule = planner::schedule_kind::gpipe}},
+                         // uneven splits of the 16 rows: shares one row apart, weighted by their rows
+                         {"dp3 (6 5 5 rows)", {.dp = 3}},
+                         {"dp3 sharded", {.dp = 3, .shard_params = true}},
+                         {"pp3 m5 (4 3 3 3 3 rows)", {.pp = 3, .micro_batches = 5}},
+                         {"dp2 tp2 pp2 m3 (3 3 2 rows each)", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 3}}};
   for (const auto& p : plans) {
     const std::string plan_name = p.name;
     CAPTURE(plan_name);
@@ -165,7 +170,7 @@ TEST_CASE("a plan the model cannot take is an error before anything runs") {
   auto r = actors::train(sys, mlp, data(), options({.tp = 64}));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("plan tp=64") != std::string::npos);
-  auto b = actors::train(sys, mlp, data(), options({.dp = 3}));
+  auto b = actors::train(sys, mlp, data(), options({.dp = 3, .micro_batches = 6}));
   REQUIRE_FALSE(b.ok());
-  CHECK(b.error().message == "plan: batch 16 does not split into dp 3 x micro-batches 1 equal parts");
+  CHECK(b.error().message == "plan: batch 16 is smaller than dp 3 x micro-batches 6 (every share needs a row)");
 }

@@ -19,7 +19,7 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   };
   s.dp = 2;
   s.micro_batches = 2;
-  s.rows = 2;
+  s.batch = 8;
   auto mb = s.replica_rows(3, 1);  // replica 1: its two micro-batches, rows 4..7
   REQUIRE(mb.ok());
   CHECK(mb->inputs.at("x").shape() == shape{4, 2});
@@ -35,8 +35,23 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   REQUIRE(s.replica_rows(4, 1).ok());  // a redone step finds its batch
   CHECK(calls == 3);
   CHECK(s.replica_rows(4, 2).error().message == "data: no replica 2");
-  s.rows = 3;  // a batch that does not fit the plan
+  s.batch = 12;  // a batch that does not fit the plan
   CHECK(s.replica_rows(6, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
+}
+
+TEST_CASE("the data actor hands out a replica's near-equal share of a batch that splits unevenly") {
+  data_state s;
+  s.source = [&](std::int64_t) -> result<std::map<std::string, tensor>> {
+    tensor x = tensor::empty({8, 1});
+    for (int i = 0; i < 8; ++i) x.data<float>()[i] = static_cast<float>(i);
+    return std::map<std::string, tensor>{{"x", x}};
+  };
+  s.dp = 3;  // 8 rows over 3 replicas: 3 3 2
+  s.micro_batches = 1;
+  s.batch = 8;
+  CHECK(s.replica_rows(0, 0)->inputs.at("x").to_vector() == std::vector<float>{0, 1, 2});
+  CHECK(s.replica_rows(0, 1)->inputs.at("x").to_vector() == std::vector<float>{3, 4, 5});
+  CHECK(s.replica_rows(0, 2)->inputs.at("x").to_vector() == std::vector<float>{6, 7});
 }
 
 TEST_CASE("a parameter piece applies a gradient only once its step is committed, and drops it on rollback") {

@@ -85,7 +85,8 @@ TEST_CASE("bad input: one-line error on stderr and exit code 2") {
        "gpt: error: --model.layers, --model.d, --model.heads and --model.seq must be positive, heads dividing d"},
       {MLP_BINARY, "--plan.schedule=zigzag", "mlp: error: --plan.schedule must be gpipe or 1f1b, got 'zigzag'"},
       {MLP_BINARY, "--plan.mode=magic", "mlp: error: --plan.mode must be auto, manual or serial, got 'magic'"},
-      {MLP_BINARY, "--plan.dp=3", "mlp: error: plan: batch 128 does not split into dp 3 x micro-batches 1 equal parts"},
+      {MLP_BINARY, "--plan.dp=3 --plan.micro-batches=50",
+       "mlp: error: plan: batch 128 is smaller than dp 3 x micro-batches 50 (every share needs a row)"},
       {MLP_BINARY, "--plan.tp=200",
        "mlp: error: plan tp=200: 'fc1.weight' [64,128]: dimension 1 has 128 units, fewer than the 200 ranks to shard "
        "it over"},

@@ -1,5 +1,5 @@
 // Training across OS processes, as a user runs it: `--launch.nproc=N` starts N (2, 3, 4) processes of
-// the app on loopback; every plan's losses equal the serial run's within the in-process
+// the app on loopback; every plan's losses (batches split evenly or not) equal the serial run's within the in-process
 // equivalence suite's tolerance (1e-5 relative over 30 steps, test/actors/equivalence_test.cpp
 // says why), and the trained model (gathered to process 0) scores as the serial one does. A
 // process killed with SIGKILL or stopped with SIGSTOP mid-run ends the job with a non-zero
@@ -65,6 +65,10 @@ TEST_CASE("across 2 and 4 OS processes every plan's losses equal the serial run'
       {MLP_BINARY, "dp4", 4, "--plan.dp=4"},
       {MLP_BINARY, "pp4", 4, "--plan.pp=4 --plan.micro-batches=4"},
       {MLP_BINARY, "tp3 (3 processes)", 3, "--plan.tp=3"},
+      // batches that split unevenly: near-equal shares weighted by their rows
+      {MLP_BINARY, "dp3 (128 rows: 43 43 42)", 3, "--plan.dp=3"},
+      {MLP_BINARY, "pp3 m6 (128 rows: 22 22 21 21 21 21)", 3, "--plan.pp=3 --plan.micro-batches=6"},
+      {GPT_BINARY, "gpt dp3 (8 rows: 3 3 2)", 3, "--plan.dp=3"},
       {MLP_BINARY, "dp2xtp2xpp2 (8 ranks, 4 processes)", 4,
        "--plan.dp=2 --plan.tp=2 --plan.pp=2 --plan.micro-batches=2"},
       {GPT_BINARY, "gpt dp2", 2, "--plan.dp=2"},

@@ -143,7 +143,8 @@ TEST_CASE("tensor-parallel groups stay inside a machine unless allowed across") 
 TEST_CASE("a given plan that the model cannot take is an error, not a guess") {
   const auto& a = analyzed([](graph& g, std::int64_t r) { return test::toy_mlp(g, {8, 8, 10}, r); }, 1);
   search_options o = options(6, topology{});
-  CHECK(!evaluate_plan(a, {.dp = 4}, o));                              // 6 rows over 4 replicas
+  CHECK(!evaluate_plan(a, {.dp = 4, .micro_batches = 2}, o));          // 6 rows for 8 shares
+  CHECK(evaluate_plan(a, {.dp = 4}, o).ok());                          // 6 rows over 4 replicas: 2 2 1 1
   CHECK(!evaluate_plan(a, {.pp = 2, .micro_batches = 2}, o, {1, 2}));  // 2 cuts for 2 stages
 }
 
