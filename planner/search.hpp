@@ -119,7 +119,7 @@ result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, c
 result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o);
 
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
-/// by memory. Empty when no candidate exists at all (e.g. a batch no degree divides). With
+/// by memory. Empty when no candidate exists at all (e.g. a batch smaller than every dp the devices allow). With
 /// o.topo.host, every candidate is also tried with the embedding on the host CPUs.
 /// The fastest fitting plan is first, except where a near tie is broken (see
 /// prefer_simpler_near_ties).
