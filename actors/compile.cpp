@@ -42,10 +42,9 @@ status same_structure(const stage_program& a, const stage_program& b) {
 
 // The serial training graph at `rows` rows per micro-batch, its tensor-parallel completion
 // and (given the cuts) its stages.
-result<shaped_graph> build_shape(const model_fn& model, std::int64_t rows, const planner::parallel_plan& plan,
-                                 compile_options options) {
-  shaped_graph out;
-  out.rows = rows;
+status build_shape(shaped_graph& out, const model_fn& model, std::int64_t rows, const planner::parallel_plan& plan,
+                   compile_options options) {
+  out.micro_batch = rows;
   out.serial = std::make_unique<graph>();
   var loss = model(*out.serial, rows);
   if (auto st = out.serial->check(); !st) return st.error();
@@ -55,7 +54,7 @@ result<shaped_graph> build_shape(const model_fn& model, std::int64_t rows, const
   auto tp = complete_axis(*out.serial, "tp", plan.tp);
   if (!tp) return make_error(tp.error().code, "plan tp=" + std::to_string(plan.tp) + ": " + tp.error().message);
   out.tp = std::move(*tp);
-  return out;
+  return {};
 }
 
 status cut_stages(shaped_graph& g, const planner::parallel_plan& plan, const std::vector<std::size_t>& cuts) {
@@ -76,7 +75,7 @@ result<stage_program> compiled_model::program(int stage, int tp_rank) const {
 
 result<stage_program> compiled_model::program(int stage, int tp_rank, std::int64_t rows) const {
   if (rows == micro_batch) return program(stage, tp_rank);
-  if (smaller && rows == smaller->rows)
+  if (smaller && rows == smaller->micro_batch)
     return partition(*smaller->serial, smaller->grads, smaller->tp, smaller->stages, stage, tp_rank);
   return make_error(errc::invalid_argument, "no program for micro-batches of " + std::to_string(rows) +
                                                 " rows (the split of batch " + std::to_string(batch) + " has " +
@@ -93,9 +92,7 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
   cm.plan = plan;
   cm.batch = batch;
   const planner::batch_split split = cm.split();
-  cm.micro_batch = split.largest();
-  auto main = build_shape(model, cm.micro_batch, plan, options);
-  if (!main) return main.error();
+  if (auto st = build_shape(cm, model, split.largest(), plan, options); !st) return st.error();
   std::vector<std::size_t> cuts = stage_cuts;
   if (cuts.empty() && plan.pp > 1) {  // the planner's cuts, with its default constants
     auto a = planner::analyze_model(model, 0);
@@ -107,17 +104,13 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
       return make_error(found.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + found.error().message);
     cuts = std::move(*found);
   }
-  if (auto st = cut_stages(*main, plan, cuts); !st) return st.error();
-  cm.serial = std::move(main->serial);
-  cm.grads = std::move(main->grads);
-  cm.tp = std::move(main->tp);
-  cm.stages = std::move(main->stages);
+  if (auto st = cut_stages(cm, plan, cuts); !st) return st.error();
   cm.cuts = std::move(cuts);
   if (!split.even()) {  // the shares one row smaller: the same graph at their size
-    auto small = build_shape(model, split.smallest(), plan, options);
-    if (!small) return small.error();
+    auto small = std::make_unique<shaped_graph>();
+    if (auto st = build_shape(*small, model, split.smallest(), plan, options); !st) return st.error();
     if (auto st = cut_stages(*small, plan, cm.cuts); !st) return st.error();
-    cm.smaller = std::make_unique<shaped_graph>(std::move(*small));
+    cm.smaller = std::move(small);
   }
   cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
   // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
@@ -126,7 +119,7 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
       auto prog = cm.program(s, t);
       if (!prog) return prog.error();
       if (!cm.smaller) continue;
-      auto small = cm.program(s, t, cm.smaller->rows);
+      auto small = cm.program(s, t, cm.smaller->micro_batch);
       if (!small) return small.error();
       if (auto st = same_structure(*prog, *small); !st) return st.error();
     }

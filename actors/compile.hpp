@@ -40,23 +40,19 @@ struct compile_options {
 
 /// The serial training graph at one micro-batch size, completed and cut into stages.
 struct shaped_graph {
-  std::int64_t rows = 0;
+  std::int64_t micro_batch = 0;  // the rows it is built with
   std::unique_ptr<graph> serial;
   gradients grads;
   axis_completion tp;
   stage_assignment stages;
 };
 
-struct compiled_model {
+/// The model at the split's largest share (its shaped_graph) and everything else the workers run.
+struct compiled_model : shaped_graph {
   model_fn source;  // what it was compiled from (a plan transition compiles it again)
   compile_options options;
   planner::parallel_plan plan;
   std::int64_t batch = 0;
-  std::int64_t micro_batch = 0;  // the split's largest share; `serial` is built at that size
-  std::unique_ptr<graph> serial;
-  gradients grads;
-  axis_completion tp;
-  stage_assignment stages;
   std::vector<std::size_t> cuts;  // where stages 1.. begin (forward node indices)
   std::vector<std::vector<planner::task>> schedule;
   /// Where the batch does not split evenly: the same graph at the smaller shares' size

@@ -1,30 +1,28 @@
-// The near-equal split of a global batch.
+// The near-equal split of a global batch: graph/placement's shard_range over the replicas,
+// then over each replica's micro-batches.
 #include "planner/batch_split.hpp"
+
+#include "graph/placement.hpp"
 
 namespace cohort::planner {
 
-std::int64_t batch_split::replica_rows(int replica) const {
-  std::int64_t total = 0;
-  for (int mb = 0; mb < micro_batches; ++mb) total += rows(replica, mb);
-  return total;
+std::int64_t batch_split::replica_rows(int replica) const { return shard_range(batch, dp, replica).size(); }
+
+std::int64_t batch_split::rows(int replica, int mb) const {
+  return shard_range(replica_rows(replica), micro_batches, mb).size();
 }
 
 std::int64_t batch_split::first(int replica, int mb) const {
-  std::int64_t at = 0;
-  for (int d = 0; d < replica; ++d) at += replica_rows(d);
-  return at + first_in_replica(replica, mb);
+  return shard_range(batch, dp, replica).begin + first_in_replica(replica, mb);
 }
 
 std::int64_t batch_split::first_in_replica(int replica, int mb) const {
-  std::int64_t at = 0;
-  for (int j = 0; j < mb; ++j) at += rows(replica, j);
-  return at;
+  return shard_range(replica_rows(replica), micro_batches, mb).begin;
 }
 
+// a replica's larger micro-batches come first
 bool batch_split::uses(int replica, std::int64_t n) const {
-  for (int mb = 0; mb < micro_batches; ++mb)
-    if (rows(replica, mb) == n) return true;
-  return false;
+  return rows(replica, 0) == n || rows(replica, micro_batches - 1) == n;
 }
 
 }  // namespace cohort::planner

@@ -1,8 +1,9 @@
 // How a step's global batch splits over the data-parallel replicas and their micro-batches:
 // any batch over any dp x micro-batches (at least one row each), in near-equal shares. The
-// first batch % (dp x m) shares, counted micro-batch by micro-batch across the replicas, are one
-// row larger, so the replicas' totals differ by at most one row; a replica's rows are one
-// contiguous range of the batch (replica 0 first), its micro-batches contiguous within it.
+// batch splits into dp near-equal contiguous ranges (graph/placement.hpp's shard_range: the
+// first ones one row larger), each replica's range into its micro-batches the same way, so
+// every share has batch / (dp x m) rows or one more (the larger ones first in each replica) and
+// the replicas' totals differ by at most one row.
 // Every share is weighted by its sample count (weight = rows / batch), so the step's loss
 // and gradient are the batch mean whatever the split — the same training at any size.
 //
@@ -22,10 +23,7 @@ struct batch_split {
 
   std::int64_t parts() const { return static_cast<std::int64_t>(dp) * micro_batches; }
   /// Rows of micro-batch `mb` of replica `replica`.
-  std::int64_t rows(int replica, int mb) const {
-    const std::int64_t index = static_cast<std::int64_t>(mb) * dp + replica;
-    return smallest() + (index < batch % parts() ? 1 : 0);
-  }
+  std::int64_t rows(int replica, int mb) const;
   /// Rows of all of replica `replica`'s micro-batches.
   std::int64_t replica_rows(int replica) const;
   /// Where micro-batch `mb` of `replica` begins in the global batch.

@@ -287,11 +287,11 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
       c.table += note;
     }
     if (allowed.empty())
-      return make_error(errc::invalid_argument,
-                        "no plan for " + std::to_string(search.topo.devices) + " devices and batch " +
-                            std::to_string(search.batch) +
-                            (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
-                            "; every degree must divide the devices, and the batch needs a row for each of dp x micro-batches");
+      return make_error(
+          errc::invalid_argument,
+          "no plan for " + std::to_string(search.topo.devices) + " devices and batch " + std::to_string(search.batch) +
+              (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
+              "; every degree must divide the devices, and the batch needs a row for each of dp x micro-batches");
     if (!allowed.front().fits) {
       std::string advice = what_would_fit(*s.analysis, search);
       return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);

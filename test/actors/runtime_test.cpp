@@ -173,4 +173,16 @@ TEST_CASE("a plan the model cannot take is an error before anything runs") {
   auto b = actors::train(sys, mlp, data(), options({.dp = 3, .micro_batches = 6}));
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().message == "plan: batch 16 is smaller than dp 3 x micro-batches 6 (every share needs a row)");
+  // 16 rows over dp3 are shares of 6 and 5: a model whose graph changes with the rows cannot run both
+  const actors::model_fn by_rows = [](graph& g, std::int64_t rows) {
+    return apps::build_mlp(
+               g, rows % 2 == 0 ? std::vector<std::int64_t>{16, 32, 24, 8} : std::vector<std::int64_t>{16, 32, 8}, rows)
+        .loss;
+  };
+  auto c = actors::train(sys, by_rows, data(), options({.dp = 3}));
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message ==
+        "the model's graph depends on the micro-batch size (the nodes of stage 0 differ between its two shares): give "
+        "a batch that splits evenly");
+  CHECK(actors::train(sys, by_rows, data(), options({.dp = 2})).ok());  // 8 and 8: one size
 }

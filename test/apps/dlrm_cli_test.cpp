@@ -228,7 +228,7 @@ TEST_CASE(
     CHECK(b.summary["plan"]["processes"] == c.processes);
     const double worst =
         cohort::test::worst_relative(cohort::test::metrics_losses(sharded), cohort::test::metrics_losses(serial));
-    MESSAGE(name << " over 2 processes: max relative loss difference " << worst);
+    MESSAGE(name << " over " << c.processes << " processes: max relative loss difference " << worst);
     CHECK(worst <= 1e-5);
   }
   auto both = run(DLRM_BINARY, job + " --model.column-sharded=true --model.row-sharded=true");

@@ -24,7 +24,7 @@ TEST_CASE("128 rows over pp3 m6 are micro-batches of 22 22 21 21 21 21") {
   CHECK(s.uses(0, 21));
 }
 
-TEST_CASE("the extra rows go micro-batch by micro-batch across the replicas") {
+TEST_CASE("the extra rows go to the first replicas, then to the first micro-batches of each") {
   // 16 rows, dp 3: 6 5 5; dp 2 m 3: each replica 3 3 2
   const batch_split dp3{.batch = 16, .dp = 3, .micro_batches = 1};
   CHECK(dp3.rows(0, 0) == 6);
@@ -63,6 +63,10 @@ TEST_CASE("every split covers the batch once and the replicas differ by at most 
             next += s.rows(d, j);
             weights += s.weight(d, j);
           }
+          bool larger = false, smaller = false;
+          for (int j = 0; j < m; ++j) (s.rows(d, j) == s.largest() ? larger : smaller) = true;
+          CHECK(s.uses(d, s.largest()) == larger);
+          CHECK(s.uses(d, s.smallest()) == (smaller || s.even()));
           most = std::max(most, s.replica_rows(d));
           least = std::min(least, s.replica_rows(d));
         }
