@@ -24,6 +24,7 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using transfer_atom = caf::atom_constant<caf::atom("transfer")>;
 using replan_atom = caf::atom_constant<caf::atom("replan")>;
+using scale_atom = caf::atom_constant<caf::atom("scale")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using observe_atom = caf::atom_constant<caf::atom("observe")>;
 using refit_atom = caf::atom_constant<caf::atom("refit")>;

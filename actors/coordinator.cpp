@@ -178,15 +178,24 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
   auto total = std::make_shared<result<step_sum>>(make_error(errc::closed, "not combined"));
   const auto& job = *self->state.options.job;
   auto sum = job.sum_loss;
-  // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum
+  // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum, and
+  // process 0 how many processes wait to join (not again the same number it chose not to grow for)
   const bool leaving = job.wants_to_leave && job.wants_to_leave(a.step);
+  auto waiting = job.joiners_waiting;
+  const int refused = self->state.refused_joiners;
   const std::uint64_t epoch = self->state.membership_epoch;
   on_proxy(
-      self, [=] { *total = sum(a.step, a.local_loss, leaving, epoch); },
+      self,
+      [=] {
+        int joining = waiting ? waiting(a.step) : 0;
+        if (joining == refused) joining = 0;
+        *total = sum(a.step, a.local_loss, leaving, joining, epoch);
+      },
       [=] {
         auto& protocol = *self->state.protocol;
         if (!*total) return execute(self, protocol.on_loss(a.step, (*total).error(), clock_type::now()));
         protocol.leave_after_commit((*total)->leaving);
+        protocol.join_after_commit((*total)->joining);
         execute(self, protocol.on_loss(a.step, (*total)->loss, clock_type::now()));
       });
 }
@@ -400,7 +409,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         s.fabric = o.job ? o.job->fabric : std::make_shared<transport::in_process_fabric>(s.model->plan.ranks());
         // (an evaluation between steps runs there too, in one process as across processes)
         if (o.job || o.on_evaluate) s.proxy = self->spawn<caf::detached>(control_proxy);
-        if (o.job) s.live.assign(static_cast<std::size_t>(o.job->processes), true);  // every process, at first
+        if (o.job) s.live = o.job->live;  // the processes that started the job (a job that may grow has empty slots)
         planner_inputs in;
         in.model = s.model->source;
         in.batch = s.model->batch;

@@ -50,6 +50,9 @@ struct coordinator_state {
   std::vector<bool> live_before_rejoin;    // the membership a recovery in progress started from
   std::size_t replaced_before_rejoin = 0;  // replacements that had joined before it
   std::size_t replaced_seen = 0;           // replacements in the latest membership seen
+  std::size_t joined_seen = 0;             // processes admitted into the running job, in the latest membership seen
+  int refused_joiners = 0;                 // process 0: the waiting processes the job last chose not to grow for
+  std::string joining_note;                // the processes a join in progress admits ("process 2, process 3")
   bool replacement_awaited = false;        // this recovery waited for a replacement already
   /// A recovery whose re-plan is still to come (run_options::replan_on_loss): reported once
   /// the plan is settled, so its plan_after and recover_s include the re-plan.

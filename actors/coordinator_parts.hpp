@@ -44,8 +44,18 @@ void rejoin(self_ptr self, const rejoin_action& a);
 /// A replacement (run_options::joining): takes part in the recovery it joins, as the others do.
 void join_running(self_ptr self);
 /// A plan transition at a step boundary (coordinator_transition.cpp): a change the run asked
-/// for, or the re-plan after a lost process.
+/// for, the re-plan after a lost process, processes leaving or joining.
 void transition(self_ptr self, const transition_action& a);
+/// A decided plan, the same on every process: check it fits the processes, prepare it, move
+/// the state and install it (`cause`: request, loss, leave, join).
+void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started,
+             const std::string& cause);
+/// Processes wait to join (coordinator_join.cpp): process 0 decides and admits them, every
+/// process changes to the plan for the larger job (or goes on as it is).
+void grow(self_ptr self, const transition_action& a, std::chrono::steady_clock::time_point started);
+/// A process joining the running job (run_options::joining with a next plan): takes part in
+/// the transition to the larger job at the boundary it was admitted at.
+void join_as_newcomer(self_ptr self);
 /// A recovery is done: into the summary and to run_options::on_recovery.
 void report_recovery(self_ptr self, recovery_record rec);
 /// The re-plan after a recovery is decided (`plan_after` runs now; `replan` says what the

@@ -345,6 +345,10 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
         });
     return;
   }
+  if (const auto left = std::count(m.live.begin(), m.live.end(), true); left < s.options.min_processes)
+    return fail(self, a.failure,
+                make_error(errc::closed, std::to_string(left) + " processes remain, fewer than --elastic.min-procs=" +
+                                             std::to_string(s.options.min_processes)));
   const auto& plan = s.model->plan;
   auto r = std::make_shared<recovery>();
   r->action = a;
@@ -423,6 +427,7 @@ void settle_recovery(self_ptr self, const std::string& plan_after, const std::st
 void join_running(self_ptr self) {
   auto& s = self->state;
   const auto& j = *s.options.joining;
+  if (j.state.next) return join_as_newcomer(self);  // joining the running job, not replacing
   s.owner = j.state.owner_before;
   s.live = j.members.live;
   s.membership_epoch = j.members.epoch;

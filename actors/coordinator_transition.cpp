@@ -26,7 +26,7 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   for (const auto& w : s.workers) rec.workers_retired += w ? 1 : 0;
   retire_plan(self);
   if (s.options.job) {
-    s.fabric->close("plan transition at step " + std::to_string(rec.step));
+    if (s.fabric) s.fabric->close("plan transition at step " + std::to_string(rec.step));  // (a newcomer has none)
     if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
   }
   s.fabric = std::move(fabric);
@@ -98,6 +98,25 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto await = job.await_membership;
   const std::uint64_t epoch = s.membership_epoch;
   const bool first = job.process == 0;
+  if (rec.cause == "join") {  // the newcomers are on no data plane yet: the new one carries the state
+    o.fabric_owner = o.new_owner;
+    const auto plan = t->model->plan;
+    on_proxy(
+        self,
+        [=] {
+          *fabric = connect(plan, new_owner);
+          if (*fabric) *exchanged = exchange_state(***fabric, o, t->copies, *old, t->to);
+        },
+        [=]() mutable {
+          auto& st = self->state;
+          if (!*fabric) return execute(self, st.protocol->on_error((*fabric).error()));
+          if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
+          rec.bytes_moved = transfer_bytes(t->copies, o.slots);
+          rec.bytes_across_processes = bytes_across_processes(t->copies, o);
+          install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
+        });
+    return;
+  }
   on_proxy(
       self,
       [=] {
@@ -155,14 +174,14 @@ void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_
   }
 }
 
-// A decided plan, the same on every process: check it fits the processes, prepare it.
 void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started,
              const std::string& cause) {
   auto& s = self->state;
   const int processes = s.options.job ? static_cast<int>(std::count(s.live.begin(), s.live.end(), true)) : 1;
-  // (a leave keeps the plan where the planner found none better: its ranks placed on the
-  // processes that remain as after a loss, rank_layout::placed, unevenly if need be)
-  if (d.choice.plan.ranks() % processes != 0 && cause != "leave")
+  // (a leave keeps the plan where the planner found none better, a join the user's plan: its
+  // ranks placed on the processes of the job as after a loss, rank_layout::placed, unevenly if
+  // need be)
+  if (d.choice.plan.ranks() % processes != 0 && cause != "leave" && cause != "join")
     return execute(self, s.protocol->on_error(make_error(
                              errc::invalid_argument,
                              "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
@@ -171,6 +190,7 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
   transition_record rec;
   rec.step = step;
   rec.cause = cause;
+  if (cause == "join") rec.joining = s.joining_note;
   rec.from = planner::describe(s.model->plan);
   rec.to = planner::describe(d.choice.plan);
   rec.plan = d.choice.to_json();
@@ -304,6 +324,10 @@ void leave(self_ptr self, const transition_action& a, std::chrono::steady_clock:
   // control plane lets them go once their state has moved (move_state)
   for (std::size_t p = 1; p < a.leave.size() && p < s.live.size(); ++p)  // process 0 coordinates: it never leaves
     if (a.leave[p]) s.live[p] = false;
+  if (const auto left = std::count(s.live.begin(), s.live.end(), true); left < s.options.min_processes)
+    return fail(make_error(
+        errc::closed, "a leave after step " + std::to_string(step) + " would leave " + std::to_string(left) +
+                          " processes, fewer than --elastic.min-procs=" + std::to_string(s.options.min_processes)));
   cancel_waiting_writes(self);  // a checkpoint still waiting for a leaver's file never gets it
   decided_plan same;
   same.choice.plan = s.model->plan;
@@ -322,6 +346,10 @@ void transition(self_ptr self, const transition_action& a) {
   const std::int64_t step = a.step;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
   if (!a.leave.empty()) return leave(self, a, started);
+  if (a.joiners > 0) {
+    if (!s.options.job) return fail(make_error(errc::invalid_argument, "only a job of processes grows"));
+    return grow(self, a, started);
+  }
   if (a.replan) {
     if (!s.options.job)
       return fail(make_error(errc::invalid_argument, "a re-plan after a loss needs a job of processes"));

@@ -1,4 +1,4 @@
-// The replacement's view of the running job: to and from process 0's text.
+// A replacement's or a joining process's view of the running job: to and from process 0's text.
 #include "actors/joining.hpp"
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,13 @@ std::string to_text(const joining_state& s) {
   j["live_before"] = s.live_before;
   j["replaced_before"] = s.replaced_before;
   j["committed"] = s.committed;
+  if (s.next) {
+    j["next"] = s.next->to_json();
+    j["next"].erase("predicted");
+    j["next"].erase("how");
+    j["next_replan_s"] = s.next_replan_s;
+    j["next_predicted_step_s"] = s.next_predicted_step_s;
+  }
   return j.dump();
 }
 
@@ -51,6 +58,16 @@ result<joining_state> joining_from_text(const std::string& text, int processes) 
   if (!j["committed"].is_number_integer() || j["committed"].get<std::int64_t>() < -1)
     return bad("\"committed\" must be an integer >= -1");
   s.committed = j["committed"].get<std::int64_t>();
+  if (j.contains("next")) {
+    auto next = planner::plan_from_json(j["next"], "process 0's next plan");
+    if (!next) return next.error();
+    s.next = std::move(*next);
+    for (const char* f : {"next_replan_s", "next_predicted_step_s"})
+      if (!j.contains(f) || !j[f].is_number() || j[f].get<double>() < 0)
+        return bad(std::string("\"") + f + "\" must be a number >= 0");
+    s.next_replan_s = j["next_replan_s"].get<double>();
+    s.next_predicted_step_s = j["next_predicted_step_s"].get<double>();
+  }
   return s;
 }
 

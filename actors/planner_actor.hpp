@@ -9,7 +9,9 @@
 // committed step (observe_atom, no answer awaited) and asks for the prediction at the end.
 //
 // After a lost process it also decides the re-plan for the devices that remain (replan_atom,
-// decide_replan: the run's own request on fewer devices).
+// decide_replan: the run's own request on fewer devices), and when processes wait to join it
+// decides whether the job grows (scale_atom, decide_scale): the plan for the larger job and
+// whether the time it saves over the steps left exceeds what the transition costs.
 //
 // Deciding and preparing are two requests because across processes only the job's first
 // process decides (it has the setup); the decision travels to the others over the control
@@ -67,6 +69,43 @@ struct decided_plan {
   double predicted_step_s = 0;  // the planner's prediction for it (0: none)
 };
 
+/// How the job answers processes that ask to join it (--elastic.scale-out): auto grows only
+/// when the cost model says it pays, always grows, never keeps them waiting as spares.
+enum class scale_policy { automatic, always, never };
+
+/// One answer to processes waiting to join (the summary's "scale_out"): the planner's plan for
+/// the larger job, both predictions and whether growing pays over the steps left.
+struct scale_decision {
+  std::int64_t step = 0;  // steps done
+  int waiting = 0;        // processes that asked to join (that the job has slots for)
+  int processes_before = 0, processes_after = 0;
+  std::string from, to;                // planner::describe of the running plan and the larger job's
+  double predicted_step_s_before = 0;  // the running plan on the processes now
+  double predicted_step_s_after = 0;   // the new plan on the processes after
+  std::int64_t remaining_steps = 0;    // steps left to train
+  double saved_s = 0;                  // (before - after) x remaining steps
+  double bytes = 0;                    // state the transition moves across processes
+  double cost_s = 0;                   // re-plan + compile + those bytes over the profile's link
+  bool adopted = false;                // the job grows
+  std::string why;                     // one sentence: the comparison, or the policy
+};
+
+/// What decide_scale is asked: the job now and the processes waiting.
+struct scale_request {
+  int joiners = 0;
+  std::vector<bool> live;       // the job's processes now, by slot
+  std::vector<int> owner;       // each rank's process now
+  int threads_per_process = 1;  // compute threads (a joining process is taken to have as many)
+  std::int64_t step = 0;        // steps done
+  std::int64_t remaining_steps = 0;
+  scale_policy policy = scale_policy::automatic;
+};
+
+struct scale_answer {
+  decided_plan plan;  // for the larger job (meaningful when record.adopted)
+  scale_decision record;
+};
+
 struct transition_plan {
   std::shared_ptr<const compiled_model> model;  // the new plan, compiled
   std::vector<piece_layout> from, to;
@@ -107,6 +146,13 @@ result<decided_plan> decide_plan(const planner_inputs& in, std::size_t change, c
 /// nothing fits those devices.
 result<decided_plan> decide_replan(const planner_inputs& in, int devices, int threads);
 
+/// Processes wait to join: the plan for the job they would make (the run's re-plan request on
+/// the larger device set where the planner chose the plan, else the same plan placed over
+/// them), both predicted, the state the transition moves (the joiners take the lowest empty
+/// slots, as the control plane gives them), and the decision under `r.policy`. Errors: no
+/// setup, nothing fits; a plan that cannot use the larger job is a refusal, not an error.
+result<scale_answer> decide_scale(const planner_inputs& in, const scale_request& r, const compiled_model& current);
+
 /// Compiles `decided` and plans the state transfer from `current`. Errors: a plan the model
 /// cannot take (named), a transfer that cannot fill the new layout.
 result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
@@ -119,4 +165,6 @@ planner_actor_hdl::behavior_type planner_actor(planner_actor_hdl::stateful_point
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::decided_plan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::transition_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::scale_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::scale_answer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::model_ptr)

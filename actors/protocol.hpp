@@ -30,6 +30,8 @@ struct piece_state;
 struct piece_gradient;
 struct decided_plan;
 struct transition_plan;
+struct scale_request;
+struct scale_answer;
 struct compiled_model;
 struct run_summary;
 struct step_metrics;
@@ -61,11 +63,13 @@ using data_actor_hdl = caf::typed_actor<caf::replies_to<batch_atom, std::int64_t
                                         caf::reacts_to<prepare_atom, std::int64_t>,
                                         caf::reacts_to<configure_atom, int, int, std::int64_t, bool>>;
 
-/// Decides a plan change and prepares the transition to it; refits the cost model from the
+/// Decides a plan change (or whether the job grows for processes waiting to join) and
+/// prepares the transition to it; refits the cost model from the
 /// steps it is shown and answers the prediction's JSON at the end.
 using planner_actor_hdl =
     caf::typed_actor<caf::replies_to<plan_atom, std::size_t, model_ptr>::with<decided_plan>,
                      caf::replies_to<replan_atom, int, int, model_ptr>::with<decided_plan>,
+                     caf::replies_to<scale_atom, scale_request, model_ptr>::with<scale_answer>,
                      caf::replies_to<transfer_atom, decided_plan, model_ptr>::with<transition_plan>,
                      caf::reacts_to<observe_atom, step_metrics>, caf::replies_to<refit_atom>::with<std::string>>;
 

@@ -18,7 +18,8 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
     // a replacement's fabric comes with the recovery it joins
     const bool fabric_ok = o.joining ? !j.fabric : (j.fabric && j.fabric->size() == o.plan.ranks());
     if (!fabric_ok || !j.sum_loss || !j.gather_pieces || !j.share_plan || !j.connect ||
-        (o.joining && !j.await_membership))
+        (o.joining && !j.await_membership) || static_cast<int>(j.live.size()) != j.processes ||
+        (!j.live.empty() && !j.live[0]))
       return make_error(errc::invalid_argument, "train: a multi-process job needs its fabric (for the plan's " +
                                                     std::to_string(o.plan.ranks()) + " ranks) and every hook");
   }
@@ -37,7 +38,8 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
   if (o.initial_state) {
     auto layouts = piece_layouts(*cm);
     if (!layouts) return layouts.error();
-    const auto owner = planner::rank_layout(o.plan).process_of_rank(o.job ? o.job->processes : 1);
+    const auto owner = o.job ? planner::rank_layout::placed(o.plan.ranks(), o.job->live)
+                             : std::vector<int>(static_cast<std::size_t>(o.plan.ranks()), 0);
     std::vector<bool> local;
     for (int p : owner) local.push_back(p == (o.job ? o.job->process : 0));
     auto pieces = o.initial_state(*layouts, local);

@@ -45,9 +45,11 @@ namespace cohort::actors {
 struct transition_record {
   std::int64_t step = 0;  // steps done before it
   /// request: a change the run asked for; loss: a re-plan after a lost process; leave:
-  /// processes left the job in good order (`leaving` names them)
+  /// processes left the job in good order (`leaving` names them); join: processes joined the
+  /// running job (`joining` names them)
   std::string cause = "request";
   std::string leaving;                // "process 2" (cause leave)
+  std::string joining;                // "process 2, process 3" (cause join)
   std::string from, to;               // planner::describe of the two plans
   nlohmann::json plan;                // the new plan, as --plan.only prints it
   double seconds = 0;                 // from the step boundary to the next step's start
@@ -68,6 +70,7 @@ struct job_membership {
   std::vector<bool> live;     // by process
   std::vector<int> lost;      // in the order they were lost
   std::vector<int> replaced;  // lost processes whose place a replacement took, in order
+  std::vector<int> joined;    // processes admitted into the running job, in order
   std::string why;            // the report of the latest loss
 };
 
@@ -119,7 +122,8 @@ struct run_summary {
   std::vector<transition_record> transitions;
   std::vector<checkpoint_record> checkpoints;
   std::vector<recovery_record> recoveries;
-  std::vector<std::size_t> cuts;  // the stage cuts the first plan ran with (the planner's, or given)
+  std::vector<scale_decision> scale_decisions;  // process 0: every answer to waiting processes
+  std::vector<std::size_t> cuts;                // the stage cuts the first plan ran with (the planner's, or given)
   nlohmann::json prediction = nlohmann::json::object();  // the planner actor's refit (run_options::refit)
   int restarts = 0;
   double seconds = 0;
@@ -141,16 +145,26 @@ struct run_summary {
 struct step_sum {
   double loss = 0;
   std::vector<bool> leaving;  // by process
+  int joining = 0;            // processes waiting to join the job (process 0's count)
 };
 
 struct process_hooks {
-  int process = 0, processes = 1;
-  fabric_ptr fabric;  // the first plan's data plane
+  int process = 0, processes = 1;  // this process, the job's slots (the most processes it may have)
+  std::vector<bool> live;          // the processes in the job at the start, by slot
+  fabric_ptr fabric;               // the first plan's data plane
   /// This process's share of a step's loss -> the job's loss (called in step order), among the
   /// processes of membership `epoch` (a later membership fails it at once).
   /// `leaving`: this process asks to leave the job after this step (wants_to_leave); the
-  /// result names every process that asked, by process.
-  std::function<result<step_sum>(std::int64_t step, double local_loss, bool leaving, std::uint64_t epoch)> sum_loss;
+  /// result names every process that asked, by process. `joining` (process 0): processes
+  /// waiting to join; the result carries it to every process.
+  std::function<result<step_sum>(std::int64_t step, double local_loss, bool leaving, int joining, std::uint64_t epoch)>
+      sum_loss;
+  /// Process 0 of a job that may grow: how many processes wait to join that it has slots for,
+  /// asked with step `step`'s sum (0-based). Null: it cannot grow.
+  std::function<int(std::int64_t step)> joiners_waiting;
+  /// Process 0: admits up to `count` waiting processes in one membership change (a new epoch
+  /// even for none) and returns the membership.
+  std::function<result<job_membership>(int count)> admit_joiners;
   /// Set where a node may leave in good order (SIGTERM, --elastic.leave-after): whether it asks
   /// to after step `step` (0-based). Null: never.
   std::function<bool(std::int64_t step)> wants_to_leave;
@@ -225,14 +239,23 @@ struct run_options {
   /// process, so the loss of its owner is restored from it (not in geo or async mode: a copy
   /// could not follow the rows and entries they keep back).
   bool replicas = false;
-  /// This process is a replacement joining the running job in a lost process's place: where the
-  /// job is (process 0's view) and the membership it joined; it takes part in the recovery,
-  /// its ranks' state comes from the others, and it trains from the step they agree on.
+  /// This process comes into the running job: where the job is (process 0's view) and the
+  /// membership it joined. A replacement in a lost process's place takes part in the recovery,
+  /// its ranks' state comes from the others, and it trains from the step they agree on; a
+  /// process joining the running job (state.next set) takes part in the plan transition to
+  /// the larger job at the step boundary it was admitted at.
   struct joining_job {
     joining_state state;
     job_membership members;
   };
   std::optional<joining_job> joining;
+  /// Across processes with recovery: the fewest processes the job goes on with; a loss or a
+  /// leave that leaves fewer ends the run (--elastic.min-procs).
+  int min_processes = 1;
+  /// Processes waiting to join (process_hooks::joiners_waiting): whether the job grows.
+  scale_policy scale_out = scale_policy::automatic;
+  /// Called on process 0 with every answer to waiting processes, in order.
+  std::function<void(const scale_decision&)> on_scale_decision;
   /// --eval.every: after every this many steps (the last included) the committed parameters
   /// are assembled where the model is (process 0) and given to `on_evaluate` there, on the
   /// control proxy's thread, before the next step (every process takes part in the gather).

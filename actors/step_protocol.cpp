@@ -189,7 +189,15 @@ actions step_protocol::after_commit(clock_type::time_point now) {
     a.leave = std::exchange(leaving_, {});
     return just(std::move(a));
   }
-  leaving_.clear();  // after the last step: they finish with the others
+  leaving_.clear();                                                 // after the last step: they finish with the others
+  if (joiners_ > 0 && step_ < cfg_.steps && unreported_.empty()) {  // the job grows before a checkpoint
+    phase_ = phase::transitioning;
+    transition_action a;
+    a.step = step_;
+    a.joiners = std::exchange(joiners_, 0);
+    return just(std::move(a));
+  }
+  joiners_ = 0;
   if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0 && snapshot_at_ != step_) {
     phase_ = phase::snapshotting;
     snapshot_at_ = step_;
@@ -306,6 +314,19 @@ actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int6
 void step_protocol::leave_after_commit(std::vector<bool> leaving) {
   if (leaving_.size() < leaving.size()) leaving_.resize(leaving.size(), false);
   for (std::size_t p = 0; p < leaving.size(); ++p) leaving_[p] = leaving_[p] || leaving[p];
+}
+
+void step_protocol::join_after_commit(int joiners) { joiners_ = std::max(joiners_, joiners); }
+
+void step_protocol::on_joined(std::int64_t committed) {
+  if (phase_ != phase::rejoining || !cfg_.joining) return;
+  cfg_.joining = false;
+  committed_ = committed;
+  step_ = committed + 1;
+  cfg_.first_step = step_;
+  snapshot_at_ = step_;  // the state it starts from was not its own to save
+  while (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] <= step_) ++next_change_;
+  phase_ = phase::transitioning;
 }
 
 actions step_protocol::on_left() {

@@ -104,6 +104,10 @@ struct transition_action {  // change the plan at this step boundary
   /// None of them either: these processes (by process) leave the job in good order; their
   /// ranks' state moves to the others (a re-plan for the devices that remain with replan_on_rejoin).
   std::vector<bool> leave;
+  /// None of them either: this many processes wait to join the job; process 0 decides whether
+  /// it grows (the cost model), admits them, and the job changes to the plan for the larger
+  /// job — or goes on as it is (on_plan_kept).
+  int joiners = 0;
 };
 struct snapshot_action {  // copy the committed state for a checkpoint, then go on
   std::int64_t step = 0;  // steps done
@@ -144,8 +148,8 @@ class step_protocol {
     /// planner is asked for a plan for their devices (a transition_action with replan set) before
     /// the next step.
     bool replan_on_rejoin = false;
-    /// A replacement joining a running job: start() waits for the rejoin (no step), and
-    /// on_rejoined takes the steps done from the processes that were there.
+    /// A process coming into a running job: start() waits (no step); a replacement's
+    /// on_rejoined, or a joining process's on_joined, takes the steps done from the others.
     bool joining = false;
   };
 
@@ -178,6 +182,14 @@ class step_protocol {
   void leave_after_commit(std::vector<bool> leaving);
   /// This process was one of them: its state moved, the run ends here (no collection).
   actions on_left();
+  /// The job's sum of the step now summing says `joiners` processes wait to join: at the
+  /// boundary after its commit (after a leave due there, before a checkpoint) a transition_action
+  /// with `joiners`. Ignored after the last step.
+  void join_after_commit(int joiners);
+  /// A process joining the running job (config::joining): admitted after `committed` + 1 steps;
+  /// it takes part in the transition to the larger job (on_transition_done then starts the
+  /// next step).
+  void on_joined(std::int64_t committed);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
   /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.
@@ -236,6 +248,7 @@ class step_protocol {
   std::size_t next_change_ = 0;
   bool replan_due_ = false;    // a recovery asks for a re-plan at the next boundary
   std::vector<bool> leaving_;  // processes that leave at the next boundary (by process)
+  int joiners_ = 0;            // processes waiting to join at the next boundary
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   int step_failures_ = 0;  // failures of the step now in flight (restarts_ counts the run's)
   bool failed_ = false;

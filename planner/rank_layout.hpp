@@ -2,8 +2,8 @@
 // workers, the processes and the refit share. Ranks are numbered with the tensor-parallel
 // rank fastest, then the pipeline stage, then the data-parallel replica:
 // rank = (dp_rank * pp + stage) * tp + tp_rank. A job of several processes hosts the ranks in
-// contiguous equal blocks, so a tensor-parallel group (and, where blocks are large enough, a
-// whole pipeline) stays inside one process.
+// contiguous equal blocks (near-equal where they do not divide), so a tensor-parallel group
+// (and, where blocks are large enough, a whole pipeline) stays inside one process.
 //
 //   rank_layout l(parallel_plan{.dp = 2, .tp = 2, .pp = 2});
 //   int r = l.rank_of({.dp_rank = 1, .stage = 0, .tp_rank = 1});   // 5
@@ -15,10 +15,12 @@
 //   assert((after == std::vector<int>{0, 0, 0, 2, 2, 2}));                  // its ranks 2, 3 to 0 and 2
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "graph/mesh.hpp"
+#include "graph/placement.hpp"
 #include "planner/plan.hpp"
 
 namespace cohort::planner {
@@ -41,13 +43,15 @@ class rank_layout {
   /// The ranks that share every coordinate of `rank` but `axis` ("dp", "pp" or "tp"), in order.
   std::vector<int> group(int rank, const std::string& axis) const { return mesh().group(rank, axis); }
   /// The process hosting each rank when `processes` processes split the ranks into contiguous
-  /// equal blocks (the caller checks that they divide).
+  /// blocks: equal where they divide, else near-equal (graph/placement.hpp's shard_range, the
+  /// first blocks one larger); with fewer ranks than processes, one rank each on the first.
   std::vector<int> process_of_rank(int processes) const { return blocks(ranks(), processes); }
   /// The same for any `ranks` ranks.
   static std::vector<int> blocks(int ranks, int processes) {
     std::vector<int> owner;
-    const int per = processes > 0 && ranks >= processes ? ranks / processes : 1;
-    for (int r = 0; r < ranks; ++r) owner.push_back(r / per);
+    const int parts = std::max(1, std::min(ranks, processes));
+    for (int p = 0; p < parts; ++p)
+      for (auto r = shard_range(ranks, parts, p); r.begin < r.end; ++r.begin) owner.push_back(p);
     return owner;
   }
   /// The process of each rank when only the processes with `live` true remain (all true: the

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -85,21 +86,29 @@ result<hello> hello_of(std::uint64_t tag, const tensor& body) {
 std::string roster_text(const std::vector<node_entry>& r) {
   std::ostringstream out;
   for (const auto& n : r)
-    out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
+    if (n.pid == 0)  // a slot nobody has taken yet
+      out << n.process << " - 0 0 0\n";
+    else
+      out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
   return out.str();
 }
 
 result<std::vector<node_entry>> parse_roster(const std::string& text, int world) {
+  if (world < 1 || world > max_world)
+    return make_error(errc::io_error, "control: a roster of " + std::to_string(world) + " processes");
   std::istringstream in(text);
   std::vector<node_entry> r(static_cast<std::size_t>(world));
   std::vector<bool> seen(static_cast<std::size_t>(world), false);
   node_entry n;
   int count = 0;
   while (in >> n.process >> n.host >> n.data_port >> n.pid >> n.cores) {
-    if (n.process < 0 || n.process >= world || seen[static_cast<std::size_t>(n.process)] || !plausible_host(n.host) ||
-        n.data_port < 1 || n.data_port > 65535 || n.cores < 1 || n.cores > (1 << 16))
+    const bool slot_in_range = n.process >= 0 && n.process < world && !seen[static_cast<std::size_t>(n.process)];
+    const bool empty_slot = n.host == "-" && n.data_port == 0 && n.pid == 0 && n.cores == 0 && n.process != 0;
+    if (!slot_in_range || (!empty_slot && (!plausible_host(n.host) || n.data_port < 1 || n.data_port > 65535 ||
+                                           n.pid <= 0 || n.cores < 1 || n.cores > (1 << 16))))
       return make_error(errc::io_error, "control: malformed roster entry for process " + std::to_string(n.process));
     seen[static_cast<std::size_t>(n.process)] = true;
+    if (empty_slot) n = node_entry{n.process, "", 0, 0, 0};
     r[static_cast<std::size_t>(n.process)] = n;
     ++count;
   }
@@ -107,6 +116,87 @@ result<std::vector<node_entry>> parse_roster(const std::string& text, int world)
     return make_error(errc::io_error, "control: a roster of " + std::to_string(count) + " processes (expected " +
                                           std::to_string(world) + ")");
   return r;
+}
+
+result<std::vector<node_entry>> parse_roster(const std::string& text) {
+  int lines = 0;
+  for (char c : text) lines += c == '\n' ? 1 : 0;
+  if (lines < 2 || lines > max_world)
+    return make_error(errc::io_error, "control: a roster of " + std::to_string(lines) + " lines");
+  return parse_roster(text, lines);
+}
+
+std::string membership_text(const membership& m) {
+  std::string out = "epoch " + std::to_string(m.epoch) + " live";
+  for (bool l : m.live) out += l ? " 1" : " 0";
+  out += " replaced";
+  for (int p : m.replaced) out += " " + std::to_string(p);
+  out += " joined";
+  for (int p : m.joined) out += " " + std::to_string(p);
+  return out;
+}
+
+result<membership> parse_membership(const std::string& text, int world) {
+  const auto malformed = make_error(errc::io_error, "control: a malformed membership '" + text.substr(0, 200) + "'");
+  std::istringstream in(text);
+  membership m;
+  std::string word;
+  long long epoch = -1;
+  if (!(in >> word) || word != "epoch" || !(in >> epoch) || epoch < 0 || !(in >> word) || word != "live")
+    return malformed;
+  m.epoch = static_cast<std::uint64_t>(epoch);
+  for (int p = 0; p < world; ++p) {
+    int flag = -1;
+    if (!(in >> flag) || (flag != 0 && flag != 1)) return malformed;
+    m.live.push_back(flag == 1);
+  }
+  if (!(in >> word) || word != "replaced") return malformed;
+  std::vector<int>* list = &m.replaced;
+  while (in >> word) {
+    if (word == "joined" && list == &m.replaced) {
+      list = &m.joined;
+      continue;
+    }
+    char* end = nullptr;
+    const long p = std::strtol(word.c_str(), &end, 10);
+    if (end == word.c_str() || *end != 0 || p < 1 || p >= world) return malformed;
+    list->push_back(static_cast<int>(p));
+  }
+  if (list != &m.joined || !m.live[0]) return malformed;
+  return m;
+}
+
+std::string joined_text(std::uint64_t epoch, const std::vector<joined_entry>& batch) {
+  std::string out = std::to_string(epoch) + " " + std::to_string(batch.size());
+  for (const auto& j : batch)
+    out += " " + std::to_string(j.node.process) + " " + (j.replacement ? "r" : "j") + " " + j.node.host + " " +
+           std::to_string(j.node.data_port) + " " + std::to_string(j.node.pid) + " " + std::to_string(j.node.cores);
+  return out;
+}
+
+result<std::pair<std::uint64_t, std::vector<joined_entry>>> parse_joined(const std::string& text, int world) {
+  const auto malformed = make_error(errc::io_error, "control: a malformed admission '" + text.substr(0, 200) + "'");
+  std::istringstream in(text);
+  long long epoch = -1, count = -1;
+  if (!(in >> epoch >> count) || epoch < 1 || count < 0 || count >= world) return malformed;
+  std::vector<joined_entry> batch;
+  std::vector<bool> seen(static_cast<std::size_t>(world), false);
+  for (long long i = 0; i < count; ++i) {
+    joined_entry j;
+    std::string how;
+    if (!(in >> j.node.process >> how >> j.node.host >> j.node.data_port >> j.node.pid >> j.node.cores))
+      return malformed;
+    if (j.node.process < 1 || j.node.process >= world || seen[static_cast<std::size_t>(j.node.process)] ||
+        (how != "r" && how != "j") || !plausible_host(j.node.host) || j.node.data_port < 1 ||
+        j.node.data_port > 65535 || j.node.pid <= 0 || j.node.cores < 1 || j.node.cores > (1 << 16))
+      return malformed;
+    seen[static_cast<std::size_t>(j.node.process)] = true;
+    j.replacement = how == "r";
+    batch.push_back(std::move(j));
+  }
+  std::string rest;
+  if (in >> rest) return malformed;
+  return std::make_pair(static_cast<std::uint64_t>(epoch), std::move(batch));
 }
 
 result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint64_t max_payload, milliseconds timeout,

@@ -17,9 +17,10 @@
 //   abort_job  0         text: the loss                             the coordinator
 //   membership 0         text: "EPOCH PROCESS REPORT" (PROCESS lost) the coordinator (keep_going)
 //   fenced     0         text: why                                  the coordinator, to the lost
-//   joined     0         text: "EPOCH PROCESS HOST PORT PID CORES"   the coordinator (a replacement)
-//   admitted   0         text: "EPOCH L0 .. Ln-1 R1 .. Rk" (1: live; the replacements so far, it last)
-//                                                                   the coordinator, to a replacement
+//   joined     0         text: "EPOCH N (P r|j HOST PORT PID CORES)xN" the coordinator: processes
+//                        installed in one change (r: a replacement, j: joined the running job)
+//   admitted   0         text: membership_text (epoch, live flags, replacements, joins so far)
+//                                                                   the coordinator, to every node after its roster
 //
 //   auto listener = tcp_listener::open("127.0.0.1", 0);
 //   if (!listener) return listener.error();
@@ -57,8 +58,8 @@ enum class kind : std::uint8_t {
   refuse = 10,
   membership = 11,  // the coordinator to the nodes that remain: the job goes on without a lost node
   fenced = 12,      // the coordinator to a node it declared lost: leave, the job went on without you
-  joined = 13,      // the coordinator to the nodes: a replacement took a lost process's place
-  admitted = 14,    // the coordinator to a replacement, after its roster: the membership it joins
+  joined = 13,      // the coordinator to the nodes: processes took lost or empty slots
+  admitted = 14,    // the coordinator to a node, after its roster: the membership it joins
   departed = 15     // the coordinator to the nodes that remain: a node left the job in good order
 };
 
@@ -87,18 +88,43 @@ struct hello {
   std::int64_t process = 0;  // the number asked for (-1: any)
   std::int64_t pid = 0;
   std::int64_t data_port = 0;
-  std::int64_t world = 0;  // the world size the node expects
+  std::int64_t world = 0;  // the world size the node expects (0: it joins a running job of any size)
   std::int64_t cores = 1;
 };
 tensor pack_hello(const hello& h);
 /// errc::io_error "expected a hello" unless `tag` is a hello's and the body holds five integers.
 result<hello> hello_of(std::uint64_t tag, const tensor& body);
 
-/// One line per process: "process host data_port pid cores".
+/// The most processes (slots) a job may have.
+inline constexpr int max_world = 4096;
+
+/// One line per process: "process host data_port pid cores"; a slot nobody has taken yet
+/// (pid 0: a job that processes may join later) is "process - 0 0 0".
 std::string roster_text(const std::vector<node_entry>& r);
-/// The roster of a job of `world` processes, by process. Errors (errc::io_error): an entry
-/// out of range, repeated, with an implausible host, port or core count; too few entries.
+/// The roster of a job of `world` processes, by process (an empty slot: pid 0, no host).
+/// Errors (errc::io_error): an entry out of range, repeated, with an implausible host, port,
+/// pid or core count; too few entries; process 0 empty.
 result<std::vector<node_entry>> parse_roster(const std::string& text, int world);
+/// The same, the job's size taken from the roster itself (a process joining a running job
+/// does not know it): one line per slot, 2..max_world of them.
+result<std::vector<node_entry>> parse_roster(const std::string& text);
+
+/// The membership a node joins with (the coordinator's `admitted` message):
+/// "epoch E live F0 .. Fn-1 replaced P.. joined P..". parse_membership validates it for a
+/// job of `world` slots (the flags, every process in range, process 0 live); lost and departed
+/// are not sent.
+std::string membership_text(const membership& m);
+result<membership> parse_membership(const std::string& text, int world);
+
+/// Processes installed in one membership change (the coordinator's `joined` message to the
+/// nodes already in the job): each a replacement of a lost process or a process joining the
+/// running job. "EPOCH COUNT" then per process "P r|j HOST PORT PID CORES".
+struct joined_entry {
+  node_entry node;
+  bool replacement = false;
+};
+std::string joined_text(std::uint64_t epoch, const std::vector<joined_entry>& batch);
+result<std::pair<std::uint64_t, std::vector<joined_entry>>> parse_joined(const std::string& text, int world);
 
 struct message {
   std::uint64_t tag = 0;

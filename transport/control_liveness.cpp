@@ -167,29 +167,35 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
       changed_.notify_all();
       return;
     }
-    case kind::
-        joined: {  // from the coordinator: "EPOCH PROCESS HOST PORT PID CORES", a replacement took PROCESS's place
+    case kind::joined: {  // from the coordinator: processes took lost or empty slots (control::joined_text)
       auto text = control::text_of(m.body);
-      std::uint64_t epoch = 0;
-      int who = -1, port = 0, cores = 0;
-      long long pid = 0;
-      char host[64] = "";
-      if (p != 0 || !text ||
-          std::sscanf(text->c_str(), "%lu %d %63s %d %lld %d", &epoch, &who, host, &port, &pid, &cores) != 6 ||
-          who <= 0 || who >= o_.world || who == process_ || port < 1 || port > 65535 || cores < 1 ||
-          cores > (1 << 16)) {
+      auto batch = p == 0 && text ? control::parse_joined(*text, o_.world)
+                                  : result<std::pair<std::uint64_t, std::vector<control::joined_entry>>>(
+                                        make_error(errc::io_error, "not from the coordinator"));
+      bool fits = batch.ok();
+      for (std::size_t i = 0; fits && i < batch->second.size(); ++i) fits = batch->second[i].node.process != process_;
+      if (!fits) {
         pe.open = false;
-        declare_lost(p, "protocol violation: a malformed replacement");
+        declare_lost(p, "protocol violation: a malformed admission");
         return;
       }
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (lost_ || epoch != epoch_ + 1 || live_[static_cast<std::size_t>(who)]) return;
-        roster_[static_cast<std::size_t>(who)] = {who, host, port, pid, cores};
-        live_[static_cast<std::size_t>(who)] = true;
-        replaced_.push_back(who);
-        last_change_ = "process " + std::to_string(who) + " replaced";
-        epoch_ = epoch;
+        if (lost_ || batch->first != epoch_ + 1) return;
+        for (const auto& j : batch->second)
+          if (live_[static_cast<std::size_t>(j.node.process)]) return;
+        std::string who;
+        for (const auto& j : batch->second) {
+          const int q = j.node.process;
+          roster_[static_cast<std::size_t>(q)] = j.node;
+          live_[static_cast<std::size_t>(q)] = true;
+          (j.replacement ? replaced_ : joined_).push_back(q);
+          who += (who.empty() ? "process " : ", process ") + std::to_string(q);
+        }
+        last_change_ = batch->second.empty()               ? "nobody admitted"
+                       : batch->second.front().replacement ? who + " replaced"
+                                                           : who + " joined";
+        epoch_ = batch->first;
       }
       changed_.notify_all();
       return;
@@ -366,6 +372,7 @@ status control_plane::finish(milliseconds timeout) {
   }
   stopping_ = true;
   if (monitor_.joinable()) monitor_.join();
+  if (process_ == 0) dismiss_waiting();  // spares that were never needed
   if (auto l = lost(); l) return make_error(errc::closed, l->describe());
   return {};
 }

@@ -28,6 +28,14 @@
 // membership it joins with its roster, and the others learn it joined (a new epoch, in which
 // every collective counts it; membership::replaced lists such processes).
 //
+// A job may also grow (admit_joins): its `world` is then the most processes it may have, of
+// which the first `initial` form it; the other slots stay empty. A process that joins the
+// running job (its hello says world 0: it takes whatever size the job has) is authenticated
+// and held until the runtime admits it at a step boundary (admit_joiners: every process held
+// then, up to the empty slots, in one new epoch; membership::joined lists them). One beyond
+// the empty slots waits as a spare: it is admitted once a slot frees (a process lost or gone)
+// or told, when the job ends, that it was not needed.
+//
 //   control_options o;
 //   o.world = 2;  o.process = 0;  o.master_port = 29500;   // a node: its rank, or -1 (join order)
 //   auto data_listener = tcp_listener::open(o.master_host, 0);   // this process's data port
@@ -92,7 +100,16 @@ struct control_options {
   /// A node: it joins a running job in a lost process's place (it learns the job's membership
   /// with its roster).
   bool replacement = false;
+  /// The coordinator: the processes that form the job at the start (0: world); the slots
+  /// from `initial` on are empty until processes join the running job.
+  int initial = 0;
+  /// The coordinator, with keep_going: a process that joins the running job (hello world 0)
+  /// is held until admit_joiners. A node joining a running job sets world 0.
+  bool admit_joins = false;
 };
+
+/// The message a process waiting to join (a spare) gets when the job ends without it.
+inline constexpr const char* not_needed = "the job ended before this process was needed";
 
 /// Who is in the job after `epoch` membership changes.
 struct membership {
@@ -101,7 +118,11 @@ struct membership {
   std::vector<int> lost;      // every process lost so far, in order
   std::vector<int> replaced;  // every lost process whose place a replacement took, in order
   std::vector<int> departed;  // every process that left in good order (depart), in order
+  std::vector<int> joined;    // every process admitted into the running job (admit_joiners), in order
 };
+
+/// How this process came into the job.
+enum class arrival { start, replacement, join };
 
 struct node_entry {
   int process = 0;
@@ -134,7 +155,10 @@ class control_plane {
   ~control_plane();
 
   int process() const { return process_; }
+  /// The job's slots: the most processes it may have (those that formed it, when it cannot grow).
   int world() const { return o_.world; }
+  /// At the start, on a replacement, or joining the running job.
+  arrival arrived_as() const { return arrived_; }
   /// Every process's entry (a replacement's once it joined; a lost one's stays as it was).
   std::vector<node_entry> roster() const;
 
@@ -175,6 +199,14 @@ class control_plane {
   /// no loss reported; its goodbye is answered at once. Errors: not the coordinator, `p` not a
   /// live node, the job ended.
   status depart(int p);
+  /// The coordinator (admit_joins): how many processes wait to join that the job has empty
+  /// slots for (those gone while waiting are dropped first); the others are spares.
+  int joiners_waiting();
+  /// The coordinator: admits up to `count` waiting processes into empty slots, all in one new
+  /// membership (a new epoch even when none is left to admit, so every node waiting for the
+  /// change sees one), and returns it. Errors: not the coordinator, the job ended, the monitor
+  /// did not install them within `timeout`.
+  result<membership> admit_joiners(int count, milliseconds timeout);
   /// An orderly end: goodbyes exchanged, so closing connections are not losses.
   status finish(milliseconds timeout);
   /// Payload bytes this process has sent on the control plane (collectives, heartbeats).
@@ -201,10 +233,16 @@ class control_plane {
   /// The next message of `tag` from `p`; fails at once when the membership leaves `epoch`.
   result<message> take(int p, std::uint64_t tag, milliseconds timeout, std::uint64_t epoch);
   void start_monitor();
-  /// The coordinator's admission of replacements (admit_replacements): accepts, authenticates
-  /// and checks a late node on its own thread; the monitor installs it (install_admissions).
+  /// The coordinator's admission of late nodes (admit_replacements, admit_joins): accepts,
+  /// authenticates and checks a late node on its own thread; the monitor installs a
+  /// replacement at once and joiners when the runtime asks (install_admissions).
   void admit_loop();
   void install_admissions();
+  struct admission;
+  /// On the monitor thread: `batch` (their slots chosen) becomes live in one new epoch.
+  void install_batch(std::vector<admission> batch, bool replacements);
+  /// Tells every process still waiting to join that the job ended without it.
+  void dismiss_waiting();
 
   control_options o_;
   int process_ = 0;
@@ -225,12 +263,16 @@ class control_plane {
   std::vector<int> replaced_;      // lost processes whose place a replacement took, in order
   std::vector<int> departed_;      // processes that left in good order, in order
   std::string last_change_;        // the latest membership change: "process 3 lost", "process 3 replaced"
+  std::vector<int> joined_;        // processes admitted into the running job, in order
+  arrival arrived_ = arrival::start;
   struct admission {
     int process = 0;
     node_entry entry;
     tcp_socket socket;
   };
-  std::vector<admission> admitted_;  // checked by the admitter, not installed yet (mutex_)
+  std::vector<admission> admitted_;  // replacements checked by the admitter, not installed yet (mutex_)
+  std::vector<admission> waiting_;   // processes waiting to join (mutex_): no slot yet
+  int release_ = -1;                 // admit_joiners: how many of them the monitor installs next (mutex_)
   std::optional<tcp_listener> listener_;
   std::thread admitter_;
   std::function<void(const lost_node&)> on_lost_;

@@ -2,6 +2,7 @@
 // hello it checks against the job: world size, a free process number, a port and core
 // count in range; anything else is refused with the reason) and sends each the roster; a
 // node joins, reads its roster or its refusal, and finds itself in the roster.
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,9 @@ using clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr const char* no_joins =
+    "this job takes no new processes (its coordinator was not started with --elastic.max-procs)";
+
 // Tells a node why it is not let in (and says so on stderr).
 void refuse_node(tcp_socket& s, const control_options& o, const std::string& why) {
   std::fprintf(stderr, "cohort: refused a node from %s: %s\n", s.peer_name().c_str(), why.c_str());
@@ -30,9 +34,9 @@ void refuse_node(tcp_socket& s, const control_options& o, const std::string& why
 }
 
 // One node's handshake, at the start or later: the job secret, then a hello that fits the job
-// (its world size, a data port and a core count in range). The hello, or none when the node
-// was refused.
-std::optional<control::hello> checked_hello(tcp_socket& s, const control_options& o) {
+// (the size it started with, or 0 from a process joining the running job; a data port and a
+// core count in range). The hello, or none when the node was refused.
+std::optional<control::hello> checked_hello(tcp_socket& s, const control_options& o, int initial) {
   if (auto st = authenticate_server(s, o.secret, o.auth_timeout); !st) {
     std::fprintf(stderr, "cohort: refused a connection: %s\n", st.error().message.c_str());
     return std::nullopt;
@@ -47,9 +51,9 @@ std::optional<control::hello> checked_hello(tcp_socket& s, const control_options
     refuse_node(s, o, h.error().message);
     return std::nullopt;
   }
-  if (h->world != o.world) {
+  if (h->world != initial && h->world != 0) {  // 0: a process for the running job, whatever its size
     refuse_node(s, o,
-                "the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(o.world));
+                "the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(initial));
     return std::nullopt;
   }
   if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
@@ -63,28 +67,49 @@ std::optional<control::hello> checked_hello(tcp_socket& s, const control_options
 
 result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_options& o, tcp_listener listener,
                                                                  int data_port) {
-  if (o.world < 1) return make_error(errc::invalid_argument, "control: world size must be at least 1");
+  if (o.world < 1 || o.world > control::max_world)
+    return make_error(errc::invalid_argument, "control: world size must be 1.." + std::to_string(control::max_world));
+  const int initial = o.initial > 0 ? o.initial : o.world;
+  if (initial > o.world)
+    return make_error(
+        errc::invalid_argument,
+        "control: " + std::to_string(initial) + " processes cannot start a job of at most " + std::to_string(o.world));
+  if (initial < o.world && !(o.keep_going && o.admit_joins))
+    return make_error(errc::invalid_argument, "control: empty slots need a job that admits joining processes");
   std::unique_ptr<control_plane> cp(new control_plane(o, 0));
   cp->roster_.resize(static_cast<std::size_t>(o.world));
+  for (int p = 0; p < o.world; ++p) cp->roster_[static_cast<std::size_t>(p)].process = p;
   cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid()), o.cores};
+  for (int p = initial; p < o.world; ++p) cp->live_[static_cast<std::size_t>(p)] = false;
   const auto deadline = clock::now() + o.join_timeout;
   int joined = 1;
-  while (joined < o.world) {
+  while (joined < initial) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
     if (left.count() <= 0)
-      return make_error(errc::timeout, "control: " + std::to_string(joined) + " of " + std::to_string(o.world) +
+      return make_error(errc::timeout, "control: " + std::to_string(joined) + " of " + std::to_string(initial) +
                                            " processes joined within " + std::to_string(o.join_timeout.count()) +
                                            " ms");
     auto s = listener.accept(left);
     if (!s) continue;
-    auto h = checked_hello(*s, o);
+    auto h = checked_hello(*s, o, initial);
     if (!h) continue;
+    if (h->world == 0) {  // for the running job: it waits until the job runs and admits it
+      if (!o.keep_going || !o.admit_joins) {
+        refuse_node(*s, o, no_joins);
+        continue;
+      }
+      admission a;
+      a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+      a.socket = std::move(*s);
+      cp->waiting_.push_back(std::move(a));
+      continue;
+    }
     int want = static_cast<int>(h->process);
     if (want == -1)
-      for (int p = 1; p < o.world && want == -1; ++p)
+      for (int p = 1; p < initial && want == -1; ++p)
         if (!cp->peers_[static_cast<std::size_t>(p)]) want = p;
-    if (want < 1 || want >= o.world || cp->peers_[static_cast<std::size_t>(want)]) {
-      refuse_node(*s, o, "rank " + std::to_string(h->process) + " is not free in a job of " + std::to_string(o.world));
+    if (want < 1 || want >= initial || cp->peers_[static_cast<std::size_t>(want)]) {
+      refuse_node(*s, o, "rank " + std::to_string(h->process) + " is not free in a job of " + std::to_string(initial));
       continue;
     }
     auto p = std::make_unique<peer>();
@@ -96,18 +121,20 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
     ++joined;
   }
-  if (o.keep_going && o.admit_replacements)
-    cp->listener_.emplace(std::move(listener));  // a replacement may join the running job
+  if (o.keep_going && (o.admit_replacements || o.admit_joins))
+    cp->listener_.emplace(std::move(listener));  // a replacement or a new process may join the running job
   else
     listener.close();  // nobody joins a running job
   const std::string r = control::roster_text(cp->roster_);
-  for (int p = 1; p < o.world; ++p) {
+  const std::string m = control::membership_text(cp->members());
+  for (int p = 1; p < initial; ++p) {
     auto& pe = *cp->peers_[static_cast<std::size_t>(p)];
-    if (auto st = control::write_message(pe.socket, o.generation, tag_of(kind::roster, static_cast<std::uint64_t>(p)),
-                                         0, control::pack_text(r), o.auth_timeout);
-        !st)
-      return make_error(st.error().code,
-                        "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
+    for (auto [k, text] :
+         {std::pair{tag_of(kind::roster, static_cast<std::uint64_t>(p)), &r}, std::pair{tag_of(kind::admitted), &m}})
+      if (auto st = control::write_message(pe.socket, o.generation, k, 0, control::pack_text(*text), o.auth_timeout);
+          !st)
+        return make_error(st.error().code,
+                          "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
     pe.last_heard = clock::now();
   }
   cp->start_monitor();
@@ -115,51 +142,160 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
   return cp;
 }
 
-// A late node: the job secret, then a hello asking for a lost process's place (or any: -1).
+// A late node: the job secret, then a hello asking for a lost process's place (a replacement:
+// the job's first size, its rank or -1), or for any place in the running job (world 0).
 void control_plane::admit_loop() {
+  const int initial = o_.initial > 0 ? o_.initial : o_.world;
   while (!stopping_) {
     auto s = listener_->accept(milliseconds(200));
     if (!s) continue;
-    auto h = checked_hello(*s, o_);
+    auto h = checked_hello(*s, o_, initial);
     if (!h) continue;
     std::string why;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (lost_) return;  // the job is ending
-      auto free = [&](int p) {
-        if (p < 1 || p >= o_.world || live_[static_cast<std::size_t>(p)]) return false;
-        for (const auto& a : admitted_)
-          if (a.process == p) return false;
-        return true;
-      };
-      int want = static_cast<int>(h->process);
-      if (want == -1)
-        for (int p = 1; p < o_.world && want == -1; ++p)
-          if (free(p)) want = p;
-      if (free(want)) {
-        admission a;
-        a.process = want;
-        a.entry = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
-        a.socket = std::move(*s);
-        admitted_.push_back(std::move(a));
-        continue;
+      if (lost_ || stopping_) return;  // the job is ending
+      if (h->world == 0) {
+        if (!o_.admit_joins) {
+          why = no_joins;
+        } else if (waiting_.size() >= 64) {
+          why = "64 processes already wait to join this job";
+        } else {
+          admission a;
+          a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+          a.socket = std::move(*s);
+          waiting_.push_back(std::move(a));
+          continue;
+        }
+      } else if (!o_.admit_replacements) {
+        why = "this job takes no replacements (--fault.replace-wait-ms is 0)";
+      } else {
+        auto free = [&](int p) {
+          if (p < 1 || p >= o_.world || live_[static_cast<std::size_t>(p)] ||
+              std::find(lost_processes_.begin(), lost_processes_.end(), p) == lost_processes_.end())
+            return false;
+          for (const auto& a : admitted_)
+            if (a.process == p) return false;
+          return true;
+        };
+        int want = static_cast<int>(h->process);
+        if (want == -1)
+          for (int p = 1; p < o_.world && want == -1; ++p)
+            if (free(p)) want = p;
+        if (free(want)) {
+          admission a;
+          a.process = want;
+          a.entry = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+          a.socket = std::move(*s);
+          admitted_.push_back(std::move(a));
+          continue;
+        }
+        why = h->process == -1 ? "no lost process to replace in the running job"
+                               : "process " + std::to_string(h->process) + " is not a lost process of the running job";
       }
-      why = h->process == -1 ? "no lost process to replace in the running job"
-                             : "process " + std::to_string(h->process) + " is not a lost process of the running job";
     }
     refuse_node(*s, o_, why);
   }
 }
 
-// On the monitor thread: each admitted replacement gets the roster and the membership it
-// joins; the others learn who joined; then it is live (collectives of the new epoch count it).
-void control_plane::install_admissions() {
-  std::vector<admission> todo;
+namespace {
+
+// A waiting process whose connection has closed (or sent anything: it must wait in silence).
+bool gone(tcp_socket& s) {
+  pollfd p{s.fd(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && p.revents != 0;
+}
+
+}  // namespace
+
+int control_plane::joiners_waiting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (process_ != 0) return 0;
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [](admission& a) { return gone(a.socket); }),
+                 waiting_.end());
+  int empty = 0;
+  for (int p = 1; p < o_.world; ++p) {
+    bool reserved = false;
+    for (const auto& a : admitted_) reserved = reserved || a.process == p;
+    empty += !live_[static_cast<std::size_t>(p)] && !reserved ? 1 : 0;
+  }
+  return std::min(empty, static_cast<int>(waiting_.size()));
+}
+
+result<membership> control_plane::admit_joiners(int count, milliseconds timeout) {
+  if (process_ != 0) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (lost_) return make_error(errc::closed, lost_->describe());
+  release_ = std::max(0, count);
+  if (!changed_.wait_for(lock, timeout, [&] { return release_ < 0 || lost_.has_value(); }))
+    return make_error(errc::timeout, "control: the joining processes were not admitted within " +
+                                         std::to_string(timeout.count()) + " ms");
+  if (lost_) return make_error(errc::closed, lost_->describe());
+  return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_};
+}
+
+void control_plane::dismiss_waiting() {
+  std::vector<admission> waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    todo.swap(admitted_);
+    waiting.swap(waiting_);
   }
-  for (auto& a : todo) {
+  for (auto& a : waiting) {
+    (void)control::write_message(a.socket, o_.generation, tag_of(kind::refuse), 0, control::pack_text(not_needed),
+                                 o_.auth_timeout);
+    a.socket.shutdown();
+  }
+}
+
+// On the monitor thread: each admitted replacement is installed at once (its own epoch); the
+// processes waiting to join when the runtime asks (admit_joiners), together.
+void control_plane::install_admissions() {
+  std::vector<admission> replacements, joiners;
+  bool release = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    replacements.swap(admitted_);
+    if (release_ >= 0) {
+      release = true;
+      std::vector<bool> taken = live_;
+      for (const auto& a : replacements) taken[static_cast<std::size_t>(a.process)] = true;
+      auto w = waiting_.begin();
+      for (int p = 1; p < o_.world && static_cast<int>(joiners.size()) < release_ && w != waiting_.end(); ++p) {
+        if (taken[static_cast<std::size_t>(p)]) continue;
+        while (w != waiting_.end() && gone(w->socket)) w = waiting_.erase(w);
+        if (w == waiting_.end()) break;
+        w->process = p;
+        w->entry.process = p;
+        joiners.push_back(std::move(*w));
+        w = waiting_.erase(w);
+      }
+    }
+  }
+  for (auto& a : replacements) {
+    std::vector<admission> one;
+    one.push_back(std::move(a));
+    install_batch(std::move(one), true);
+  }
+  if (!release) return;
+  install_batch(std::move(joiners), false);  // a new epoch even for none: the nodes wait for one
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    release_ = -1;
+  }
+  changed_.notify_all();
+}
+
+void control_plane::install_batch(std::vector<admission> batch, bool replacements) {
+  // their roster first; one whose connection fails here went before it was in (not a loss)
+  std::string roster;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = roster_;
+    for (const auto& a : batch) r[static_cast<std::size_t>(a.process)] = a.entry;
+    roster = control::roster_text(r);
+  }
+  std::vector<admission> in;
+  for (auto& a : batch) {
     auto pe = std::make_unique<peer>();
     pe->address = a.socket.peer_name();
     pe->pid = a.entry.pid;
@@ -167,56 +303,57 @@ void control_plane::install_admissions() {
     pe->last_heard = clock::now();
     const int p = a.process;
     peers_[static_cast<std::size_t>(p)] = std::move(pe);  // nobody sends to a process that is not live
-    // only this thread changes the coordinator's membership: what it will be, told first
-    std::uint64_t epoch = 0;
-    std::vector<bool> live;
-    std::vector<int> replaced;
-    std::string roster;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      epoch = epoch_ + 1;
-      live = live_;
-      replaced = replaced_;
-      replaced.push_back(p);
-      live[static_cast<std::size_t>(p)] = true;
-      auto r = roster_;
-      r[static_cast<std::size_t>(p)] = a.entry;
-      roster = control::roster_text(r);
-    }
-    std::string state = std::to_string(epoch);
-    for (bool l : live) state += l ? " 1" : " 0";
-    for (int q : replaced) state += " " + std::to_string(q);  // every replacement so far, this one last
-    // the roster and the membership before anything else reaches it (a collective of the new epoch)
-    if (!send(p, tag_of(kind::roster, static_cast<std::uint64_t>(p)), control::pack_text(roster)) ||
-        !send(p, tag_of(kind::admitted), control::pack_text(state))) {
-      peers_[static_cast<std::size_t>(p)]->open = false;  // it went before it was in: not a loss
+    if (!send(p, tag_of(kind::roster, static_cast<std::uint64_t>(p)), control::pack_text(roster))) {
+      peers_[static_cast<std::size_t>(p)]->open = false;
       peers_[static_cast<std::size_t>(p)]->socket.shutdown();
       continue;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      roster_[static_cast<std::size_t>(p)] = a.entry;
-      live_[static_cast<std::size_t>(p)] = true;
-      replaced_.push_back(p);
-      last_change_ = "process " + std::to_string(p) + " replaced";
-      epoch_ = epoch;
-    }
-    const std::string joined = std::to_string(epoch) + " " + std::to_string(p) + " " + a.entry.host + " " +
-                               std::to_string(a.entry.data_port) + " " + std::to_string(a.entry.pid) + " " +
-                               std::to_string(a.entry.cores);
-    for (int q = 1; q < o_.world; ++q)
-      if (q != p && live[static_cast<std::size_t>(q)]) (void)send(q, tag_of(kind::joined), control::pack_text(joined));
-    std::fprintf(stderr, "cohort: process %d (pid %lld at %s) joined the running job in a lost process's place\n", p,
-                 static_cast<long long>(a.entry.pid), a.entry.host.c_str());
-    changed_.notify_all();
+    in.push_back(std::move(a));
   }
+  // only this thread changes the coordinator's membership: what it will be, told first
+  membership next;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    next = {epoch_ + 1, live_, lost_processes_, replaced_, departed_, joined_};
+  }
+  std::vector<control::joined_entry> told;
+  for (const auto& a : in) {
+    next.live[static_cast<std::size_t>(a.process)] = true;
+    (replacements ? next.replaced : next.joined).push_back(a.process);
+    told.push_back({a.entry, replacements});
+  }
+  const std::string state = control::membership_text(next);
+  for (const auto& a : in) (void)send(a.process, tag_of(kind::admitted), control::pack_text(state));
+  const auto before = members().live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& a : in) roster_[static_cast<std::size_t>(a.process)] = a.entry;
+    live_ = next.live;
+    replaced_ = next.replaced;
+    joined_ = next.joined;
+    std::string who;
+    for (const auto& a : in) who += (who.empty() ? "process " : ", process ") + std::to_string(a.process);
+    last_change_ = in.empty() ? "nobody admitted" : who + (replacements ? " replaced" : " joined");
+    epoch_ = next.epoch;
+  }
+  const std::string joined = control::joined_text(next.epoch, told);
+  for (int q = 1; q < o_.world; ++q)
+    if (before[static_cast<std::size_t>(q)]) (void)send(q, tag_of(kind::joined), control::pack_text(joined));
+  for (const auto& a : in)
+    std::fprintf(stderr, "cohort: process %d (pid %lld at %s) joined the running job%s\n", a.process,
+                 static_cast<long long>(a.entry.pid), a.entry.host.c_str(),
+                 replacements ? " in a lost process's place" : "");
+  changed_.notify_all();
 }
 
 result<std::unique_ptr<control_plane>> control_plane::join(const control_options& o, int data_port) {
-  if (o.world < 2) return make_error(errc::invalid_argument, "control: joining needs a world of at least 2 processes");
-  if (o.process == 0 || o.process < -1 || o.process >= o.world)
+  const bool running = o.world == 0;  // joining the running job, whatever its size
+  if (!running && o.world < 2)
+    return make_error(errc::invalid_argument, "control: joining needs a world of at least 2 processes");
+  if (o.process == 0 || o.process < -1 || (!running && o.process >= o.world) || (running && o.process != -1))
     return make_error(errc::invalid_argument,
-                      "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
+                      running ? std::string("control: a process joining a running job takes the place it is given")
+                              : "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
   auto s = tcp_socket::connect(o.master_host, o.master_port, o.join_timeout);
   if (!s)
     return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " +
@@ -233,38 +370,43 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   auto body = control::text_of(m->body);
   if (!body) return body.error();
   if (control::is(m->tag, kind::refuse))
-    return make_error(errc::invalid_argument, "control: the coordinator refused this node: " + *body);
+    return make_error(*body == not_needed ? errc::closed : errc::invalid_argument,
+                      "control: the coordinator refused this node: " + *body);
   if (!control::is(m->tag, kind::roster)) return make_error(errc::io_error, "control: expected the roster");
-  auto r = control::parse_roster(*body, o.world);
+  auto r = control::parse_roster(*body);  // the job's slots: more than it started with where it may grow
   if (!r) return r.error();
+  const int world = static_cast<int>(r->size());
   const int me = static_cast<int>(control::key_of(m->tag));
-  if (me < 1 || me >= o.world || (*r)[static_cast<std::size_t>(me)].pid != ::getpid())
+  if (me < 1 || me >= world || (*r)[static_cast<std::size_t>(me)].pid != ::getpid())
     return make_error(errc::io_error, "control: the roster does not name this process");
-  std::unique_ptr<control_plane> cp(new control_plane(o, me));
-  if (o.replacement) {  // the running job's membership, which this process joins live
-    auto st = control::read_message(*s, o.generation, control::small_payload, o.join_timeout);
-    if (!st) return make_error(st.error().code, "control: waiting for the job's membership: " + st.error().message);
-    auto text = control::text_of(st->body);
-    if (!text) return text.error();
-    if (!control::is(st->tag, kind::admitted))
-      return make_error(errc::io_error, "control: expected the job's membership");
-    std::istringstream in(*text);
-    std::uint64_t epoch = 0;
-    in >> epoch;
-    std::vector<bool> live;
-    std::vector<int> replaced;
-    int flag = 0;
-    for (int p = 0; p < o.world && in >> flag; ++p) live.push_back(flag == 1);
-    while (in >> flag) replaced.push_back(flag);
-    const bool ok = in.eof() && static_cast<int>(live.size()) == o.world && live[0] &&
-                    live[static_cast<std::size_t>(me)] && epoch > 0 && !replaced.empty() && replaced.back() == me &&
-                    std::all_of(replaced.begin(), replaced.end(), [&](int q) { return q > 0 && q < o.world; });
-    if (!ok) return make_error(errc::io_error, "control: a malformed membership for a replacement: '" + *text + "'");
-    cp->epoch_ = epoch;
-    cp->live_ = std::move(live);
-    cp->replaced_ = std::move(replaced);
-    cp->last_change_ = "process " + std::to_string(me) + " replaced";
-  }
+  // the membership it joins: who is live, the replacements and joins so far
+  auto st = control::read_message(*s, o.generation, control::small_payload, o.join_timeout);
+  if (!st) return make_error(st.error().code, "control: waiting for the job's membership: " + st.error().message);
+  auto text = control::text_of(st->body);
+  if (!text) return text.error();
+  if (!control::is(st->tag, kind::admitted))
+    return make_error(errc::io_error, "control: expected the job's membership");
+  auto joined = control::parse_membership(*text, world);
+  if (!joined) return joined.error();
+  const membership& mb = *joined;
+  arrival how = arrival::start;
+  if (!mb.replaced.empty() && mb.replaced.back() == me)
+    how = arrival::replacement;
+  else if (std::find(mb.joined.begin(), mb.joined.end(), me) != mb.joined.end())
+    how = arrival::join;
+  const bool fits = mb.live[static_cast<std::size_t>(me)] && (mb.epoch > 0) == (how != arrival::start) &&
+                    (!o.replacement || how == arrival::replacement) && (!running || how != arrival::start);
+  if (!fits) return make_error(errc::io_error, "control: a membership that does not fit this node: '" + *text + "'");
+  control_options mine = o;
+  mine.world = world;
+  std::unique_ptr<control_plane> cp(new control_plane(mine, me));
+  cp->epoch_ = mb.epoch;
+  cp->live_ = mb.live;
+  cp->replaced_ = mb.replaced;
+  cp->joined_ = mb.joined;
+  cp->arrived_ = how;
+  if (how == arrival::replacement) cp->last_change_ = "process " + std::to_string(me) + " replaced";
+  if (how == arrival::join) cp->last_change_ = "process " + std::to_string(me) + " joined";
   cp->roster_ = std::move(*r);
   cp->roster_[0].host = o.master_host;  // the coordinator is where we reached it
   auto p = std::make_unique<peer>();

@@ -199,6 +199,7 @@ int app::train_job(const job& j) {
   summary["transitions"] = r->transitions;
   summary["checkpoints"] = r->checkpoints;
   summary["recoveries"] = r->recoveries;
+  if (!r->scale_out.empty()) summary["scale_out"] = r->scale_out;
   if (j.sparse_tables) {
     summary["sparse_bytes_sent"] = r->sparse_bytes;
     if (r->max_table_staleness >= 0) summary["max_table_staleness"] = r->max_table_staleness;

@@ -56,11 +56,13 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
                            int threads, int attempt, const std::string& notes_path, const std::string& recoveries,
                            std::int64_t& replacements_left) {
   const int n = static_cast<int>(o.nproc);
+  const int all = n + static_cast<int>(o.joiners);  // then the processes that join the running job
   const pid_t launcher = ::getpid();
   std::vector<pid_t> pids;
   attempt_result out;
-  out.codes.assign(static_cast<std::size_t>(n), -1);
-  // process r of the job, or (replacement) a new process in a lost node's place; -1: fork failed
+  out.codes.assign(static_cast<std::size_t>(all), -1);
+  // process r of the job, a process joining the running job (r >= n), or (replacement) a new
+  // process in a lost node's place; -1: fork failed
   auto start_process = [&](int r, bool replacement) -> pid_t {
     std::fflush(nullptr);
     pid_t pid = ::fork();
@@ -74,8 +76,13 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       // OpenBLAS starts its pool when loaded, before any option is read; idle pool threads
       // spin (sched_yield) and would take cores from the other processes
       ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 0);
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      if (r < n) {
+        ::setenv("RANK", std::to_string(r).c_str(), 1);
+        ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      } else {  // it joins the running job: --join below, whatever the job's size
+        ::unsetenv("RANK");
+        ::unsetenv("WORLD_SIZE");
+      }
       ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
@@ -89,13 +96,15 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       std::vector<char*> cargv;
       cargv.push_back(argv[0]);
       for (auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
+      std::string join = "--join=" + o.master_addr + ":" + std::to_string(port);
+      if (r >= n) cargv.push_back(join.data());
       cargv.push_back(nullptr);
       ::execv("/proc/self/exe", cargv.data());
       std::perror("launch: exec");
       ::_exit(127);
     }
   };
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < all; ++r) {
     const pid_t pid = start_process(r, false);
     if (pid < 0) {
       std::perror("launch: fork");
@@ -107,7 +116,7 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
     }
     pids.push_back(pid);
   }
-  int alive = n;
+  int alive = all;
   using clock = std::chrono::steady_clock;
   clock::time_point kill_at = clock::time_point::max();
   std::vector<std::pair<pid_t, int>> ended;  // children reaped but not handled yet
@@ -129,8 +138,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       const auto [done, status] = ended.front();
       ended.erase(ended.begin());
       int r = 0;
-      while (r < n && pids[static_cast<std::size_t>(r)] != done) ++r;
-      if (r == n) continue;
+      while (r < all && pids[static_cast<std::size_t>(r)] != done) ++r;
+      if (r == all) continue;
       --alive;
       out.codes[static_cast<std::size_t>(r)] = exit_code_of(status);
       if (out.codes[static_cast<std::size_t>(r)] != 0) {
@@ -144,8 +153,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           out.first_cause = describe_exit(status);
           out.first_end_s = steady_seconds();
         }
-        std::fprintf(stderr, "launch: process %d (pid %d) %s%s\n", r, static_cast<int>(done),
-                     describe_exit(status).c_str(),
+        std::fprintf(stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
+                     static_cast<int>(done), describe_exit(status).c_str(),
                      o.recover && r != 0 && out.codes[0] < 0 ? "; the others go on without it (--fault.recover)" : "");
         // the coordinator reports what it saw; give it time when a node went first (with
         // --fault.recover the job goes on: nothing to stop)
@@ -153,7 +162,7 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
         if (r == 0 || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
         // --fault.replace-wait-ms: a new process takes the lost node's place in the running job
-        if (r != 0 && o.recover && o.replace_wait_ms > 0 && out.codes[0] < 0 && replacements_left > 0 &&
+        if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && out.codes[0] < 0 && replacements_left > 0 &&
             forwarded_signal.load() == 0) {
           const pid_t pid = start_process(r, true);
           if (pid > 0) {
@@ -175,12 +184,12 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
     }
     if (int s = forwarded_signal.exchange(0); s != 0) {
       out.interrupted = true;
-      for (int r = 0; r < n; ++r)
+      for (int r = 0; r < all; ++r)
         if (out.codes[static_cast<std::size_t>(r)] < 0) ::kill(pids[static_cast<std::size_t>(r)], s);
       kill_at = std::min(kill_at, clock::now() + std::chrono::seconds(10));
     }
     if (clock::now() >= kill_at) {
-      for (int r = 0; r < n; ++r)
+      for (int r = 0; r < all; ++r)
         if (out.codes[static_cast<std::size_t>(r)] < 0) {
           std::fprintf(stderr, "launch: stopping process %d (pid %d)\n", r,
                        static_cast<int>(pids[static_cast<std::size_t>(r)]));
@@ -207,7 +216,8 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   const bool port_given = opts.was_set("dist.master-port") || std::getenv("MASTER_PORT") != nullptr;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--launch.nproc", 14) != 0 && std::strncmp(argv[i], "--launch.max-restarts", 21) != 0)
+    if (std::strncmp(argv[i], "--launch.nproc", 14) != 0 && std::strncmp(argv[i], "--launch.max-restarts", 21) != 0 &&
+        std::strncmp(argv[i], "--launch.joiners", 16) != 0)
       args.push_back(argv[i]);
   const int threads = std::max(1, kernels::available_cores() / n);
   if (opts.has("train.threads") && !opts.was_set("train.threads"))

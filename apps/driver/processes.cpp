@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -82,6 +83,24 @@ void process_options::add_to(option_set& opts) {
            "this many steps, as a node does on SIGTERM (its state moves to the others, no step redone, it "
            "exits 0); 0: never")
       .add("elastic.leave-rank", leave_rank, "... the node (1..N-1) that leaves")
+      .add("elastic.max-procs", max_procs,
+           "with --fault.recover: the job may grow to this many processes: a process started with "
+           "--join=HOST:PORT (no --dist.world) while it runs is admitted at the next step boundary when "
+           "--elastic.scale-out allows; one beyond this waits as a spare until a process is lost or leaves; "
+           "0: the job's size (it cannot grow)")
+      .add("elastic.min-procs", min_procs,
+           "with --fault.recover: the fewest processes the job goes on with; a loss or a leave below it ends the "
+           "job (the launcher's restart from the newest checkpoint, where allowed)")
+      .add("elastic.scale-out", scale_out,
+           "when processes wait to join: auto (the job grows when the cost model predicts the time saved over "
+           "the steps left exceeds the transition's cost; the decision and both predictions are logged), "
+           "always, never (they wait as spares)")
+      .add("elastic.join-after", join_after,
+           "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
+           "--dist.join-timeout-ms) for as many as fill --elastic.max-procs; 0: whenever they come")
+      .add("launch.joiners", joiners,
+           "with --launch.nproc and --elastic.max-procs: the launcher also starts this many processes that join "
+           "the running job (as --join=HOST:PORT would from another machine)")
       .add("fault.signal", signal, "test hook: KILL, STOP or TERM: each process of --fault.signal-rank raises it ...")
       .add("fault.signal-rank", signal_rank, "... these processes (e.g. 2,3) ...")
       .add("fault.signal-step", signal_step,
@@ -140,8 +159,14 @@ status process_options::finish(const option_set& opts) {
     master_port = std::strtoll(join.c_str() + colon + 1, &end, 10);
     if (*end != 0) return make_error(errc::invalid_argument, "--join must be HOST:PORT, got '" + join + "'");
     if (rank == 0) return make_error(errc::invalid_argument, "--join is for nodes; rank 0 is the coordinator");
-    if (world < 2)
-      return make_error(errc::invalid_argument, "--join needs the job's size: --dist.world=N (or WORLD_SIZE)");
+    // without the job's size: a process joining the running job (it learns the size)
+    join_running = !opts.was_set("dist.world") && !std::getenv("WORLD_SIZE");
+    if (!join_running && world < 2)
+      return make_error(errc::invalid_argument, "--dist.world must be at least 2 for a node of the job's start");
+    if (join_running && rank > 0)
+      return make_error(errc::invalid_argument,
+                        "--join without --dist.world joins the running job: it takes the place it is given "
+                        "(drop RANK / --dist.rank)");
   }
   if (nproc < 0 || nproc > 64) return make_error(errc::invalid_argument, "--launch.nproc must be between 0 and 64");
   if (max_restarts < 0 || max_restarts > 1000)
@@ -189,20 +214,48 @@ status process_options::finish(const option_set& opts) {
       return make_error(errc::invalid_argument, "--elastic.leave-rank must name a node of the job: 1.." +
                                                     std::to_string(size - 1) + ", got " + std::to_string(leave_rank));
   }
+  // (a process joining the running job takes the job's bounds as its coordinator has them)
+  const std::int64_t size = join_running ? std::max<std::int64_t>(min_procs, 1) : nproc > 0 ? nproc : world;
+  if (max_procs < 0 || (max_procs > 0 && max_procs < size && !join_running) || max_procs > 4096)
+    return make_error(errc::invalid_argument, "--elastic.max-procs must be 0 or between the job's size (" +
+                                                  std::to_string(size) + ") and 4096, got " +
+                                                  std::to_string(max_procs));
+  if (max_procs > size && !recover)
+    return make_error(errc::invalid_argument,
+                      "--elastic.max-procs needs --fault.recover=true (a job that changes its processes)");
+  if (min_procs < 1 || min_procs > size)
+    return make_error(errc::invalid_argument, "--elastic.min-procs must be between 1 and the job's size (" +
+                                                  std::to_string(size) + "), got " + std::to_string(min_procs));
+  if (scale_out != "auto" && scale_out != "always" && scale_out != "never")
+    return make_error(errc::invalid_argument,
+                      "--elastic.scale-out must be auto, always or never, got '" + scale_out + "'");
+  if (join_after < 0) return make_error(errc::invalid_argument, "--elastic.join-after must be >= 0");
+  if (joiners < 0 || joiners > 64) return make_error(errc::invalid_argument, "--launch.joiners must be 0..64");
+  if (joiners > 0 && (nproc < 2 || max_procs == 0))
+    return make_error(errc::invalid_argument, "--launch.joiners needs --launch.nproc and --elastic.max-procs");
+  if (join_running && !recover)
+    return make_error(
+        errc::invalid_argument,
+        "--join without --dist.world joins a running job: it needs --fault.recover=true, as the job does");
   if (signal_rank.size() != signal_step.size())
     return make_error(errc::invalid_argument, "--fault.signal-rank and --fault.signal-step need one step per process");
   return {};
 }
 
+int process_group::live() const {
+  const auto m = control->members();
+  return static_cast<int>(std::count(m.live.begin(), m.live.end(), true));
+}
+
 std::vector<int> process_group::owners(const planner::parallel_plan& plan) const {
-  return planner::rank_layout(plan).process_of_rank(world());
+  return planner::rank_layout::placed(plan.ranks(), control->members().live);
 }
 
 result<std::shared_ptr<transport::fabric>> process_group::connect(const planner::parallel_plan& plan) {
   const int ranks = plan.ranks();
-  if (ranks % world() != 0)
+  if (ranks % live() != 0)
     return make_error(errc::invalid_argument, "a plan of " + std::to_string(ranks) +
-                                                  " ranks cannot be split evenly over " + std::to_string(world()) +
+                                                  " ranks cannot be split evenly over " + std::to_string(live()) +
                                                   " processes");
   return connect(plan, owners(plan));
 }
@@ -259,7 +312,9 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   if (!data) return data.error();
   g->data = std::move(*data);
   transport::control_options c;
-  c.world = static_cast<int>(o.world);
+  c.world = o.join_running ? 0 : static_cast<int>(o.rank == 0 ? o.slots() : o.world);
+  c.initial = static_cast<int>(o.world);
+  c.admit_joins = o.recover && o.rank == 0 && o.max_procs > 0;  // spares wait even in a full job
   c.process = o.join.empty() ? static_cast<int>(o.rank) : (o.rank > 0 ? static_cast<int>(o.rank) : -1);
   c.master_host = o.master_addr;
   c.master_port = static_cast<int>(o.master_port);

@@ -5,6 +5,8 @@
 //   mlp --launch.nproc=2 --plan.dp=2            this machine: starts 2 processes and waits
 //   RANK=1 WORLD_SIZE=2 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 mlp ...   Slurm/Kubernetes style
 //   mlp --join=10.0.0.1:29500 --dist.world=2 ...   a node numbered in join order
+//   mlp --join=10.0.0.1:29500 ...                  a process joining the running job (it grows:
+//                                                  its coordinator was started with --elastic.max-procs)
 //
 // Binding anything but loopback (--dist.bind) needs the job secret (COHORT_JOB_SECRET_FILE,
 // mode 0600, or COHORT_JOB_SECRET): every connection proves it before anything else is read.
@@ -61,6 +63,15 @@ struct process_options {
   // --elastic.leave-after / --elastic.leave-rank: that node leaves the job in good order after
   // that many steps, as on SIGTERM (0: never)
   std::int64_t leave_after = 0, leave_rank = -1;
+  // --elastic.max-procs / --elastic.min-procs: the most processes the job grows to (0: its size:
+  // it cannot grow) and the fewest it goes on with; --elastic.scale-out: auto, always, never
+  std::int64_t max_procs = 0, min_procs = 1;
+  std::string scale_out = "auto";
+  // --elastic.join-after (test hook): process 0 takes waiting processes only after this step,
+  // and waits there for as many as fill --elastic.max-procs (0: whenever they come)
+  std::int64_t join_after = 0;
+  std::int64_t joiners = 0;   // --launch.joiners: the launcher also starts this many joining processes
+  bool join_running = false;  // --join without a size: this process joins the running job
   // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i].
   std::string signal;
   std::vector<std::int64_t> signal_rank, signal_step;
@@ -72,7 +83,9 @@ struct process_options {
   /// This run starts local processes rather than training itself.
   bool launches() const { return nproc > 1; }
   /// This process is one of several.
-  bool multi_process() const { return world > 1; }
+  bool multi_process() const { return world > 1 || join_running; }
+  /// The most processes the job may have (its slots).
+  std::int64_t slots() const { return std::max(world, max_procs); }
   /// Prints on stdout and stderr (process 0, or a single-process run).
   bool reports() const { return rank <= 0; }
 };
@@ -86,11 +99,15 @@ struct process_group {
   transport::tcp_listener data;
 
   int process() const { return control->process(); }
+  /// The job's slots: the most processes it may have.
   int world() const { return control->world(); }
-  /// Which process hosts each rank of `plan` (planner::rank_layout's contiguous blocks).
+  /// The processes in the job now.
+  int live() const;
+  /// Which process hosts each rank of `plan`: contiguous blocks over the processes in the job
+  /// (planner::rank_layout::placed).
   std::vector<int> owners(const planner::parallel_plan& plan) const;
-  /// The data plane (options.transport) for the ranks of `plan` (a multiple of the world
-  /// size). Every process calls it at the same point.
+  /// The data plane (options.transport) for the ranks of `plan` (a multiple of the processes
+  /// in the job). Every process calls it at the same point.
   result<std::shared_ptr<transport::fabric>> connect(const planner::parallel_plan& plan);
   /// The same for ranks placed as `owner` says, among the processes still in the job.
   result<std::shared_ptr<transport::fabric>> connect(const planner::parallel_plan& plan, const std::vector<int>& owner);

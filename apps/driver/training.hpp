@@ -96,6 +96,7 @@ struct training_result {
       json::array();  // each checkpoint: {"step", "path", "snapshot_s", "write_s", "bytes"} or its "error"
   json resumed_from;  // {"path", "step"} when the run resumed
   json recoveries = json::array();          // each failure the job recovered from (restarts.hpp)
+  json scale_out = json::array();           // each answer to processes waiting to join (process 0)
   std::int64_t sparse_bytes = 0;            // sent by this process's workers for sparse tables' rows
   std::int64_t max_table_staleness = -1;    // the most steps a lookup's tables lagged (-1: none measured)
   bool plan_only = false;                   // --plan.only: nothing was trained

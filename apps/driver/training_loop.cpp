@@ -162,6 +162,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"workers", {{"spawned", t.workers_spawned}, {"retired", t.workers_retired}}},
          {"plan", t.plan}});
     if (!t.leaving.empty()) loop.out.transitions.back()["leaving"] = t.leaving;
+    if (!t.joining.empty()) loop.out.transitions.back()["joining"] = t.joining;
     {                // predicted and measured step time before and after (the after once the new plan has run)
       fill_after();  // a change before the last one's steps were counted: what there is
       auto& rec = loop.out.transitions.back();
@@ -181,6 +182,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     }
     const std::string why = t.cause == "loss"    ? " (for the processes that remain)"
                             : t.cause == "leave" ? " (" + t.leaving + " leaves the job)"
+                            : t.cause == "join"  ? " (" + t.joining + " joined the job)"
                                                  : "";
     if (!loop.quiet)
       std::fprintf(stderr,

@@ -2,11 +2,13 @@
 // the plan, run this process's ranks over the data plane, report a lost node.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "apps/driver/control_keys.hpp"
 #include "apps/driver/restarts.hpp"
@@ -46,6 +48,7 @@ actors::job_membership runtime_membership(const transport::membership& m, std::s
   out.live = m.live;
   out.lost = m.lost;
   out.replaced = m.replaced;
+  out.joined = m.joined;
   out.why = std::move(why);
   return out;
 }
@@ -71,45 +74,69 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (p.only)
     return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
   auto formed = form_process_group(p.dist);
+  if (!formed && p.dist.join_running && formed.error().message.find(transport::not_needed) != std::string::npos) {
+    std::fprintf(stderr, "job: this process waited to join the running job, which ended without needing it\n");
+    training_result spare;
+    spare.report = false;
+    return spare;
+  }
   if (!formed) return formed.error();
   process_group& g = **formed;
-  const int world = g.world();
+  const int world = g.world();  // the job's slots (more than its processes where it may grow)
+  const std::vector<bool> live_at_start = g.control->members().live;
+  const int started_with = static_cast<int>(std::count(live_at_start.begin(), live_at_start.end(), true));
   const bool coordinator = g.process() == 0;
   if (coordinator) {
     std::string who;
     for (const auto& n : g.control->roster())
-      who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " +
-             n.host + " (" + std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
-    std::fprintf(stderr, "job: %d processes joined: %s\n", world, who.c_str());
+      if (n.pid != 0)
+        who += (who.empty() ? "" : ", ") + std::to_string(n.process) + ": pid " + std::to_string(n.pid) + " at " +
+               n.host + " (" + std::to_string(n.cores) + (n.cores == 1 ? " core)" : " cores)");
+    std::fprintf(
+        stderr, "job: %d processes joined: %s%s\n", started_with, who.c_str(),
+        world > started_with ? ("; it may grow to " + std::to_string(world) + " (--elastic.max-procs)").c_str() : "");
   }
   // The coordinator plans for world-size ranks unless told otherwise; the others take its plan.
   std::shared_ptr<planner::planning_setup> setup;
   result<planner::plan_choice> choice = make_error(errc::closed, "no plan");
   std::optional<actors::run_options::joining_job> joining;
-  if (p.dist.replacement) {  // the running job's plan and where it is, from process 0 during the recovery
+  const auto arrived = g.control->arrived_as();
+  if (arrived != transport::arrival::start) {
+    // the running job's plan and where it is, from process 0: during the recovery a replacement
+    // joins, or at the step boundary a joining process was admitted at (with the next plan)
+    const bool replacing = arrived == transport::arrival::replacement;
     const auto m = g.control->members();
     auto text = g.control->broadcast_text(key(control_key::plan_change), "", m.epoch);
     if (!text) return make_error(text.error().code, "joining the running job: " + text.error().message);
     auto st = actors::joining_from_text(*text, world);
     if (!st) return st.error();
+    if (st->next.has_value() == replacing)
+      return make_error(errc::io_error, replacing ? "joining the running job: process 0 sent a join, not a recovery"
+                                                  : "joining the running job: process 0 named no plan to join");
     joining.emplace();
     joining->state = std::move(*st);
-    joining->members = runtime_membership(m, "process " + std::to_string(g.process()) + " replaced");
+    joining->members = runtime_membership(
+        m, "process " + std::to_string(g.process()) + (replacing ? " replaced" : " joined the running job"));
     choice = joining->state.plan;
     choice->how = "the running job's";
-    std::fprintf(stderr, "job: process %d joined the running job in a lost process's place (%s, after step %lld)\n",
-                 g.process(), planner::describe(choice->plan).c_str(),
-                 static_cast<long long>(joining->state.committed + 1));
+    if (replacing)
+      std::fprintf(stderr, "job: process %d joined the running job in a lost process's place (%s, after step %lld)\n",
+                   g.process(), planner::describe(choice->plan).c_str(),
+                   static_cast<long long>(joining->state.committed + 1));
+    else
+      std::fprintf(stderr, "job: process %d joined the running job after step %lld (%s -> %s)\n", g.process(),
+                   static_cast<long long>(joining->state.committed + 1), planner::describe(choice->plan).c_str(),
+                   planner::describe(joining->state.next->plan).c_str());
   } else if (coordinator) {
     plan_options q = p;
-    if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = world;
-    // every process computes with job.threads threads: the job as a whole has world times that
-    auto s = prepare_planning(job, q, job.threads * world);
+    if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = started_with;
+    // every process computes with job.threads threads: the job as a whole has that many times its processes
+    auto s = prepare_planning(job, q, job.threads * started_with);
     choice = s ? planner::choose_plan(*s, q) : result<planner::plan_choice>(s.error());
-    if (choice && choice->plan.ranks() % world != 0)
+    if (choice && choice->plan.ranks() % started_with != 0)
       choice = make_error(errc::invalid_argument, "the plan " + planner::describe(choice->plan) + " has " +
                                                       std::to_string(choice->plan.ranks()) + " ranks, which " +
-                                                      std::to_string(world) + " processes cannot split evenly");
+                                                      std::to_string(started_with) + " processes cannot split evenly");
     if (s) setup = std::make_shared<planner::planning_setup>(std::move(*s));
     // the plan, and where the run starts: every process must resume from the same step
     json first = choice ? choice->to_json() : json::object();
@@ -149,11 +176,12 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   loop.process = g.process();
   if (coordinator) {
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
-    start_report(loop, p, *choice, world);
+    start_report(loop, p, *choice, started_with);
   }
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" +
-                   choice->how + ") over " + std::to_string(world) + " processes (" + to_string(p.dist.transport) + ")";
+                   choice->how + ") over " + std::to_string(joining ? g.live() : started_with) + " processes (" +
+                   to_string(p.dist.transport) + ")";
   const auto owner = g.owners(choice->plan);
   // the data plane in use (a plan transition replaces it), closed when a node is lost
   auto current = std::make_shared<std::pair<std::mutex, fabric_ptr>>();
@@ -177,7 +205,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       return n;
     };
     auto control_bytes = [control = g.control.get()] { return control->bytes_sent(); };
-    if (auto st = start_live_metrics(loop, p, *choice, world, bytes, control_bytes, live); !st) return st.error();
+    if (auto st = start_live_metrics(loop, p, *choice, started_with, bytes, control_bytes, live); !st)
+      return st.error();
   }
   // the endpoint may outlive this job's control plane (--metrics.linger-s): its last figures stay
   struct freeze_sources {
@@ -190,13 +219,16 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     actors::process_hooks h;
     h.process = g.process();
     h.processes = world;
+    h.live = joining ? joining->members.live : live_at_start;
     h.fabric = data_plane;
-    // the step's loss, and a slot per process that asks to leave after it (exact: 0 or 1 each)
-    h.sum_loss = [&g, world](std::int64_t step, double local, bool leaving,
+    // the step's loss, a slot per process that asks to leave after it (exact: 0 or 1 each), and
+    // process 0's count of processes waiting to join
+    h.sum_loss = [&g, world](std::int64_t step, double local, bool leaving, int joining,
                              std::uint64_t epoch) -> result<actors::step_sum> {
-      std::vector<double> values(static_cast<std::size_t>(world) + 1, 0.0);
+      std::vector<double> values(static_cast<std::size_t>(world) + 2, 0.0);
       values[0] = local;
       if (leaving) values[static_cast<std::size_t>(g.process()) + 1] = 1.0;
+      if (g.process() == 0) values.back() = joining;
       auto total = g.control->sum(step_loss_key(step), values, epoch);
       if (!total) return total.error();
       if (total->size() != values.size())
@@ -204,8 +236,33 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       actors::step_sum out;
       out.loss = (*total)[0];
       for (int q = 0; q < world; ++q) out.leaving.push_back((*total)[static_cast<std::size_t>(q) + 1] > 0.5);
+      const double waiting = total->back();
+      if (waiting < 0 || waiting > world || waiting != std::floor(waiting))
+        return make_error(errc::io_error, "the job's sum of step " + std::to_string(step) + " counts " +
+                                              std::to_string(waiting) + " processes waiting to join");
+      out.joining = static_cast<int>(waiting);
       return out;
     };
+    if (coordinator && p.dist.max_procs > 0) {  // --elastic.max-procs: processes may join the running job
+      const auto join_timeout = std::chrono::milliseconds(p.dist.join_timeout_ms);
+      h.joiners_waiting = [&g, after = p.dist.join_after, join_timeout](std::int64_t step) {
+        if (after > 0 && step + 1 < after) return 0;  // the test hook: not before this step
+        int n = g.control->joiners_waiting();
+        if (after > 0 && step + 1 == after) {  // ... and there as many as fill the job
+          const auto deadline = std::chrono::steady_clock::now() + join_timeout;
+          while (n < g.world() - g.live() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the control proxy's thread
+            n = g.control->joiners_waiting();
+          }
+        }
+        return n;
+      };
+      h.admit_joiners = [&g, join_timeout](int count) -> result<actors::job_membership> {
+        auto m = g.control->admit_joiners(count, join_timeout);
+        if (!m) return m.error();
+        return runtime_membership(*m, "processes joined");
+      };
+    }
     h.gather_pieces = [&g](std::vector<tensor> pieces, const std::vector<int>& owner) -> result<std::vector<tensor>> {
       std::vector<std::pair<int, tensor>> mine;
       for (std::size_t r = 0; r < pieces.size(); ++r)
@@ -263,6 +320,33 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.replace_wait = std::chrono::milliseconds(p.dist.replace_wait_ms);
     o.replicas = p.dist.recover && p.dist.replicas == 1;
     o.joining = joining;
+    o.min_processes = static_cast<int>(p.dist.min_procs);
+    o.scale_out = p.dist.scale_out == "always"  ? actors::scale_policy::always
+                  : p.dist.scale_out == "never" ? actors::scale_policy::never
+                                                : actors::scale_policy::automatic;
+    o.on_scale_decision = [&loop](const actors::scale_decision& d) {
+      json rec = {{"step", d.step},
+                  {"waiting", d.waiting},
+                  {"processes_before", d.processes_before},
+                  {"processes_after", d.processes_after},
+                  {"from", d.from},
+                  {"to", d.to},
+                  {"predicted_step_s_before", d.predicted_step_s_before},
+                  {"predicted_step_s_after", d.predicted_step_s_after},
+                  {"remaining_steps", d.remaining_steps},
+                  {"saved_s", d.saved_s},
+                  {"bytes", d.bytes},
+                  {"cost_s", d.cost_s},
+                  {"adopted", d.adopted},
+                  {"why", d.why}};
+      loop.out.scale_out.push_back(rec);
+      json event = rec;
+      event["event"] = "scale_out";
+      loop.metrics.write(event);
+      std::fprintf(stderr, "\njob: %d process%s waiting to join after step %lld: %s (%s -> %s)\n", d.waiting,
+                   d.waiting == 1 ? "" : "es", static_cast<long long>(d.step),
+                   d.adopted ? "the job grows" : "the job stays as it is", d.why.c_str(), d.to.c_str());
+    };
     o.changes = plan_changes(p);
     o.planning = setup;
     o.refit = refit;
@@ -351,7 +435,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (coordinator)
       if (auto st = write_trace(p.trace.file, std::move((*merged)["events"]),
                                 {{"plan", planner::describe(choice->plan)},
-                                 {"processes", world},
+                                 {"processes", g.live()},
                                  {"clock_offsets_us", (*merged)["offsets_us"]},
                                  {"clock_residual_us", (*merged)["residual_us"]}});
           !st)
@@ -359,7 +443,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   }
   if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
   r->report = coordinator;
-  r->plan["processes"] = world;
+  r->plan["processes"] = g.live();
   if (coordinator && setup && choice->predicted && totals.steps > 0) {
     planner::task_totals all = totals;
     all.per_rank.assign(owner.size(), {});

@@ -73,3 +73,27 @@ TEST_CASE("a malformed view of the running job is refused naming the field") {
   CHECK(refusal(with("committed", 1.5)).find("\"committed\" must be an integer >= -1") != std::string::npos);
   CHECK(refusal(with("plan", "dp2")) != "accepted");
 }
+
+TEST_CASE("a joining process's view carries the plan the job changes to, and a malformed one is refused") {
+  auto s = dp2_pp2();
+  s.next = planner::plan_choice{};
+  s.next->plan.dp = 3;
+  s.next_replan_s = 0.25;
+  s.next_predicted_step_s = 0.5;
+  auto back = joining_from_text(to_text(s), 3);
+  REQUIRE_MESSAGE(back, (back ? "" : back.error().message));
+  REQUIRE(back->next);
+  CHECK(back->next->plan.dp == 3);
+  CHECK(back->next_replan_s == 0.25);
+  CHECK(back->next_predicted_step_s == 0.5);
+  CHECK_FALSE(joining_from_text(to_text(dp2_pp2()), 3)->next);  // a replacement's: none
+  auto j = nlohmann::json::parse(to_text(s));
+  j["next_predicted_step_s"] = -1;
+  CHECK(refusal(j.dump()).find("\"next_predicted_step_s\" must be a number >= 0") != std::string::npos);
+  j = nlohmann::json::parse(to_text(s));
+  j.erase("next_replan_s");
+  CHECK(refusal(j.dump()).find("\"next_replan_s\"") != std::string::npos);
+  j = nlohmann::json::parse(to_text(s));
+  j["next"]["dp"] = 0;
+  CHECK(refusal(j.dump()).find("next plan") != std::string::npos);
+}

@@ -479,3 +479,52 @@ TEST_CASE("with evaluate_every an evaluation follows every that many steps, the 
   CHECK(only<evaluate_action>(p.on_snapshot_taken(t0)).steps_done == 4);
   CHECK(std::holds_alternative<collect_action>(p.on_evaluated(t0).back()));
 }
+
+TEST_CASE("processes waiting to join come in at the boundary after the step whose sum counted them") {
+  // a leave and a join named in the same sum: the leave first, then the join, then the
+  // checkpoint due at that boundary
+  auto c = leaving_config(6);
+  c.checkpoint_every = 2;
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
+  p.on_loss(0, 1.0, t0);
+  only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
+  p.leave_after_commit({false, true});
+  p.join_after_commit(2);
+  const auto a = p.on_loss(1, 1.0, t0);
+  REQUIRE(a.size() == 2);
+  CHECK_FALSE(std::get<transition_action>(a[1]).leave.empty());
+  const auto grow = only<transition_action>(p.on_transition_done(2, {true, false}, t0));
+  CHECK(grow.joiners == 2);
+  CHECK(grow.step == 2);
+  CHECK(grow.leave.empty());
+  CHECK_FALSE(grow.replan);
+  // the job stayed as it was: the checkpoint, then step 2
+  CHECK(only<snapshot_action>(p.on_plan_kept(t0)).step == 2);
+  CHECK(only<start_step_action>(p.on_snapshot_taken(t0)).step == 2);
+}
+
+TEST_CASE("a join counted with the last step's sum is ignored, and a joining process starts at the job's boundary") {
+  step_protocol p(leaving_config(2));
+  only<start_step_action>(p.start(t0));
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
+  p.on_loss(0, 1.0, t0);
+  only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
+  p.join_after_commit(1);
+  CHECK(std::holds_alternative<collect_action>(p.on_loss(1, 1.0, t0).back()));
+  // a newcomer: no step of its own until the transition it was admitted for is done
+  auto j = leaving_config(10, /*change_at=*/{7, 12});
+  j.joining = true;
+  j.checkpoint_every = 3;
+  step_protocol n(j);
+  CHECK(n.start(t0).empty());
+  n.on_joined(5);  // six steps done
+  CHECK(n.committed() == 5);
+  CHECK(n.step() == 6);
+  // after the transition: step 6 (not the checkpoint of the state it was given), the change at 7 stays due
+  CHECK(only<start_step_action>(n.on_transition_done(2, {false, true}, t0)).step == 6);
+  CHECK(n.losses().empty());
+  n.on_joined(9);  // once only
+  CHECK(n.step() == 6);
+}

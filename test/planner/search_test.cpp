@@ -266,3 +266,21 @@ TEST_CASE("ranks of a lost process go to the processes that remain, fewest ranks
   CHECK(rank_layout::placed(8, {false, true, true, false}) == std::vector<int>{1, 2, 1, 1, 2, 2, 1, 2});
   CHECK(rank_layout::placed(2, {false, false}).empty());
 }
+
+TEST_CASE("ranks that do not divide over the job's slots sit in near-equal blocks, then on the live processes") {
+  using planner::rank_layout;
+  CHECK(rank_layout::blocks(4, 3) == std::vector<int>{0, 0, 1, 2});
+  CHECK(rank_layout::blocks(6, 4) == std::vector<int>{0, 0, 1, 1, 2, 3});
+  CHECK(rank_layout::blocks(2, 4) == std::vector<int>{0, 1});
+  // a job of 3 slots started with 2 processes: dp4 over its two
+  CHECK(rank_layout::placed(4, {true, true, false}) == std::vector<int>{0, 0, 1, 1});
+  // 6 ranks re-planned for the 3 processes that remain of 4
+  CHECK(rank_layout::placed(6, {true, true, true, false}) == std::vector<int>{0, 0, 1, 1, 2, 2});
+  for (int ranks = 1; ranks <= 12; ++ranks)
+    for (int processes = 1; processes <= 6; ++processes) {
+      const auto b = rank_layout::blocks(ranks, processes);
+      REQUIRE(static_cast<int>(b.size()) == ranks);
+      CHECK(std::is_sorted(b.begin(), b.end()));
+      CHECK(b.back() < processes);
+    }
+}

@@ -244,3 +244,62 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
   CHECK_FALSE(
       parse_roster("0 " + std::string(256, 'h') + " 1 10 1\n1 b 2 11 1\n", 2).ok());  // a host over 255 characters
 }
+
+TEST_CASE("a roster with empty slots round-trips and sizes itself, an empty slot 0 or a half-empty entry is refused") {
+  std::vector<node_entry> r{{0, "a", 1, 10, 2}, {1, "b", 2, 11, 1}, {2, "", 0, 0, 0}};
+  const std::string text = roster_text(r);
+  CHECK(text == "0 a 1 10 2\n1 b 2 11 1\n2 - 0 0 0\n");
+  auto back = parse_roster(text);  // a process joining the running job learns the size here
+  REQUIRE(back);
+  REQUIRE(back->size() == 3);
+  CHECK((*back)[2].pid == 0);
+  CHECK((*back)[2].host.empty());
+  CHECK((*back)[1].host == "b");
+  CHECK(parse_roster("0 - 0 0 0\n1 b 2 11 1\n", 2).error().message == "control: malformed roster entry for process 0");
+  CHECK(parse_roster("0 a 1 10 1\n1 - 2 0 0\n", 2).error().message == "control: malformed roster entry for process 1");
+  CHECK(parse_roster("0 a 1 10 1\n1 b 2 0 1\n", 2).error().message == "control: malformed roster entry for process 1");
+  CHECK(parse_roster("0 a 1 10 1\n").error().message == "control: a roster of 1 lines");
+}
+
+TEST_CASE("a membership and an admission round-trip, and every malformed one is refused") {
+  membership m;
+  m.epoch = 4;
+  m.live = {true, true, false, true};
+  m.replaced = {2};
+  m.joined = {3, 1};
+  const std::string text = membership_text(m);
+  CHECK(text == "epoch 4 live 1 1 0 1 replaced 2 joined 3 1");
+  auto back = parse_membership(text, 4);
+  REQUIRE(back);
+  CHECK(back->epoch == 4);
+  CHECK(back->live == m.live);
+  CHECK(back->replaced == m.replaced);
+  CHECK(back->joined == m.joined);
+  for (const std::string bad : {"", "epoch 4 live 1 1 0 replaced joined", "epoch -1 live 1 1 0 1 replaced joined",
+                                "epoch 4 live 1 1 0 2 replaced joined", "epoch 4 live 0 1 0 1 replaced joined",
+                                "epoch 4 live 1 1 0 1 replaced 4 joined", "epoch 4 live 1 1 0 1 replaced 0 joined",
+                                "epoch 4 live 1 1 0 1 replaced joined x", "epoch 4 live 1 1 0 1 joined 2",
+                                "epoch 4 live 1 1 0 1 replaced 2", "era 4 live 1 1 0 1 replaced joined"}) {
+    CAPTURE(bad);
+    auto r = parse_membership(bad, 4);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("control: a malformed membership") == 0);
+  }
+  const std::vector<joined_entry> batch{{{2, "h2", 5000, 42, 2}, false}, {{3, "h3", 5001, 43, 1}, true}};
+  const std::string admitted = joined_text(7, batch);
+  CHECK(admitted == "7 2 2 j h2 5000 42 2 3 r h3 5001 43 1");
+  auto got = parse_joined(admitted, 4);
+  REQUIRE(got);
+  CHECK(got->first == 7);
+  REQUIRE(got->second.size() == 2);
+  CHECK(got->second[0].node.host == "h2");
+  CHECK_FALSE(got->second[0].replacement);
+  CHECK(got->second[1].replacement);
+  CHECK(parse_joined("7 0", 4)->second.empty());
+  for (const std::string bad :
+       {"0 0", "7 1", "7 1 0 j h 1 2 1", "7 1 4 j h 1 2 1", "7 1 2 x h 1 2 1", "7 1 2 j h/ 1 2 1", "7 1 2 j h 0 2 1",
+        "7 1 2 j h 1 0 1", "7 1 2 j h 1 2 0", "7 2 2 j h 1 2 1 2 j h 1 2 1", "7 1 2 j h 1 2 1 extra", "7 4"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_joined(bad, 4).ok());
+  }
+}

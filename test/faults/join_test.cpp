@@ -1,0 +1,210 @@
+// Processes join a running job (issue 18 item 1): a process started with --join=HOST:PORT (here
+// the launcher's --launch.joiners) waits at the coordinator; at the step boundary after the
+// step whose job-wide sum counted it (--elastic.join-after makes that step deterministic) process
+// 0's planner decides whether the job grows, process 0 admits it, and every process — it too —
+// changes to the plan for the larger job, the state moving over a data plane that includes it.
+// Nothing is redone, nobody restarts. With the user's plan placed over more processes every
+// loss equals the fixed-size run's bit for bit; with the planner's plan the job re-plans and
+// stays within 1e-5. A process beyond --elastic.max-procs waits as a spare: it takes a lost
+// process's slot at the next boundary, or is told the job ended without it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
+#include "support/run_files.hpp"
+
+using cohort::test::run;
+
+namespace {
+
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("join", name); }
+
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
+
+// What every growth shows: a transition with cause "join" at `after` naming the newcomers, an
+// adopted decision with both predictions, no recovery, every process exited 0.
+void check_grew(const cohort::test::run_result& r, std::int64_t after, const std::string& newcomers, int processes) {
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto& tr = r.summary["transitions"];
+  REQUIRE(!tr.empty());
+  const auto& t = tr.back();
+  CHECK(t["cause"] == "join");
+  CHECK(t["joining"] == newcomers);
+  CHECK(t["step"] == after);
+  CHECK(t["bytes_across_processes"].get<double>() > 0);
+  CHECK(r.summary["recoveries"].empty());  // nothing lost, nothing redone
+  CHECK(r.summary["plan"]["processes"] == processes);
+  const auto& d = r.summary["scale_out"].back();
+  CHECK(d["adopted"] == true);
+  CHECK(d["step"] == after);
+  CHECK(d["predicted_step_s_before"].get<double>() > 0);
+  CHECK(d["predicted_step_s_after"].get<double>() > 0);
+  CHECK(d["cost_s"].get<double>() > 0);
+  CHECK(d["why"].get<std::string>().find("the transition costs") != std::string::npos);
+  CHECK(r.err.find("(" + newcomers + " joined the job)") != std::string::npos);
+  CHECK(r.err.find("launch: process") == std::string::npos);  // every process exited 0, none restarted
+}
+
+}  // namespace
+
+TEST_SUITE("elastic") {
+  TEST_CASE("two processes join a job of two and every loss equals the fixed-size run's") {
+    // dp4 (the user's plan) over 2 processes, then placed over 4 after step 10
+    const std::string job = mlp_job + " --plan.dp=4";
+    const std::string clean_metrics = temp_path("dp-clean.jsonl"), metrics = temp_path("dp.jsonl");
+    auto clean = run(MLP_BINARY, job + " --launch.nproc=4 --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
+                                 "--elastic.join-after=10 --elastic.scale-out=always --metrics.file=" +
+                                 metrics);
+    check_grew(r, 10, "process 2, process 3", 4);
+    CHECK(r.summary["transitions"][0]["from"] == r.summary["transitions"][0]["to"]);  // the user's plan, kept
+    CHECK(r.summary["scale_out"][0]["processes_before"] == 2);
+    CHECK(r.summary["scale_out"][0]["processes_after"] == 4);
+    CHECK(r.summary["scale_out"][0]["waiting"] == 2);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+    bool event = false;
+    for (const auto& e : cohort::test::metrics_events(metrics)) event = event || e["event"] == "scale_out";
+    CHECK(event);
+  }
+
+  TEST_CASE("with the planner's plan the job re-plans for the larger job") {
+    const std::string clean_metrics = temp_path("auto-clean.jsonl"), metrics = temp_path("auto.jsonl");
+    auto clean = run(MLP_BINARY, mlp_job + " --launch.nproc=2 --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, mlp_job +
+                                 " --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
+                                 "--elastic.join-after=10 --elastic.scale-out=always --metrics.file=" +
+                                 metrics);
+    check_grew(r, 10, "process 2, process 3", 4);
+    const auto& t = r.summary["transitions"][0];
+    MESSAGE("planner's plan " << t["from"] << " -> " << t["to"]);
+    CHECK(t["plan"]["ranks"].get<int>() % 4 == 0);  // for the 4 processes of the larger job
+    CHECK(t["predicted_step_s_after"].get<double>() > 0);
+    const auto a = cohort::test::metrics_losses(metrics), b = cohort::test::metrics_losses(clean_metrics);
+    REQUIRE(a.size() == b.size());
+    CHECK(std::equal(a.begin(), a.begin() + 10, b.begin()));  // bit for bit up to the join
+    const double drift = cohort::test::max_relative_difference(a, b, 11);
+    MESSAGE("after the join: max relative loss difference " << drift);
+    CHECK(drift <= 1e-5);
+  }
+
+  TEST_CASE("four processes, one leaves on SIGTERM and another joins: every loss equals the fixed-size run's") {
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("433-clean.jsonl"), metrics = temp_path("433.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    // the joiner waits as a spare while the job is full; process 2 leaves after step 9, the
+    // spare comes in at step 18 (into the slot the leaver freed)
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=18 "
+                                 "--elastic.scale-out=always --fault.signal=TERM --fault.signal-rank=2 "
+                                 "--fault.signal-step=8 --metrics.file=" +
+                                 metrics);
+    check_grew(r, 18, "process 2", 4);
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 2);
+    CHECK(tr[0]["cause"] == "leave");
+    CHECK(tr[0]["step"] == 9);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
+  TEST_CASE("gpt dp2 pp2 grows from 2 to 4 processes with the fixed-size run's losses") {
+    const std::string job =
+        "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 --train.steps=16 "
+        "--train.threads=1 --plan.dp=2 --plan.pp=2 --plan.micro-batches=2 --fault.recover=true";
+    const std::string clean_metrics = temp_path("gpt-clean.jsonl"), metrics = temp_path("gpt.jsonl");
+    auto clean = run(GPT_BINARY, job + " --launch.nproc=4 --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(GPT_BINARY, job +
+                                 " --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
+                                 "--elastic.join-after=6 --elastic.scale-out=always --metrics.file=" +
+                                 metrics);
+    check_grew(r, 6, "process 2, process 3", 4);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
+  TEST_CASE("with --elastic.scale-out=never the joiners wait as spares and are told the job ended without them") {
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=2";
+    const std::string clean_metrics = temp_path("never-clean.jsonl"), metrics = temp_path("never.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=3 --launch.joiners=2 --elastic.join-after=10 "
+                                 "--elastic.scale-out=never --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.summary["transitions"].empty());
+    REQUIRE(r.summary["scale_out"].size() == 1);  // asked once: the same spares are not weighed again
+    const auto& d = r.summary["scale_out"][0];
+    CHECK(d["adopted"] == false);
+    CHECK(d["waiting"] == 1);  // one slot free: the other is a spare either way
+    CHECK(d["predicted_step_s_before"].get<double>() > 0);
+    CHECK(d["why"].get<std::string>().find("--elastic.scale-out=never") == 0);
+    CHECK(r.summary["plan"]["processes"] == 2);
+    std::size_t dismissed = 0;
+    for (std::size_t at = 0; (at = r.err.find("which ended without needing it", at)) != std::string::npos; ++at)
+      ++dismissed;
+    CHECK(dismissed == 2);
+    CHECK(r.err.find("launch: joining process") == std::string::npos);  // both exited 0
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
+  TEST_CASE("a spare takes a lost process's slot at the next boundary and the job grows back") {
+    // dp3 over 3 processes, a full job with one spare waiting; process 2 is killed after step 6:
+    // the others take over its rank (one step redone), then the spare joins after step 12
+    const std::string job = mlp_job + " --plan.dp=3 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("spare-clean.jsonl"), metrics = temp_path("spare.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=3 --launch.joiners=1 --elastic.join-after=12 "
+                                 "--elastic.scale-out=always --fault.signal=KILL --fault.signal-rank=2 "
+                                 "--fault.signal-step=6 --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    REQUIRE(r.summary["recoveries"].size() == 1);
+    CHECK(r.summary["recoveries"][0]["steps_redone"] == 0);  // the interrupted step only
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "join");
+    CHECK(tr[0]["joining"] == "process 2");
+    CHECK(tr[0]["step"] == 12);
+    CHECK(r.summary["plan"]["processes"] == 3);
+    CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
+  TEST_CASE("a leave below --elastic.min-procs ends the job naming the bound") {
+    auto r = run(MLP_BINARY, mlp_job +
+                                 " --plan.dp=3 --launch.nproc=3 --elastic.min-procs=3 "
+                                 "--elastic.leave-after=5 --elastic.leave-rank=2");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("would leave 2 processes, fewer than --elastic.min-procs=3") != std::string::npos);
+  }
+
+  TEST_CASE("bad elastic options exit 2 naming the option") {
+    const std::string base = "--data.name=digits --train.steps=2 --train.threads=1";
+    const std::pair<std::string, std::string> cases[] = {
+        {" --launch.nproc=2 --elastic.max-procs=4", "--elastic.max-procs needs --fault.recover=true"},
+        {" --launch.nproc=3 --fault.recover=true --elastic.max-procs=2", "--elastic.max-procs must be 0 or between"},
+        {" --launch.nproc=2 --fault.recover=true --elastic.min-procs=3", "--elastic.min-procs must be between 1"},
+        {" --launch.nproc=2 --fault.recover=true --elastic.max-procs=3 --elastic.scale-out=sometimes",
+         "--elastic.scale-out must be auto, always or never"},
+        {" --launch.nproc=2 --fault.recover=true --launch.joiners=1", "--launch.joiners needs --launch.nproc and"},
+        {" --join=127.0.0.1:1", "--join without --dist.world joins a running job: it needs --fault.recover=true"},
+        {" --launch.nproc=2 --fault.recover=true --elastic.join-after=-1", "--elastic.join-after must be >= 0"},
+    };
+    for (const auto& [opts, why] : cases) {
+      CAPTURE(opts);
+      auto r = run(MLP_BINARY, base + opts);
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find(why) != std::string::npos);
+    }
+  }
+}
