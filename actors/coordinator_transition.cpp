@@ -98,19 +98,27 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto await = job.await_membership;
   const std::uint64_t epoch = s.membership_epoch;
   const bool first = job.process == 0;
+  auto timed = std::make_shared<std::pair<double, double>>();  // connecting, moving the state (seconds)
+  auto clock = [] { return std::chrono::steady_clock::now(); };
   if (rec.cause == "join") {  // the newcomers are on no data plane yet: the new one carries the state
     o.fabric_owner = o.new_owner;
     const auto plan = t->model->plan;
     on_proxy(
         self,
         [=] {
+          const auto t0 = clock();
           *fabric = connect(plan, new_owner);
+          const auto t1 = clock();
           if (*fabric) *exchanged = exchange_state(***fabric, o, t->copies, *old, t->to);
+          *timed = {std::chrono::duration<double>(t1 - t0).count(),
+                    std::chrono::duration<double>(clock() - t1).count()};
         },
         [=]() mutable {
           auto& st = self->state;
           if (!*fabric) return execute(self, st.protocol->on_error((*fabric).error()));
           if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
+          rec.connect_seconds = timed->first;
+          rec.move_seconds = timed->second;
           rec.bytes_moved = transfer_bytes(t->copies, o.slots);
           rec.bytes_across_processes = bytes_across_processes(t->copies, o);
           install_plan(self, *t, std::move((*exchanged)->states), **fabric, rec, started);
@@ -120,7 +128,9 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   on_proxy(
       self,
       [=] {
+        const auto t0 = clock();
         *exchanged = exchange_state(*old_fabric, o, t->copies, *old, t->to);
+        timed->second = std::chrono::duration<double>(clock() - t0).count();
         if (*exchanged && leave) {
           auto all_moved = gather("moved", epoch);
           if (!all_moved) *exchanged = all_moved.error();
@@ -131,11 +141,15 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
             if (!*members) *exchanged = (*members).error();
           }
         }
+        const auto t1 = clock();
         if (*exchanged && !leaving_here) *fabric = connect(t->model->plan, new_owner);
+        timed->first = std::chrono::duration<double>(clock() - t1).count();
       },
       [=]() mutable {
         auto& st = self->state;
         if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
+        rec.connect_seconds = timed->first;
+        rec.move_seconds = timed->second;
         rec.bytes_moved = transfer_bytes(t->copies, o.slots);
         rec.bytes_across_processes = bytes_across_processes(t->copies, o);
         if (leaving_here) return left(self, rec, started);

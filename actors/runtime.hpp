@@ -56,6 +56,8 @@ struct transition_record {
   double replan_seconds = 0;          // deciding the new plan (from the cached analysis)
   double predicted_step_s = 0;        // the planner's prediction for the new plan (0: none made)
   double prepare_seconds = 0;         // compiling it and planning the copies
+  double move_seconds = 0;            // across processes: the state exchange (bytes_across_processes in it)
+  double connect_seconds = 0;         // across processes: connecting the new plan's data plane
   double bytes_moved = 0;             // parameters and optimizer state copied into the new pieces
   double bytes_across_processes = 0;  // of which sent to other processes
   /// This process's actors: parameter actors that stayed (their pieces the same in both plans,

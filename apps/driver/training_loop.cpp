@@ -156,6 +156,8 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"seconds", t.seconds},
          {"replan_s", t.replan_seconds},
          {"prepare_s", t.prepare_seconds},
+         {"move_s", t.move_seconds},
+         {"connect_s", t.connect_seconds},
          {"bytes_moved", t.bytes_moved},
          {"bytes_across_processes", t.bytes_across_processes},
          {"param_actors", {{"kept", t.params_kept}, {"spawned", t.params_spawned}, {"retired", t.params_retired}}},
