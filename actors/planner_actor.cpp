@@ -131,7 +131,9 @@ result<scale_answer> decide_scale(const planner_inputs& in, const scale_request&
   o.old_owner = r.owner;
   o.new_owner = planner::rank_layout::placed(next->plan.ranks(), after);
   o.slots = static_cast<std::size_t>(in.optimizer_slots);
-  d.bytes = bytes_across_processes(t->copies, o);
+  // as the coordinator will move it: a piece that stays on its process is not copied at all
+  const auto kept = kept_pieces(t->from, t->to, o.old_owner, o.new_owner);
+  d.bytes = bytes_across_processes(without_kept(t->copies, kept), o);
   const auto& link = in.setup->profile.link;
   const double moving = link.bandwidth_bytes_per_s > 0 ? d.bytes / link.bandwidth_bytes_per_s + link.latency_s : 0;
   d.cost_s = out.plan.replan_seconds + t->prepare_seconds + moving;

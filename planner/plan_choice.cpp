@@ -239,7 +239,8 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
 
 namespace {
 
-result<plan_choice> choose(const planning_setup& s, const plan_request& o, search_options search) {
+// `threads`: the compute threads the plan's ranks have in all (this machine's topology).
+result<plan_choice> choose(const planning_setup& s, const plan_request& o, search_options search, int threads) {
   plan_choice c;
   if (!o.file.empty()) {
     auto f = load_plan_file(o.file);
@@ -265,7 +266,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     std::vector<planned> allowed;
     for (int ranks = fewest; ranks <= most; ++ranks) {
       search_options here = search;
-      if (!s.cluster) here.topo = local_topology(s.profile, ranks, s.threads);
+      if (!s.cluster) here.topo = local_topology(s.profile, ranks, threads);
       auto ranked = rank_plans(*s.analysis, here);
       if (!ranked) return ranked.error();
       for (auto& p : *ranked)
@@ -303,7 +304,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
   }
   if (!c.predicted) {
     // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices
-    if (!s.cluster) search.topo = local_topology(s.profile, c.plan.ranks(), s.threads);
+    if (!s.cluster) search.topo = local_topology(s.profile, c.plan.ranks(), threads);
     auto p = evaluate_plan(*s.analysis, c.plan, search, c.cuts);
     if (p) {
       c.predicted = *p;
@@ -330,14 +331,17 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
 
 }  // namespace
 
-result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) { return choose(s, o, s.search); }
+result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) {
+  return choose(s, o, s.search, s.threads);
+}
 
 result<plan_choice> choose_plan_for(const planning_setup& s, const plan_request& o, int devices, int threads) {
   search_options search = s.search;
-  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), threads > 0 ? threads : s.threads);
+  const int all = threads > 0 ? threads : s.threads;
+  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), all);
   plan_request exact = o;
   exact.ranks = std::max(1, devices);  // these devices, not 1 to their number
-  return choose(s, exact, search);
+  return choose(s, exact, search, all);
 }
 
 }  // namespace cohort::planner

@@ -130,6 +130,44 @@ TEST_SUITE("elastic") {
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
+  TEST_CASE("gpt dp2 pp2: 4 -> 3 (SIGTERM) -> 4 (a spare joins) with the fixed-size run's losses") {
+    const std::string job =
+        "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=8 --train.steps=16 "
+        "--train.threads=1 --plan.dp=2 --plan.pp=2 --plan.micro-batches=2 --fault.recover=true --launch.nproc=4";
+    const std::string clean_metrics = temp_path("gpt433-clean.jsonl"), metrics = temp_path("gpt433.jsonl");
+    auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(GPT_BINARY, job + " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                   "--elastic.scale-out=always --fault.signal=TERM --fault.signal-rank=3 "
+                                   "--fault.signal-step=4 --metrics.file=" +
+                                   metrics);
+    check_grew(r, 10, "process 3", 4);
+    REQUIRE(r.summary["transitions"].size() == 2);
+    CHECK(r.summary["transitions"][0]["cause"] == "leave");
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
+  TEST_CASE("gpt with the planner's plan over 3 processes: one SIGKILLed, the job re-plans for 2 and goes on") {
+    const std::string job =
+        "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=12 --train.steps=16 "
+        "--train.threads=1 --fault.recover=true --launch.nproc=3";
+    const std::string clean_metrics = temp_path("gpt32-clean.jsonl"), metrics = temp_path("gpt32.jsonl");
+    auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(GPT_BINARY,
+                 job + " --fault.signal=KILL --fault.signal-rank=2 --fault.signal-step=6 --metrics.file=" + metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    REQUIRE(r.summary["recoveries"].size() == 1);
+    CHECK(r.summary["recoveries"][0]["steps_redone"] == 0);
+    const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_losses(clean_metrics);
+    REQUIRE(a.size() == b.size());
+    CHECK(std::equal(a.begin(), a.begin() + 6, b.begin()));
+    const double drift = cohort::test::max_relative_difference(a, b, 7);
+    MESSAGE("gpt " << r.summary["recoveries"][0]["plan_before"] << " -> " << r.summary["recoveries"][0]["plan_after"]
+                   << ": max relative loss difference " << drift);
+    CHECK(drift <= 1e-5);
+  }
+
   TEST_CASE("with --elastic.scale-out=never the joiners wait as spares and are told the job ended without them") {
     const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=2";
     const std::string clean_metrics = temp_path("never-clean.jsonl"), metrics = temp_path("never.jsonl");

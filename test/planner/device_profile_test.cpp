@@ -227,3 +227,28 @@ TEST_CASE("a cluster is planned with its devices' profile: this machine's refit 
   CHECK(bare->search.eff.per_step_seconds == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a re-plan on this machine prices its devices with the threads it is given") {
+  // what the planner actor asks after a loss or before a join: the same plan, fewer or more threads
+  auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {256, 512, 512, 10}, rows); };
+  plan_request manual;
+  manual.mode = plan_mode::manual;
+  manual.dp = 4;
+  machine_profile eight;
+  eight.cores = 8;
+  auto s = prepare_planning(model, 2, 256, 2, manual, eight, "");
+  REQUIRE(s.ok());
+  auto on = [&](int threads) {
+    auto c = choose_plan_for(*s, manual, 4, threads);
+    REQUIRE(c.ok());
+    return c->predicted->step_s;
+  };
+  CHECK(on(4) < on(2));  // 4 ranks on 4 cores, not sharing 2
+  CHECK(on(8) < on(4));   // two kernel threads per rank
+  CHECK(on(0) == on(2));  // 0: the setup's threads
+  plan_request free_choice;  // auto: its choice for 4 devices sees the same threads
+  auto two = choose_plan_for(*s, free_choice, 4, 2), four = choose_plan_for(*s, free_choice, 4, 4);
+  REQUIRE(two.ok());
+  REQUIRE(four.ok());
+  CHECK(four->predicted->step_s < two->predicted->step_s);
+}
