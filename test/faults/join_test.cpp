@@ -137,10 +137,11 @@ TEST_SUITE("elastic") {
     const std::string clean_metrics = temp_path("gpt433-clean.jsonl"), metrics = temp_path("gpt433.jsonl");
     auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    auto r = run(GPT_BINARY, job + " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
-                                   "--elastic.scale-out=always --fault.signal=TERM --fault.signal-rank=3 "
-                                   "--fault.signal-step=4 --metrics.file=" +
-                                   metrics);
+    auto r = run(GPT_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                 "--elastic.scale-out=always --fault.signal=TERM --fault.signal-rank=3 "
+                                 "--fault.signal-step=4 --metrics.file=" +
+                                 metrics);
     check_grew(r, 10, "process 3", 4);
     REQUIRE(r.summary["transitions"].size() == 2);
     CHECK(r.summary["transitions"][0]["cause"] == "leave");

@@ -243,9 +243,9 @@ TEST_CASE("a re-plan on this machine prices its devices with the threads it is g
     REQUIRE(c.ok());
     return c->predicted->step_s;
   };
-  CHECK(on(4) < on(2));  // 4 ranks on 4 cores, not sharing 2
-  CHECK(on(8) < on(4));   // two kernel threads per rank
-  CHECK(on(0) == on(2));  // 0: the setup's threads
+  CHECK(on(4) < on(2));      // 4 ranks on 4 cores, not sharing 2
+  CHECK(on(8) < on(4));      // two kernel threads per rank
+  CHECK(on(0) == on(2));     // 0: the setup's threads
   plan_request free_choice;  // auto: its choice for 4 devices sees the same threads
   auto two = choose_plan_for(*s, free_choice, 4, 2), four = choose_plan_for(*s, free_choice, 4, 4);
   REQUIRE(two.ok());
