@@ -3,6 +3,7 @@
 #include "actors/coordinator.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <variant>
 
@@ -59,6 +60,7 @@ worker_hdl spawn_worker(self_ptr self, int rank) {
 std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan) {
   auto& s = self->state;
   if (!s.options.job) return std::vector<int>(static_cast<std::size_t>(plan.ranks()), 0);
+  if (static_cast<int>(s.placement.size()) == plan.ranks()) return s.placement;  // a migration's
   return planner::rank_layout::placed(plan.ranks(), s.live);
 }
 
@@ -126,6 +128,7 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
         spec->copies.emplace_back(from, std::move(copy));
       }
     spec->inject = s.options.inject;
+    spec->slow_factor = s.options.slow_factor;
     spec->exchange = s.options.exchange;
     spec->trace = s.options.trace;
     s.specs.push_back(spec);
@@ -175,27 +178,51 @@ void start_step(self_ptr self, const start_step_action& a) {
 }
 
 void combine_loss(self_ptr self, const combine_loss_action& a) {
+  auto& s = self->state;
   auto total = std::make_shared<result<step_sum>>(make_error(errc::closed, "not combined"));
-  const auto& job = *self->state.options.job;
+  const auto& job = *s.options.job;
   auto sum = job.sum_loss;
-  // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum, and
-  // process 0 how many processes wait to join (not again the same number it chose not to grow for)
-  const bool leaving = job.wants_to_leave && job.wants_to_leave(a.step);
+  // a node that asks to leave (SIGTERM, --elastic.leave-after) says so in the step's sum;
+  // process 0 how many processes wait to join (not again the same number it chose not to grow
+  // for) and the straggler it found in the sums before
+  step_share mine;
+  mine.loss = a.local_loss;
+  mine.leaving = job.wants_to_leave && job.wants_to_leave(a.step);
+  mine.per_rank_s = a.per_rank_s;
+  if (job.process == 0 && s.stragglers) {
+    mine.straggler = s.stragglers->straggler();
+    if (mine.straggler >= 0) s.stragglers->reset();  // said once; counted again after the move
+    // a straggler none of whose ranks can move to advantage (one rank left) is said once, not at
+    // every window: the job goes on as it is until its placement changes
+    if (mine.straggler >= 0 && !best_move(s.per_rank_s, s.owner, mine.straggler)) {
+      if (s.unrelieved != mine.straggler)
+        std::fprintf(stderr,
+                     "\njob: process %d is a straggler (%.4g s per rank, slower than its peers); no move of "
+                     "one of its ranks shortens the step\n",
+                     mine.straggler, s.per_rank_s[static_cast<std::size_t>(mine.straggler)]);
+      s.unrelieved = mine.straggler;
+      mine.straggler = -1;
+    }
+  }
   auto waiting = job.joiners_waiting;
-  const int refused = self->state.refused_joiners;
-  const std::uint64_t epoch = self->state.membership_epoch;
+  const int refused = s.refused_joiners;
+  const std::uint64_t epoch = s.membership_epoch;
   on_proxy(
       self,
-      [=] {
-        int joining = waiting ? waiting(a.step) : 0;
-        if (joining == refused) joining = 0;
-        *total = sum(a.step, a.local_loss, leaving, joining, epoch);
+      [=]() mutable {
+        mine.joining = waiting ? waiting(a.step) : 0;
+        if (mine.joining == refused) mine.joining = 0;
+        *total = sum(a.step, mine, epoch);
       },
       [=] {
-        auto& protocol = *self->state.protocol;
+        auto& st = self->state;
+        auto& protocol = *st.protocol;
         if (!*total) return execute(self, protocol.on_loss(a.step, (*total).error(), clock_type::now()));
         protocol.leave_after_commit((*total)->leaving);
         protocol.join_after_commit((*total)->joining);
+        protocol.migrate_after_commit((*total)->straggler);
+        st.per_rank_s = (*total)->per_rank_s;
+        if (st.stragglers) st.stragglers->observe(st.per_rank_s, st.owner);
         execute(self, protocol.on_loss(a.step, (*total)->loss, clock_type::now()));
       });
 }
@@ -441,6 +468,8 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.rejoin = o.job && o.job->await_membership != nullptr;
         c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
         c.joining = o.joining.has_value();
+        c.migrations = o.migrations;
+        if (o.job && o.job->process == 0 && o.stragglers.factor > 0) s.stragglers.emplace(o.stragglers);
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         if (o.joining) join_running(self);

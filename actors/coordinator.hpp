@@ -27,6 +27,7 @@
 #include "actors/runtime.hpp"
 #include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
+#include "actors/straggler_watch.hpp"
 
 namespace cohort::actors {
 
@@ -53,7 +54,14 @@ struct coordinator_state {
   std::size_t joined_seen = 0;             // processes admitted into the running job, in the latest membership seen
   int refused_joiners = 0;                 // process 0: the waiting processes the job last chose not to grow for
   std::string joining_note;                // the processes a join in progress admits ("process 2, process 3")
-  bool replacement_awaited = false;        // this recovery waited for a replacement already
+  /// An explicit placement of the current plan's ranks (a migration moved one); empty: the
+  /// ranks in blocks over the live processes (rank_layout::placed). Any other change clears it.
+  std::vector<int> placement;
+  std::vector<double> per_rank_s;             // the latest step's seconds per rank, by process
+  std::string moving_note, moving_why;        // the migration in progress: "rank 2: process 1 -> process 0", why
+  std::optional<straggler_watch> stragglers;  // process 0, with run_options::stragglers
+  int unrelieved = -1;                        // process 0: the straggler no move could help (said once)
+  bool replacement_awaited = false;           // this recovery waited for a replacement already
   /// A recovery whose re-plan is still to come (run_options::replan_on_loss): reported once
   /// the plan is settled, so its plan_after and recover_s include the re-plan.
   std::optional<recovery_record> pending_recovery;

@@ -47,9 +47,13 @@ void join_running(self_ptr self);
 /// for, the re-plan after a lost process, processes leaving or joining.
 void transition(self_ptr self, const transition_action& a);
 /// A decided plan, the same on every process: check it fits the processes, prepare it, move
-/// the state and install it (`cause`: request, loss, leave, join).
+/// the state and install it (`cause`: request, loss, leave, join, straggler). `placement`: a
+/// migration's explicit placement of its ranks (empty: blocks over the live processes).
 void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started,
-             const std::string& cause);
+             const std::string& cause, std::vector<int> placement = {});
+/// A migration (coordinator_migrate.cpp): process 0 decides which rank moves where (the
+/// operator's request, or a straggler's relief), every process moves it.
+void migrate(self_ptr self, const transition_action& a, std::chrono::steady_clock::time_point started);
 /// Processes wait to join (coordinator_join.cpp): process 0 decides and admits them, every
 /// process changes to the plan for the larger job (or goes on as it is).
 void grow(self_ptr self, const transition_action& a, std::chrono::steady_clock::time_point started);

@@ -358,6 +358,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   s.membership_epoch = m.epoch;
   s.live = m.live;
   s.replaced_seen = m.replaced.size();
+  s.placement.clear();  // a migration's placement: the ranks go back to blocks over the processes that remain
+  if (s.stragglers) s.stragglers->reset();
   r->new_owner = owners_of(self, plan);
   if (s.layouts_of != s.protocol->layout()) {
     auto l = piece_layouts(*s.model);

@@ -32,6 +32,8 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   s.fabric = std::move(fabric);
   s.model = t.model;
   spawn_plan(self, &states, &kept);
+  if (s.stragglers) s.stragglers->reset();  // the new placement's steps are counted afresh
+  s.unrelieved = -1;
   for (const auto& w : s.workers) rec.workers_spawned += w ? 1 : 0;
   rec.params_spawned = rec.workers_spawned - rec.params_kept;  // a worker per local rank, each with its actor
   rec.seconds = since(started);
@@ -189,13 +191,14 @@ void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_
 }
 
 void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::steady_clock::time_point started,
-             const std::string& cause) {
+             const std::string& cause, std::vector<int> placement) {
   auto& s = self->state;
+  const bool moving = !placement.empty();  // a migration: the same plan, one rank elsewhere
   const int processes = s.options.job ? static_cast<int>(std::count(s.live.begin(), s.live.end(), true)) : 1;
   // (a leave keeps the plan where the planner found none better, a join the user's plan: its
   // ranks placed on the processes of the job as after a loss, rank_layout::placed, unevenly if
   // need be)
-  if (d.choice.plan.ranks() % processes != 0 && cause != "leave" && cause != "join")
+  if (d.choice.plan.ranks() % processes != 0 && cause != "leave" && cause != "join" && !moving)
     return execute(self, s.protocol->on_error(make_error(
                              errc::invalid_argument,
                              "plan change at step " + std::to_string(step) + ": " + planner::describe(d.choice.plan) +
@@ -205,6 +208,8 @@ void prepare(self_ptr self, decided_plan d, std::int64_t step, std::chrono::stea
   rec.step = step;
   rec.cause = cause;
   if (cause == "join") rec.joining = s.joining_note;
+  if (moving) rec.moved = s.moving_note, rec.why = s.moving_why;
+  s.placement = std::move(placement);  // the new plan's ranks: this placement, or the blocks again
   rec.from = planner::describe(s.model->plan);
   rec.to = planner::describe(d.choice.plan);
   rec.plan = d.choice.to_json();
@@ -363,6 +368,10 @@ void transition(self_ptr self, const transition_action& a) {
   if (a.joiners > 0) {
     if (!s.options.job) return fail(make_error(errc::invalid_argument, "only a job of processes grows"));
     return grow(self, a, started);
+  }
+  if (a.straggler >= 0 || a.migration >= 0) {
+    if (!s.options.job) return fail(make_error(errc::invalid_argument, "only a job of processes migrates ranks"));
+    return migrate(self, a, started);
   }
   if (a.replan) {
     if (!s.options.job)

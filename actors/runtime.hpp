@@ -30,6 +30,7 @@
 #include "actors/planner_actor.hpp"
 #include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
+#include "actors/straggler_watch.hpp"
 #include "actors/task_trace.hpp"
 #include "actors/worker_actor.hpp"
 #include "graph/optimizer.hpp"
@@ -44,12 +45,15 @@ namespace cohort::actors {
 /// One plan change of a run (the summary's "transitions").
 struct transition_record {
   std::int64_t step = 0;  // steps done before it
-  /// request: a change the run asked for; loss: a re-plan after a lost process; leave:
-  /// processes left the job in good order (`leaving` names them); join: processes joined the
-  /// running job (`joining` names them)
+  /// request: a change the run asked for (a migration the operator asked for: `moved`); loss: a
+  /// re-plan after a lost process; leave: processes left the job in good order (`leaving` names
+  /// them); join: processes joined the running job (`joining` names them); straggler: a rank
+  /// moved off a process that ran slower than its peers (`moved`, `why`)
   std::string cause = "request";
-  std::string leaving;                // "process 2" (cause leave)
-  std::string joining;                // "process 2, process 3" (cause join)
+  std::string leaving;  // "process 2" (cause leave)
+  std::string joining;  // "process 2, process 3" (cause join)
+  /// A migration (cause straggler or request): "rank 2: process 1 -> process 0", and why
+  std::string moved, why;
   std::string from, to;               // planner::describe of the two plans
   nlohmann::json plan;                // the new plan, as --plan.only prints it
   double seconds = 0;                 // from the step boundary to the next step's start
@@ -143,24 +147,33 @@ struct run_summary {
 /// (planner::rank_layout::process_of_rank) over `fabric`; the calls below block and run on the
 /// control proxy's thread, never the coordinator's. A failure ends the run unless the job
 /// keeps going (`await_membership`): then the processes that remain take over the lost ranks.
-/// A step's job-wide sum (process_hooks::sum_loss): the loss, and who asked to leave after it.
+/// A step's job-wide sum (process_hooks::sum_loss): the loss, who asked to leave after it, who
+/// waits to join, every process's pace.
 struct step_sum {
   double loss = 0;
-  std::vector<bool> leaving;  // by process
-  int joining = 0;            // processes waiting to join the job (process 0's count)
+  std::vector<bool> leaving;       // by process
+  int joining = 0;                 // processes waiting to join the job (process 0's count)
+  std::vector<double> per_rank_s;  // by process: its ranks' task seconds this step, per rank (0: none)
+  int straggler = -1;              // process 0's word: this process is a straggler (-1: none)
+};
+
+/// What one process adds to a step's job-wide sum.
+struct step_share {
+  double loss = 0;
+  bool leaving = false;   // it asks to leave the job after this step (process_hooks::wants_to_leave)
+  int joining = 0;        // process 0: processes waiting to join (process_hooks::joiners_waiting)
+  double per_rank_s = 0;  // its ranks' task seconds this step, per rank
+  int straggler = -1;     // process 0: the process it found to be a straggler
 };
 
 struct process_hooks {
   int process = 0, processes = 1;  // this process, the job's slots (the most processes it may have)
   std::vector<bool> live;          // the processes in the job at the start, by slot
   fabric_ptr fabric;               // the first plan's data plane
-  /// This process's share of a step's loss -> the job's loss (called in step order), among the
-  /// processes of membership `epoch` (a later membership fails it at once).
-  /// `leaving`: this process asks to leave the job after this step (wants_to_leave); the
-  /// result names every process that asked, by process. `joining` (process 0): processes
-  /// waiting to join; the result carries it to every process.
-  std::function<result<step_sum>(std::int64_t step, double local_loss, bool leaving, int joining, std::uint64_t epoch)>
-      sum_loss;
+  /// This process's share of a step (its loss, whether it asks to leave, its seconds per rank;
+  /// process 0's count of waiting processes and its straggler) -> the job's sum (called in step
+  /// order), among the processes of membership `epoch` (a later membership fails it at once).
+  std::function<result<step_sum>(std::int64_t step, const step_share& mine, std::uint64_t epoch)> sum_loss;
   /// Process 0 of a job that may grow: how many processes wait to join that it has slots for,
   /// asked with step `step`'s sum (0-based). Null: it cannot grow.
   std::function<int(std::int64_t step)> joiners_waiting;
@@ -254,6 +267,15 @@ struct run_options {
   /// Across processes with recovery: the fewest processes the job goes on with; a loss or a
   /// leave that leaves fewer ends the run (--elastic.min-procs).
   int min_processes = 1;
+  /// Across processes with recovery: a process whose task seconds per rank stay above the
+  /// factor times its peers' for that many steps is a straggler, and process 0 moves one of its
+  /// ranks where the step is predicted to be shortest (factor 0: never).
+  straggler_settings stragglers;
+  /// Migrations the operator asks for (--elastic.migrate-at): at a step boundary, a rank to a process.
+  std::vector<migration_request> migrations;
+  /// The test hook --fault.slow-factor: this process's workers take this many times their
+  /// tasks' time (they sleep the difference; their reported task seconds include it). 1: none.
+  double slow_factor = 1;
   /// Processes waiting to join (process_hooks::joiners_waiting): whether the job grows.
   scale_policy scale_out = scale_policy::automatic;
   /// Called on process 0 with every answer to waiting processes, in order.

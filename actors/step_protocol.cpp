@@ -101,11 +101,17 @@ actions step_protocol::commit(clock_type::time_point now) {
     if (oc) m.sparse_bytes += oc->report.sparse_bytes;
     m.table_versions.push_back(oc ? oc->report.table_version : -1);
   }
+  double busy = 0;
+  int local = 0;
+  for (int r = 0; r < ranks_; ++r)
+    if (is_local(r) && outcomes_[static_cast<std::size_t>(r)])
+      busy += outcomes_[static_cast<std::size_t>(r)]->report.seconds.total(), ++local;
+  const double per_rank_s = local > 0 ? busy / local : 0;
   if (cfg_.multi_process && cfg_.rejoin) {
     // the step commits once the job's loss is known: a process lost before that makes it the
     // interrupted step, redone by the processes that remain
     phase_ = phase::summing;
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, per_rank_s});
     summing_ = std::move(m);
     return out;
   }
@@ -119,7 +125,7 @@ actions step_protocol::commit(clock_type::time_point now) {
   } else {
     // the job's loss is combined off the critical path: the next step starts now, the report
     // follows when the sum arrives (in step order; at most the steps in flight wait)
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, per_rank_s});
     unreported_.push_back(std::move(m));
   }
   auto next = after_commit(now);
@@ -198,6 +204,24 @@ actions step_protocol::after_commit(clock_type::time_point now) {
     return just(std::move(a));
   }
   joiners_ = 0;
+  if (straggler_ >= 0 && step_ < cfg_.steps && unreported_.empty()) {  // a rank moves off a straggler
+    phase_ = phase::transitioning;
+    transition_action a;
+    a.step = step_;
+    a.straggler = std::exchange(straggler_, -1);
+    return just(std::move(a));
+  }
+  straggler_ = -1;
+  while (next_migration_ < cfg_.migrations.size() && cfg_.migrations[next_migration_].at_step < step_)
+    ++next_migration_;  // (a resumed or joining run starts past it)
+  if (next_migration_ < cfg_.migrations.size() && cfg_.migrations[next_migration_].at_step == step_ &&
+      step_ < cfg_.steps && unreported_.empty()) {
+    phase_ = phase::transitioning;
+    transition_action a;
+    a.step = step_;
+    a.migration = static_cast<int>(next_migration_++);
+    return just(std::move(a));
+  }
   if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0 && snapshot_at_ != step_) {
     phase_ = phase::snapshotting;
     snapshot_at_ = step_;
@@ -317,6 +341,10 @@ void step_protocol::leave_after_commit(std::vector<bool> leaving) {
 }
 
 void step_protocol::join_after_commit(int joiners) { joiners_ = std::max(joiners_, joiners); }
+
+void step_protocol::migrate_after_commit(int straggler) {
+  if (straggler >= 0) straggler_ = straggler;
+}
 
 void step_protocol::on_joined(std::int64_t committed) {
   if (phase_ != phase::rejoining || !cfg_.joining) return;

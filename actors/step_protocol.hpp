@@ -42,6 +42,13 @@ namespace cohort::actors {
 
 using clock_type = std::chrono::steady_clock;
 
+/// An operator's migration (--elastic.migrate-at=STEP:RANK:PROC): after `at_step` steps, rank
+/// `rank` moves to process `process`.
+struct migration_request {
+  std::int64_t at_step = 0;
+  int rank = 0, process = 0;
+};
+
 /// What a worker reports for a step; an error leaves `report` empty and sets `failure` (and
 /// its code: a step that fails on bad input, e.g. a batch of the wrong shape, ends the run
 /// with that code once it has failed every restart).
@@ -85,6 +92,7 @@ struct close_fabric_action {
 struct combine_loss_action {  // across processes: the job's loss is the sum of every process's
   std::int64_t step = 0;
   double local_loss = 0;
+  double per_rank_s = 0;  // this process's ranks' task seconds in the step, per rank
 };
 struct report_step_action {
   step_metrics metrics;
@@ -108,6 +116,10 @@ struct transition_action {  // change the plan at this step boundary
   /// it grows (the cost model), admits them, and the job changes to the plan for the larger
   /// job — or goes on as it is (on_plan_kept).
   int joiners = 0;
+  /// None of them either: a migration — process 0 moves one rank of straggler `straggler`, or
+  /// (`migration` >= 0) the operator's request config::migrations[migration].
+  int straggler = -1;
+  int migration = -1;
 };
 struct snapshot_action {  // copy the committed state for a checkpoint, then go on
   std::int64_t step = 0;  // steps done
@@ -148,6 +160,8 @@ class step_protocol {
     /// planner is asked for a plan for their devices (a transition_action with replan set) before
     /// the next step.
     bool replan_on_rejoin = false;
+    /// Operator's migrations, ascending at_step (a transition_action with `migration`).
+    std::vector<migration_request> migrations;
     /// A process coming into a running job: start() waits (no step); a replacement's
     /// on_rejoined, or a joining process's on_joined, takes the steps done from the others.
     bool joining = false;
@@ -186,6 +200,9 @@ class step_protocol {
   /// boundary after its commit (after a leave due there, before a checkpoint) a transition_action
   /// with `joiners`. Ignored after the last step.
   void join_after_commit(int joiners);
+  /// The job's sum of the step now summing named a straggler: at the boundary after its commit
+  /// (after a join due there) a transition_action with `straggler`. Ignored after the last step.
+  void migrate_after_commit(int straggler);
   /// A process joining the running job (config::joining): admitted after `committed` + 1 steps;
   /// it takes part in the transition to the larger job (on_transition_done then starts the
   /// next step).
@@ -249,6 +266,8 @@ class step_protocol {
   bool replan_due_ = false;    // a recovery asks for a re-plan at the next boundary
   std::vector<bool> leaving_;  // processes that leave at the next boundary (by process)
   int joiners_ = 0;            // processes waiting to join at the next boundary
+  int straggler_ = -1;         // a straggler to relieve at the next boundary
+  std::size_t next_migration_ = 0;
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   int step_failures_ = 0;  // failures of the step now in flight (restarts_ counts the run's)
   bool failed_ = false;

@@ -1,6 +1,9 @@
 // The worker actor's thread: start, then steps until the coordinator stops it.
 #include "actors/worker_actor.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <optional>
 
 #include <stdexcept>
@@ -130,6 +133,12 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     };
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan,
                            s.model->batch, s.at, io, static_cast<std::uint64_t>(step), s.timeout);
+  if (r && s.slow_factor > 1) {  // a slow machine, simulated: its tasks take slow_factor times as long
+    auto& t = r->seconds;
+    const double extra = (s.slow_factor - 1) * t.total();
+    std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+    t.forward_s *= s.slow_factor, t.backward_s *= s.slow_factor, t.update_s *= s.slow_factor;
+  }
   if (r) {
     out.report = std::move(*r);
     out.report.sparse_bytes += geo_bytes;

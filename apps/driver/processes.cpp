@@ -98,6 +98,18 @@ void process_options::add_to(option_set& opts) {
       .add("elastic.join-after", join_after,
            "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
            "--dist.join-timeout-ms) for as many as fill --elastic.max-procs; 0: whenever they come")
+      .add("elastic.straggler-factor", straggler_factor,
+           "with --fault.recover: a process whose task seconds per rank stay above this many times its peers' "
+           "(the median of the others) for --elastic.straggler-steps steps is a straggler: process 0 moves one of "
+           "its ranks to the process where the step is predicted shortest, at the next step boundary; 0: off")
+      .add("elastic.straggler-steps", straggler_steps, "... for this many steps in a row")
+      .add("elastic.migrate-at", migrate_at,
+           "with --fault.recover: STEP:RANK:PROC moves rank RANK (its worker and parameters) to process PROC "
+           "after STEP steps, the plan kept (the operator's migration)")
+      .add("fault.slow-rank", slow_rank,
+           "test hook: the process hosting this rank of the first plan runs --fault.slow-factor times slower "
+           "(every task takes that much longer: a straggler)")
+      .add("fault.slow-factor", slow_factor, "... this many times slower (> 1)")
       .add("launch.joiners", joiners,
            "with --launch.nproc and --elastic.max-procs: the launcher also starts this many processes that join "
            "the running job (as --join=HOST:PORT would from another machine)")
@@ -237,6 +249,23 @@ status process_options::finish(const option_set& opts) {
     return make_error(
         errc::invalid_argument,
         "--join without --dist.world joins a running job: it needs --fault.recover=true, as the job does");
+  if (straggler_factor != 0 && (straggler_factor <= 1 || !recover))
+    return make_error(errc::invalid_argument,
+                      "--elastic.straggler-factor must be 0 (off) or above 1, with --fault.recover=true");
+  if (straggler_steps < 1) return make_error(errc::invalid_argument, "--elastic.straggler-steps must be >= 1");
+  if (!migrate_at.empty()) {
+    long long st = -1, r = -1, q = -1;
+    char tail = 0;
+    if (std::sscanf(migrate_at.c_str(), "%lld:%lld:%lld%c", &st, &r, &q, &tail) != 3 || st < 1 || r < 0 || q < 0)
+      return make_error(errc::invalid_argument,
+                        "--elastic.migrate-at must be STEP:RANK:PROC (STEP >= 1), got '" + migrate_at + "'");
+    if (!recover) return make_error(errc::invalid_argument, "--elastic.migrate-at needs --fault.recover=true");
+    migrate_step = st, migrate_rank = r, migrate_process = q;
+  }
+  if (slow_rank < -1 || (slow_rank >= 0 && slow_factor <= 1) || slow_factor < 1)
+    return make_error(errc::invalid_argument,
+                      "--fault.slow-rank needs a rank >= 0 and --fault.slow-factor above 1 (got " +
+                          std::to_string(slow_factor) + ")");
   if (signal_rank.size() != signal_step.size())
     return make_error(errc::invalid_argument, "--fault.signal-rank and --fault.signal-step need one step per process");
   return {};

@@ -72,6 +72,16 @@ struct process_options {
   std::int64_t join_after = 0;
   std::int64_t joiners = 0;   // --launch.joiners: the launcher also starts this many joining processes
   bool join_running = false;  // --join without a size: this process joins the running job
+  // --elastic.straggler-factor / -steps: a process slower than its peers by the factor for that
+  // many steps is relieved of a rank (0: never); --elastic.migrate-at=STEP:RANK:PROC
+  double straggler_factor = 0;
+  std::int64_t straggler_steps = 10;
+  std::string migrate_at;
+  std::int64_t migrate_step = -1, migrate_rank = -1, migrate_process = -1;  // parsed from migrate_at
+  // the test hook --fault.slow-rank / --fault.slow-factor: the process hosting that rank of the
+  // first plan takes this many times as long for every task
+  std::int64_t slow_rank = -1;
+  double slow_factor = 1;
   // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i].
   std::string signal;
   std::vector<std::int64_t> signal_rank, signal_step;

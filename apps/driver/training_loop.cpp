@@ -165,6 +165,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"plan", t.plan}});
     if (!t.leaving.empty()) loop.out.transitions.back()["leaving"] = t.leaving;
     if (!t.joining.empty()) loop.out.transitions.back()["joining"] = t.joining;
+    if (!t.moved.empty()) loop.out.transitions.back()["moved"] = t.moved, loop.out.transitions.back()["why"] = t.why;
     {                // predicted and measured step time before and after (the after once the new plan has run)
       fill_after();  // a change before the last one's steps were counted: what there is
       auto& rec = loop.out.transitions.back();
@@ -185,6 +186,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     const std::string why = t.cause == "loss"    ? " (for the processes that remain)"
                             : t.cause == "leave" ? " (" + t.leaving + " leaves the job)"
                             : t.cause == "join"  ? " (" + t.joining + " joined the job)"
+                            : !t.moved.empty()   ? " (" + t.moved + ": " + t.why + ")"
                                                  : "";
     if (!loop.quiet)
       std::fprintf(stderr,

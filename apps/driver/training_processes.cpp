@@ -221,26 +221,36 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     h.processes = world;
     h.live = joining ? joining->members.live : live_at_start;
     h.fabric = data_plane;
-    // the step's loss, a slot per process that asks to leave after it (exact: 0 or 1 each), and
-    // process 0's count of processes waiting to join
-    h.sum_loss = [&g, world](std::int64_t step, double local, bool leaving, int joining,
+    // the step's sum: the loss; per process a 0/1 slot (it asks to leave after the step) and its
+    // seconds per rank; process 0's count of processes waiting to join and its straggler + 1
+    h.sum_loss = [&g, world](std::int64_t step, const actors::step_share& mine,
                              std::uint64_t epoch) -> result<actors::step_sum> {
-      std::vector<double> values(static_cast<std::size_t>(world) + 2, 0.0);
-      values[0] = local;
-      if (leaving) values[static_cast<std::size_t>(g.process()) + 1] = 1.0;
-      if (g.process() == 0) values.back() = joining;
+      const auto w = static_cast<std::size_t>(world);
+      const auto me = static_cast<std::size_t>(g.process());
+      std::vector<double> values(2 * w + 3, 0.0);
+      values[0] = mine.loss;
+      if (mine.leaving) values[1 + me] = 1.0;
+      values[1 + w + me] = mine.per_rank_s;
+      if (me == 0) values[1 + 2 * w] = mine.joining, values[2 + 2 * w] = mine.straggler + 1;
       auto total = g.control->sum(step_loss_key(step), values, epoch);
       if (!total) return total.error();
-      if (total->size() != values.size())
-        return make_error(errc::io_error, "the job's sum of step " + std::to_string(step) + " has the wrong length");
+      const auto bad = [&](const std::string& what) {
+        return make_error(errc::io_error, "the job's sum of step " + std::to_string(step) + " " + what);
+      };
+      if (total->size() != values.size()) return bad("has the wrong length");
       actors::step_sum out;
       out.loss = (*total)[0];
-      for (int q = 0; q < world; ++q) out.leaving.push_back((*total)[static_cast<std::size_t>(q) + 1] > 0.5);
-      const double waiting = total->back();
+      for (std::size_t q = 0; q < w; ++q) {
+        out.leaving.push_back((*total)[1 + q] > 0.5);
+        out.per_rank_s.push_back((*total)[1 + w + q]);
+      }
+      const double waiting = (*total)[1 + 2 * w], straggler = (*total)[2 + 2 * w] - 1;
       if (waiting < 0 || waiting > world || waiting != std::floor(waiting))
-        return make_error(errc::io_error, "the job's sum of step " + std::to_string(step) + " counts " +
-                                              std::to_string(waiting) + " processes waiting to join");
+        return bad("counts " + std::to_string(waiting) + " processes waiting to join");
+      if (straggler < -1 || straggler >= world || straggler != std::floor(straggler))
+        return bad("names process " + std::to_string(straggler) + " a straggler");
       out.joining = static_cast<int>(waiting);
+      out.straggler = static_cast<int>(straggler);
       return out;
     };
     if (coordinator && p.dist.max_procs > 0) {  // --elastic.max-procs: processes may join the running job
@@ -321,6 +331,15 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.replicas = p.dist.recover && p.dist.replicas == 1;
     o.joining = joining;
     o.min_processes = static_cast<int>(p.dist.min_procs);
+    o.stragglers = {.factor = p.dist.straggler_factor, .steps = static_cast<int>(p.dist.straggler_steps)};
+    if (p.dist.migrate_step > 0)
+      o.migrations.push_back(
+          {p.dist.migrate_step, static_cast<int>(p.dist.migrate_rank), static_cast<int>(p.dist.migrate_process)});
+    // the slow test hook: this process, where it hosts that rank of the first plan (a joining
+    // process hosted none)
+    if (p.dist.slow_rank >= 0 && !joining && p.dist.slow_rank < static_cast<std::int64_t>(owner.size()) &&
+        owner[static_cast<std::size_t>(p.dist.slow_rank)] == g.process())
+      o.slow_factor = p.dist.slow_factor;
     o.scale_out = p.dist.scale_out == "always"  ? actors::scale_policy::always
                   : p.dist.scale_out == "never" ? actors::scale_policy::never
                                                 : actors::scale_policy::automatic;

@@ -528,3 +528,25 @@ TEST_CASE("a join counted with the last step's sum is ignored, and a joining pro
   n.on_joined(9);  // once only
   CHECK(n.step() == 6);
 }
+
+TEST_CASE("a straggler's relief and the operator's migration come as transitions at their boundaries") {
+  auto c = leaving_config(6);
+  c.migrations = {{.at_step = 2, .rank = 1, .process = 0}, {.at_step = 4, .rank = 0, .process = 1}};
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0, 0.5, true), "", t0));
+  p.on_loss(0, 1.0, t0);
+  const auto sum = only<combine_loss_action>(p.on_outcome(0, 1, 0, ok(0, 0.5, true), "", t0));
+  CHECK(sum.per_rank_s >= 0);
+  p.migrate_after_commit(1);  // step 1's sum named process 1
+  const auto a = p.on_loss(1, 1.0, t0);
+  const auto relief = std::get<transition_action>(a.back());
+  CHECK(relief.straggler == 1);
+  CHECK(relief.migration == -1);
+  CHECK(relief.step == 2);
+  // then the operator's request due at the same boundary
+  const auto asked = only<transition_action>(p.on_plan_kept(t0));
+  CHECK(asked.migration == 0);
+  CHECK(asked.straggler == -1);
+  CHECK(only<start_step_action>(p.on_transition_done(2, {true, false}, t0)).step == 2);
+}

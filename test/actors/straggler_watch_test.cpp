@@ -1,0 +1,52 @@
+// Straggler detection from the step sums' seconds per rank (a process above `factor` times the
+// median of its peers for `steps` steps in a row), and the one-rank move that shortens the step
+// most, predicted from those seconds.
+#include <doctest/doctest.h>
+
+#include "actors/straggler_watch.hpp"
+
+using namespace cohort::actors;
+
+TEST_CASE("a process slower than its peers for enough steps in a row is a straggler") {
+  straggler_watch w({.factor = 1.5, .steps = 3});
+  const std::vector<int> owner{0, 0, 1, 1, 2, 2};
+  w.observe({0.010, 0.011, 0.020}, owner);
+  w.observe({0.010, 0.011, 0.020}, owner);
+  CHECK(w.straggler() == -1);               // two steps: not yet
+  w.observe({0.010, 0.011, 0.013}, owner);  // back within the factor: the count starts again
+  w.observe({0.010, 0.011, 0.020}, owner);
+  w.observe({0.010, 0.011, 0.020}, owner);
+  CHECK(w.straggler() == -1);
+  w.observe({0.010, 0.011, 0.020}, owner);
+  CHECK(w.straggler() == 2);
+  w.reset();
+  CHECK(w.straggler() == -1);
+  // a process without ranks (0 s) is nobody's peer and never a straggler
+  straggler_watch v({.factor = 1.5, .steps = 1});
+  v.observe({0.010, 0, 0.030}, {0, 0, 2, 2});
+  CHECK(v.straggler() == 2);
+  straggler_watch off({.factor = 0, .steps = 1});
+  off.observe({0.010, 0.5}, {0, 1});
+  CHECK(off.straggler() == -1);
+}
+
+TEST_CASE("the move off a straggler is the one that shortens the step most, predicted from the measured pace") {
+  // dp4 over 2 processes, process 1 three times slower: 2 x 0.01 against 2 x 0.03
+  auto m = best_move({0.010, 0.030}, {0, 0, 1, 1}, 1);
+  REQUIRE(m);
+  CHECK(m->from == 1);
+  CHECK(m->to == 0);
+  CHECK(m->rank == 3);  // its last rank
+  CHECK(m->predicted_before_s == doctest::Approx(0.060));
+  CHECK(m->predicted_after_s == doctest::Approx(0.030));  // max(3 x 0.01, 1 x 0.03)
+  CHECK(m->describe() == "rank 3: process 1 -> process 0");
+  // three processes: to the fastest that stays below the rest
+  auto three = best_move({0.010, 0.014, 0.030}, {0, 0, 1, 1, 2, 2}, 2);
+  REQUIRE(three);
+  CHECK(three->to == 0);
+  CHECK(three->predicted_after_s == doctest::Approx(0.030));
+  // nothing to move: one rank left, or no move shortens the step
+  CHECK_FALSE(best_move({0.010, 0.030}, {0, 0, 0, 1}, 1));
+  CHECK_FALSE(best_move({0.010, 0.012}, {0, 0, 1, 1}, 1));  // 3 x 0.010 > 2 x 0.012
+  CHECK_FALSE(best_move({0.010, 0.030}, {0, 0, 1, 1}, 5));
+}
