@@ -153,16 +153,31 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           out.first_cause = describe_exit(status);
           out.first_end_s = steady_seconds();
         }
-        std::fprintf(stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
-                     static_cast<int>(done), describe_exit(status).c_str(),
-                     o.recover && r != 0 && out.codes[0] < 0 ? "; the others go on without it (--fault.recover)" : "");
+        // the coordinator may have ended already without being reaped (its death took this node
+        // down): then nobody goes on
+        // (its files close before it is a zombie: a node may see that first, so it gets 50 ms)
+        auto ended = [&] {
+          siginfo_t coordinator{};
+          return out.codes[0] >= 0 ||
+                 (::waitid(P_PID, static_cast<id_t>(pids[0]), &coordinator, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                  coordinator.si_pid == pids[0]);
+        };
+        bool coordinator_ended = ended();
+        for (int i = 0; i < 50 && r != 0 && o.recover && !coordinator_ended; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          coordinator_ended = ended();
+        }
+        std::fprintf(
+            stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
+            static_cast<int>(done), describe_exit(status).c_str(),
+            o.recover && r != 0 && !coordinator_ended ? "; the others go on without it (--fault.recover)" : "");
         // the coordinator reports what it saw; give it time when a node went first (with
         // --fault.recover the job goes on: nothing to stop)
         const auto grace =
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
         if (r == 0 || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
         // --fault.replace-wait-ms: a new process takes the lost node's place in the running job
-        if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && out.codes[0] < 0 && replacements_left > 0 &&
+        if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && !coordinator_ended && replacements_left > 0 &&
             forwarded_signal.load() == 0) {
           const pid_t pid = start_process(r, true);
           if (pid > 0) {
