@@ -1,6 +1,9 @@
 // Tensor storage, views and strided copies.
 #include "graph/tensor.hpp"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -12,6 +15,34 @@
 namespace cohort {
 
 namespace {
+
+// Blocks of 4 MiB and more are their own mappings, 2 MiB aligned and advised to be transparent
+// huge pages (the kernel's madvise mode): their first touch faults once per 2 MiB rather than
+// once per 4 KiB. On this project's VMs a 4 KiB fault costs ~13 us: a fresh 24 MB block took
+// 80 ms to fill, 3 ms in huge pages (a transition's state pieces, a checkpoint's snapshot).
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+constexpr std::size_t huge_from = std::size_t{4} << 20;
+
+std::byte* map_huge(std::size_t rounded) {
+  // over-map by a huge page, then unmap the unaligned head and the tail
+  const std::size_t span = rounded + huge_page;
+  void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  const auto at = reinterpret_cast<std::uintptr_t>(m);
+  const std::uintptr_t aligned = (at + huge_page - 1) / huge_page * huge_page;
+  if (aligned > at) ::munmap(m, aligned - at);
+  if (const std::size_t tail = at + span - (aligned + rounded); tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+  (void)::madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);  // advice: 4 KiB pages where refused
+  return reinterpret_cast<std::byte*>(aligned);
+}
+
+void release(std::byte* p, std::size_t rounded) {
+  if (rounded >= huge_from)
+    ::munmap(p, rounded);
+  else
+    std::free(p);
+}
 
 // Large blocks (256 KiB and up) are kept for reuse, up to 256 MiB in all: the allocator hands
 // such blocks out as fresh mappings, and touching a fresh mapping costs a page fault per
@@ -39,7 +70,7 @@ class block_cache {
         return;
       }
     }
-    std::free(p);
+    release(p, rounded);
   }
   static block_cache& instance() {
     static auto* cache = new block_cache;  // never destroyed: storages may outlive statics
@@ -52,14 +83,18 @@ class block_cache {
   std::size_t cached_ = 0;
 };
 
-std::size_t rounded_bytes(std::size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
+std::size_t rounded_bytes(std::size_t bytes) {
+  if (bytes >= huge_from) return (bytes + huge_page - 1) / huge_page * huge_page;
+  return bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+}
 
 }  // namespace
 
 storage::storage(std::size_t bytes) : bytes_(bytes) {
   const std::size_t rounded = rounded_bytes(bytes);
   data_ = block_cache::instance().take(rounded);
-  if (data_ == nullptr) data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (data_ == nullptr)
+    data_ = rounded >= huge_from ? map_huge(rounded) : static_cast<std::byte*>(std::aligned_alloc(64, rounded));
   if (data_ == nullptr) throw std::bad_alloc();
 }
 
