@@ -307,6 +307,22 @@ result<tcp_listener> tcp_listener::open(const std::string& host, int port) {
   return l;
 }
 
+result<tcp_listener> tcp_listener::adopt(int fd) {
+  int listening = 0;
+  socklen_t n = sizeof listening;
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n) != 0 || listening == 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 || bound.sin_family != AF_INET)
+    return make_error(errc::invalid_argument,
+                      "file descriptor " + std::to_string(fd) + " is not a listening TCP socket");
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // not handed on again
+  tcp_listener l;
+  l.fd_ = fd;
+  l.port_ = ntohs(bound.sin_port);
+  return l;
+}
+
 result<tcp_socket> tcp_listener::accept(milliseconds timeout) {
   if (fd_ < 0) return make_error(errc::closed, "accept: the listener is closed");
   int w = wait_for(fd_, POLLIN, clock::now() + timeout);

@@ -83,8 +83,12 @@ class tcp_listener {
 
   /// Binds host:port (IPv4 address text; port 0 picks a free one) and listens.
   static result<tcp_listener> open(const std::string& host, int port);
+  /// A listening TCP socket this process was handed (a launcher's, inherited across exec):
+  /// errors when `fd` is not one.
+  static result<tcp_listener> adopt(int fd);
   result<tcp_socket> accept(milliseconds timeout);
   int port() const { return port_; }
+  int fd() const { return fd_; }
   void close();
 
  private:

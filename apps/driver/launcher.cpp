@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -53,8 +54,8 @@ double steady_seconds() {
 }
 
 attempt_result run_attempt(char** argv, const std::vector<std::string>& args, const process_options& o, int port,
-                           int threads, int attempt, const std::string& notes_path, const std::string& recoveries,
-                           std::int64_t& replacements_left) {
+                           int control_fd, int threads, int attempt, const std::string& notes_path,
+                           const std::string& recoveries, std::int64_t& replacements_left) {
   const int n = static_cast<int>(o.nproc);
   const int all = n + static_cast<int>(o.joiners);  // then the processes that join the running job
   const pid_t launcher = ::getpid();
@@ -88,6 +89,12 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
       if (replacement) ::setenv("COHORT_REPLACEMENT", "1", 1);
       if (r == 0) ::setenv("COHORT_LAUNCH_STATUS", notes_path.c_str(), 1);
+      // the coordinator's port, already listening: handed over, so nothing can take it between
+      // the launcher choosing it and the coordinator binding it (a replacement never gets it)
+      if (r == 0 && !replacement && control_fd >= 0 && ::fcntl(control_fd, F_SETFD, 0) == 0)
+        ::setenv("COHORT_CONTROL_FD", std::to_string(control_fd).c_str(), 1);
+      else
+        ::unsetenv("COHORT_CONTROL_FD");
       if (!recoveries.empty()) ::setenv("COHORT_RECOVERIES", recoveries.c_str(), 1);
       if (r != 0) {  // one summary on stdout: the coordinator's
         int devnull = ::open("/dev/null", O_WRONLY);
@@ -153,19 +160,20 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           out.first_cause = describe_exit(status);
           out.first_end_s = steady_seconds();
         }
-        // the coordinator may have ended already without being reaped (its death took this node
-        // down): then nobody goes on
-        // (its files close before it is a zombie: a node may see that first, so it gets 50 ms)
-        auto ended = [&] {
-          siginfo_t coordinator{};
-          return out.codes[0] >= 0 ||
-                 (::waitid(P_PID, static_cast<id_t>(pids[0]), &coordinator, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                  coordinator.si_pid == pids[0]);
+        // the coordinator may have failed already without being reaped (its death took this node
+        // down): then nobody goes on. Its files close before it is a zombie, so a node may see
+        // that first: it gets 50 ms to show. (Ended well — a short job that went on without this
+        // node and finished — does not count.)
+        auto coordinator_failed = [&] {
+          if (out.codes[0] >= 0) return out.codes[0] != 0;
+          siginfo_t c{};
+          return ::waitid(P_PID, static_cast<id_t>(pids[0]), &c, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                 c.si_pid == pids[0] && !(c.si_code == CLD_EXITED && c.si_status == 0);
         };
-        bool coordinator_ended = ended();
+        bool coordinator_ended = coordinator_failed();
         for (int i = 0; i < 50 && r != 0 && o.recover && !coordinator_ended; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          coordinator_ended = ended();
+          coordinator_ended = coordinator_failed();
         }
         std::fprintf(
             stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
@@ -245,11 +253,16 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   std::int64_t replacements_left = o.max_restarts;  // replacements share the restarts' budget
   for (int attempt = 0;; ++attempt) {
     int port = static_cast<int>(o.master_port);
-    if (!port_given)  // a free port for this attempt (the coordinator binds it right away)
-      if (auto l = transport::tcp_listener::open("127.0.0.1", 0); l) port = l->port();
+    std::optional<transport::tcp_listener> control;  // a free port for this attempt, listening already
+    if (!port_given)
+      if (auto l = transport::tcp_listener::open(o.bind, 0); l) {
+        port = l->port();
+        control.emplace(std::move(*l));
+      }
     std::filesystem::remove(notes_path);
-    const auto a = run_attempt(argv, args, o, port, threads, attempt, notes_path,
+    const auto a = run_attempt(argv, args, o, port, control ? control->fd() : -1, threads, attempt, notes_path,
                                recoveries.empty() ? std::string() : recoveries.dump(), replacements_left);
+    control.reset();
     const attempt_notes notes = read_launch_notes(notes_path);
     std::filesystem::remove(notes_path);
     if (!recoveries.empty() && notes.first_step_unix_s > 0 && recoveries.back().contains("stopped_unix_s")) {

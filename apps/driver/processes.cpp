@@ -357,7 +357,15 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.replacement = o.replacement;
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");
   if (c.process == 0) {
-    auto l = transport::tcp_listener::open(o.bind, c.master_port);
+    // the launcher's listening socket where it handed one over (its port is MASTER_PORT)
+    const char* inherited = std::getenv("COHORT_LAUNCHED") ? std::getenv("COHORT_CONTROL_FD") : nullptr;
+    auto l = inherited ? transport::tcp_listener::adopt(std::atoi(inherited))
+                       : transport::tcp_listener::open(o.bind, c.master_port);
+    ::unsetenv("COHORT_CONTROL_FD");
+    if (l && l->port() != c.master_port)
+      return make_error(errc::invalid_argument, "the coordinator's port: the launcher's socket listens on " +
+                                                    std::to_string(l->port()) + ", MASTER_PORT is " +
+                                                    std::to_string(c.master_port));
     if (!l) return make_error(l.error().code, "the coordinator's port: " + l.error().message);
     cp = transport::control_plane::coordinate(c, std::move(*l), g->data.port());
   } else {

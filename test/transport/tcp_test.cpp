@@ -135,3 +135,24 @@ TEST_CASE("job secrets: a file others can read is refused, the environment varia
   REQUIRE(env);
   CHECK(*env == "abc");
 }
+
+TEST_CASE("a listening socket handed over (the launcher's) is adopted with its port, anything else is refused") {
+  auto l = cohort::transport::tcp_listener::open("127.0.0.1", 0);
+  REQUIRE(l);
+  const int copy = ::dup(l->fd());
+  auto adopted = cohort::transport::tcp_listener::adopt(copy);
+  REQUIRE(adopted);
+  CHECK(adopted->port() == l->port());
+  auto client = cohort::transport::tcp_socket::connect("127.0.0.1", l->port(), std::chrono::seconds(5));
+  REQUIRE(client);
+  CHECK(adopted->accept(std::chrono::seconds(5)).ok());  // the same listening socket
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  auto not_socket = cohort::transport::tcp_listener::adopt(pipe_fds[0]);
+  REQUIRE_FALSE(not_socket);
+  CHECK(not_socket.error().message ==
+        "file descriptor " + std::to_string(pipe_fds[0]) + " is not a listening TCP socket");
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  CHECK_FALSE(cohort::transport::tcp_listener::adopt(-1));
+}
