@@ -308,12 +308,7 @@ actions step_protocol::on_rejoined(int ranks, std::vector<bool> local, std::int6
   adopt_ranks(ranks, std::move(local));
   replan_due_ = cfg_.replan_on_rejoin && devices_lost;
   if (cfg_.joining) {  // a replacement: it starts where the job is
-    cfg_.joining = false;
-    committed_ = committed;
-    step_ = committed + 1;
-    cfg_.first_step = step_;
-    snapshot_at_ = step_;  // the state it starts from was not its own to save
-    while (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] <= step_) ++next_change_;
+    start_where_the_job_is(committed);
     losses_.clear();
     return after_commit(now);
   }
@@ -348,13 +343,17 @@ void step_protocol::migrate_after_commit(int straggler) {
 
 void step_protocol::on_joined(std::int64_t committed) {
   if (phase_ != phase::rejoining || !cfg_.joining) return;
+  start_where_the_job_is(committed);
+  phase_ = phase::transitioning;
+}
+
+void step_protocol::start_where_the_job_is(std::int64_t committed) {
   cfg_.joining = false;
   committed_ = committed;
   step_ = committed + 1;
   cfg_.first_step = step_;
   snapshot_at_ = step_;  // the state it starts from was not its own to save
   while (next_change_ < cfg_.change_at.size() && cfg_.change_at[next_change_] <= step_) ++next_change_;
-  phase_ = phase::transitioning;
 }
 
 actions step_protocol::on_left() {

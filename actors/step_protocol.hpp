@@ -254,6 +254,9 @@ class step_protocol {
   /// A new placement of the ranks (a transition or a rejoin): `ranks`, `local` of them here.
   void adopt_ranks(int ranks, std::vector<bool> local);
   actions decide_recovery();
+  /// A process coming into a running job (a replacement, a joining process): its steps start
+  /// after the job's `committed` + 1.
+  void start_where_the_job_is(std::int64_t committed);
   actions finish(status st);
   bool is_local(int rank) const { return local_.empty() || local_[static_cast<std::size_t>(rank)]; }
 

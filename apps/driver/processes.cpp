@@ -44,7 +44,10 @@ const char* to_string(data_plane d) { return d == data_plane::tcp ? "tcp" : "ucx
 
 void process_options::add_to(option_set& opts) {
   opts.add("launch.nproc", nproc, "start this many processes of this app on this machine and train across them")
-      .add("join", join, "join the job whose coordinator listens at HOST:PORT (a node; rank from RANK or join order)")
+      .add("join", join,
+           "join the job whose coordinator listens at HOST:PORT: with --dist.world (or WORLD_SIZE) as a node of its "
+           "start (rank from RANK or join order); without, the running job, whatever its size, at its next step "
+           "boundary (it was started with --elastic.max-procs)")
       .add("dist.rank", rank, "this process's rank in the job, 0 the coordinator ($RANK when not given)")
       .add("dist.world", world, "processes in the job ($WORLD_SIZE when not given)")
       .add("dist.master-addr", master_addr, "the coordinator's address ($MASTER_ADDR when not given)")

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,9 @@ struct run_result {
 };
 
 inline run_result run(const std::string& binary, const std::string& args) {
-  auto err_path = std::filesystem::temp_directory_path() / ("cohort-cli-" + std::to_string(::getpid()) + ".err");
+  static std::atomic<int> calls{0};  // two runs at once (one on another thread) keep their own stderr
+  auto err_path = std::filesystem::temp_directory_path() /
+                  ("cohort-cli-" + std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".err");
   std::string cmd = binary + " " + args + " 2>" + err_path.string();
   run_result r;
   FILE* p = popen(cmd.c_str(), "r");

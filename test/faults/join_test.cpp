@@ -10,7 +10,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <thread>
 
 #include "apps/run_app.hpp"
 #include "faults/fault_jobs.hpp"
@@ -225,6 +228,33 @@ TEST_SUITE("elastic") {
                                  "--elastic.leave-after=5 --elastic.leave-rank=2");
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("would leave 2 processes, fewer than --elastic.min-procs=3") != std::string::npos);
+  }
+
+  TEST_CASE("a process with the wrong job secret is refused and the running job goes on undisturbed") {
+    // the job (secret "right") on a fixed port; while it runs, a process asks to join with another
+    const std::string port = "29763";
+    const std::string job = mlp_job + " --train.steps=60 --plan.dp=2 --launch.nproc=2";
+    const std::string clean_metrics = temp_path("secret-clean.jsonl"), metrics = temp_path("secret.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    std::filesystem::remove(metrics);
+    cohort::test::run_result intruder;
+    std::thread other([&] {
+      for (int i = 0; i < 400 && cohort::test::count_lines(metrics) < 3; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      intruder = run("env COHORT_JOB_SECRET=wrong " MLP_BINARY,
+                     mlp_job + " --plan.dp=2 --join=127.0.0.1:" + port + " --dist.join-timeout-ms=5000");
+    });
+    auto r = run("env COHORT_JOB_SECRET=right " MLP_BINARY,
+                 job + " --elastic.max-procs=3 --dist.master-port=" + port + " --metrics.file=" + metrics);
+    other.join();
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(intruder.exit_code != 0);
+    CHECK(intruder.err.find("authentication failed") != std::string::npos);
+    CHECK(r.err.find("cohort: refused a connection: authentication failed") != std::string::npos);
+    CHECK(r.summary["transitions"].empty());
+    CHECK(!r.summary.contains("scale_out"));  // nobody waited
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
   TEST_CASE("bad elastic options exit 2 naming the option") {
