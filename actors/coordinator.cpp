@@ -188,13 +188,17 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
   step_share mine;
   mine.loss = a.local_loss;
   mine.leaving = job.wants_to_leave && job.wants_to_leave(a.step);
-  mine.per_rank_s = a.per_rank_s;
-  if (job.process == 0 && s.stragglers) {
+  // the seconds one of its ranks takes alone here: ranks beyond its cores share them
+  mine.per_rank_s = a.busiest_s / std::max(1.0, static_cast<double>(a.local_ranks) / std::max(1, s.options.threads));
+  if (job.process == 0 && s.undo_due && !s.undoing) {  // a straggler's move made the step slower: undone
+    mine.straggler = s.last_move.from;
+    s.undoing = true;
+  } else if (job.process == 0 && s.stragglers && !s.checking) {
     mine.straggler = s.stragglers->straggler();
     if (mine.straggler >= 0) s.stragglers->reset();  // said once; counted again after the move
     // a straggler none of whose ranks can move to advantage (one rank left) is said once, not at
     // every window: the job goes on as it is until its placement changes
-    if (mine.straggler >= 0 && !best_move(s.per_rank_s, s.owner, mine.straggler)) {
+    if (mine.straggler >= 0 && !best_move(s.per_rank_s, s.owner, mine.straggler, s.options.threads)) {
       if (s.unrelieved != mine.straggler)
         std::fprintf(stderr,
                      "\njob: process %d is a straggler (%.4g s per rank, slower than its peers); no move of "
@@ -381,6 +385,15 @@ void execute(self_ptr self, actions todo) {
             for (std::int64_t v : a.metrics.table_versions)
               if (v >= 0) s.summary.max_table_staleness = std::max(s.summary.max_table_staleness, a.metrics.step - v);
             if (s.options.on_step) s.options.on_step(a.metrics);
+            s.recent_step_s.push_back(a.metrics.seconds);
+            if (s.recent_step_s.size() > move_check::steps) s.recent_step_s.pop_front();
+            if (s.checking) {  // a straggler's move: did its prediction hold?
+              s.checking->after_s.push_back(a.metrics.seconds);
+              if (s.checking->after_s.size() >= move_check::steps) {
+                s.undo_due = s.checking->made_it_worse();
+                if (!s.undo_due) s.checking.reset();
+              }
+            }
           } else if constexpr (std::is_same_v<A, recover_action>)
             recover(self, a);
           else if constexpr (std::is_same_v<A, rejoin_action>)

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,13 @@ struct coordinator_state {
   std::string moving_note, moving_why;        // the migration in progress: "rank 2: process 1 -> process 0", why
   std::optional<straggler_watch> stragglers;  // process 0, with run_options::stragglers
   int unrelieved = -1;                        // process 0: the straggler no move could help (said once)
-  bool replacement_awaited = false;           // this recovery waited for a replacement already
+  std::deque<double> recent_step_s;           // the latest steps' seconds (move_check's "before")
+  /// Process 0: the straggler move being checked against the steps it was made for, the move
+  /// (to undo it), and whether undoing it is due (said in the next step's sum).
+  std::optional<move_check> checking;
+  rank_move last_move;
+  bool undo_due = false, undoing = false;
+  bool replacement_awaited = false;  // this recovery waited for a replacement already
   /// A recovery whose re-plan is still to come (run_options::replan_on_loss): reported once
   /// the plan is settled, so its plan_after and recover_s include the re-plan.
   std::optional<recovery_record> pending_recovery;

@@ -39,7 +39,19 @@ nlohmann::json decide_move(const coordinator_state& s, const transition_action& 
       return {{"keep", asked + ": process " + std::to_string(from) + " would hold no rank (a process leaves instead)"}};
     return {{"rank", m.rank}, {"to", m.process}, {"why", "the operator asked (" + asked + ")"}};
   }
-  const auto move = best_move(s.per_rank_s, s.owner, a.straggler);
+  if (s.undoing && s.checking) {  // the move being checked made the step slower: back where it was
+    const auto& m = s.last_move;
+    auto sorted = s.checking->after_s;
+    std::sort(sorted.begin(), sorted.end());
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "moving %s made the step slower (median %.4g s before, %.4g s after, predicted %.4g -> %.4g s): "
+                  "it moves back, and no straggler is moved again",
+                  m.describe().c_str(), s.checking->before_s, sorted[sorted.size() / 2], m.predicted_before_s,
+                  m.predicted_after_s);
+    return {{"rank", m.rank}, {"to", m.from}, {"why", why}, {"undo", true}};
+  }
+  const auto move = best_move(s.per_rank_s, s.owner, a.straggler, s.options.threads);
   char ratio[160] = "";
   if (static_cast<std::size_t>(a.straggler) < s.per_rank_s.size())
     std::snprintf(ratio, sizeof ratio, "process %d runs %.4g s per rank", a.straggler,
@@ -51,7 +63,11 @@ nlohmann::json decide_move(const coordinator_state& s, const transition_action& 
   std::snprintf(why, sizeof why,
                 "%s, slower than its peers for %d steps: the busiest process predicted %.4g s -> %.4g s per step",
                 ratio, s.options.stragglers.steps, move->predicted_before_s, move->predicted_after_s);
-  return {{"rank", move->rank}, {"to", move->to}, {"why", why}};
+  return {{"rank", move->rank},
+          {"to", move->to},
+          {"why", why},
+          {"predicted_before_s", move->predicted_before_s},
+          {"predicted_after_s", move->predicted_after_s}};
 }
 
 }  // namespace
@@ -98,6 +114,22 @@ void migrate(self_ptr self, const transition_action& a, std::chrono::steady_cloc
         same.choice.how = "the running job's";
         st.moving_note = m.describe();
         st.moving_why = j["why"].get<std::string>();
+        if (st.options.job->process == 0 && cause == "straggler") {
+          if (j.value("undo", false)) {  // undone: no straggler is moved again in this run
+            st.checking.reset();
+            st.stragglers.reset();
+            st.undo_due = st.undoing = false;
+          } else {  // checked against the steps before it once it has run a while
+            m.predicted_before_s = j.value("predicted_before_s", 0.0);
+            m.predicted_after_s = j.value("predicted_after_s", 0.0);
+            st.last_move = m;
+            move_check c;
+            auto before = std::vector<double>(st.recent_step_s.begin(), st.recent_step_s.end());
+            std::sort(before.begin(), before.end());
+            c.before_s = before.empty() ? 0 : before[before.size() / 2];
+            st.checking = c;
+          }
+        }
         prepare(self, std::move(same), step, started, cause, std::move(placement));
       });
 }

@@ -360,6 +360,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   s.replaced_seen = m.replaced.size();
   s.placement.clear();  // a migration's placement: the ranks go back to blocks over the processes that remain
   if (s.stragglers) s.stragglers->reset();
+  s.checking.reset();
+  s.undo_due = s.undoing = false;
   r->new_owner = owners_of(self, plan);
   if (s.layouts_of != s.protocol->layout()) {
     auto l = piece_layouts(*s.model);

@@ -34,6 +34,10 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   spawn_plan(self, &states, &kept);
   if (s.stragglers) s.stragglers->reset();  // the new placement's steps are counted afresh
   s.unrelieved = -1;
+  if (rec.cause != "straggler") {  // another change: a straggler's move is not checked against it
+    s.checking.reset();
+    s.undo_due = s.undoing = false;
+  }
   for (const auto& w : s.workers) rec.workers_spawned += w ? 1 : 0;
   rec.params_spawned = rec.workers_spawned - rec.params_kept;  // a worker per local rank, each with its actor
   rec.seconds = since(started);

@@ -153,17 +153,19 @@ struct step_sum {
   double loss = 0;
   std::vector<bool> leaving;       // by process
   int joining = 0;                 // processes waiting to join the job (process 0's count)
-  std::vector<double> per_rank_s;  // by process: its ranks' task seconds this step, per rank (0: none)
+  std::vector<double> per_rank_s;  // by process: the seconds one of its ranks takes alone there (0: none)
   int straggler = -1;              // process 0's word: this process is a straggler (-1: none)
 };
 
 /// What one process adds to a step's job-wide sum.
 struct step_share {
   double loss = 0;
-  bool leaving = false;   // it asks to leave the job after this step (process_hooks::wants_to_leave)
-  int joining = 0;        // process 0: processes waiting to join (process_hooks::joiners_waiting)
-  double per_rank_s = 0;  // its ranks' task seconds this step, per rank
-  int straggler = -1;     // process 0: the process it found to be a straggler
+  bool leaving = false;  // it asks to leave the job after this step (process_hooks::wants_to_leave)
+  int joining = 0;       // process 0: processes waiting to join (process_hooks::joiners_waiting)
+  /// The seconds one of its ranks takes alone on it this step: its busiest rank's task seconds
+  /// over the ranks that share each of its compute threads' cores.
+  double per_rank_s = 0;
+  int straggler = -1;  // process 0: the process it found to be a straggler
 };
 
 struct process_hooks {

@@ -101,17 +101,16 @@ actions step_protocol::commit(clock_type::time_point now) {
     if (oc) m.sparse_bytes += oc->report.sparse_bytes;
     m.table_versions.push_back(oc ? oc->report.table_version : -1);
   }
-  double busy = 0;
+  double busiest = 0;
   int local = 0;
   for (int r = 0; r < ranks_; ++r)
     if (is_local(r) && outcomes_[static_cast<std::size_t>(r)])
-      busy += outcomes_[static_cast<std::size_t>(r)]->report.seconds.total(), ++local;
-  const double per_rank_s = local > 0 ? busy / local : 0;
+      busiest = std::max(busiest, outcomes_[static_cast<std::size_t>(r)]->report.seconds.total()), ++local;
   if (cfg_.multi_process && cfg_.rejoin) {
     // the step commits once the job's loss is known: a process lost before that makes it the
     // interrupted step, redone by the processes that remain
     phase_ = phase::summing;
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, per_rank_s});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest, local});
     summing_ = std::move(m);
     return out;
   }
@@ -125,7 +124,7 @@ actions step_protocol::commit(clock_type::time_point now) {
   } else {
     // the job's loss is combined off the critical path: the next step starts now, the report
     // follows when the sum arrives (in step order; at most the steps in flight wait)
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, per_rank_s});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest, local});
     unreported_.push_back(std::move(m));
   }
   auto next = after_commit(now);

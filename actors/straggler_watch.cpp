@@ -41,17 +41,21 @@ int straggler_watch::straggler() const {
   return worst;
 }
 
+bool move_check::made_it_worse() const { return after_s.size() >= steps && median(after_s) > before_s * (1 + margin); }
+
 std::string rank_move::describe() const {
   return "rank " + std::to_string(rank) + ": process " + std::to_string(from) + " -> process " + std::to_string(to);
 }
 
-std::optional<rank_move> best_move(const std::vector<double>& per_rank_s, const std::vector<int>& owner, int from) {
+std::optional<rank_move> best_move(const std::vector<double>& per_rank_s, const std::vector<int>& owner, int from,
+                                   int cores) {
   const auto n = ranks_per_process(owner, per_rank_s.size());
   if (from < 0 || static_cast<std::size_t>(from) >= n.size() || n[static_cast<std::size_t>(from)] < 2)
     return std::nullopt;
   auto busiest = [&](const std::vector<int>& counts) {
     double worst = 0;
-    for (std::size_t p = 0; p < counts.size(); ++p) worst = std::max(worst, counts[p] * per_rank_s[p]);
+    for (std::size_t p = 0; p < counts.size(); ++p)
+      worst = std::max(worst, std::max(1.0, static_cast<double>(counts[p]) / std::max(1, cores)) * per_rank_s[p]);
     return worst;
   };
   const double before = busiest(n);

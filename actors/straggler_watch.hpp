@@ -1,6 +1,6 @@
 // Straggler detection and the move that relieves one (issue 18 item 4), as plain functions of
-// what every step's job-wide sum tells process 0: each process's task seconds per rank of the
-// step. A process is a straggler when its seconds per rank stay above `factor` times the median
+// what every step's job-wide sum tells process 0: each process's seconds per rank of the step
+// (what one of its ranks takes alone there). A process is a straggler when its seconds per rank stay above `factor` times the median
 // of the other processes' for `steps` steps in a row — its peers run the same plan's tasks, so
 // they are the prediction that holds on any machine (the cost model's absolute figures drift
 // with the machine; its refit is per plan, not per process). The relief is a migration: one
@@ -42,6 +42,18 @@ class straggler_watch {
   std::vector<int> counts_;  // by process: steps in a row above the factor
 };
 
+/// A straggler's move checked against the steps it was made for: the median step before it and
+/// `steps` steps after. Worse by more than `margin` (its prediction did not hold: the move is
+/// undone and no straggler is moved again in the run).
+struct move_check {
+  double before_s = 0;
+  std::vector<double> after_s;
+  static constexpr std::size_t steps = 10;
+  static constexpr double margin = 0.05;
+  /// The step after the move, once enough are in: slower than before by more than the margin.
+  bool made_it_worse() const;
+};
+
 /// One rank moving from one process to another, and the step it is predicted to give.
 struct rank_move {
   int rank = -1, from = -1, to = -1;
@@ -49,9 +61,11 @@ struct rank_move {
   std::string describe() const;                          // "rank 2: process 1 -> process 0"
 };
 
-/// The move of one of `from`'s ranks that shortens the step most: every process's time is its
-/// ranks times its measured seconds per rank (`per_rank_s`, by process), the step the busiest
-/// process's; `from` keeps at least one rank. None: no move shortens it.
-std::optional<rank_move> best_move(const std::vector<double>& per_rank_s, const std::vector<int>& owner, int from);
+/// The move of one of `from`'s ranks that shortens the step most: a process of n ranks takes its
+/// measured seconds per rank (`per_rank_s`, by process: one rank alone) times max(1, n /
+/// `cores`) — ranks beyond its cores share them — and the step is the busiest process's;
+/// `from` keeps at least one rank. None: no move shortens it.
+std::optional<rank_move> best_move(const std::vector<double>& per_rank_s, const std::vector<int>& owner, int from,
+                                   int cores = 1);
 
 }  // namespace cohort::actors

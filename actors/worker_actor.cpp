@@ -1,8 +1,10 @@
 // The worker actor's thread: start, then steps until the coordinator stops it.
 #include "actors/worker_actor.hpp"
 
+#include <time.h>
+
 #include <chrono>
-#include <thread>
+#include <cstdint>
 
 #include <optional>
 
@@ -11,6 +13,15 @@
 #include "kernels/threads.hpp"
 
 namespace cohort::actors {
+namespace {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 worker_actor::worker_actor(caf::actor_config& cfg, std::shared_ptr<const worker_spec> spec, fabric_ptr fabric,
                            std::int64_t generation)
@@ -131,13 +142,18 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
         throw std::runtime_error("injected failure in rank " + std::to_string(s.rank) + " at step " +
                                  std::to_string(step) + ", task " + to_string(t));
     };
+  const double cpu_at_start = s.slow_factor > 1 ? thread_cpu_seconds() : 0;
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan,
                            s.model->batch, s.at, io, static_cast<std::uint64_t>(step), s.timeout);
-  if (r && s.slow_factor > 1) {  // a slow machine, simulated: its tasks take slow_factor times as long
-    auto& t = r->seconds;
-    const double extra = (s.slow_factor - 1) * t.total();
-    std::this_thread::sleep_for(std::chrono::duration<double>(extra));
-    t.forward_s *= s.slow_factor, t.backward_s *= s.slow_factor, t.update_s *= s.slow_factor;
+  if (r && s.slow_factor > 1) {  // a slower CPU, simulated: the step's CPU time, that much more of it
+    const double used = thread_cpu_seconds() - cpu_at_start;
+    const auto started = std::chrono::steady_clock::now();
+    const double until = thread_cpu_seconds() + (s.slow_factor - 1) * used;
+    for (volatile std::uint64_t spin = 0; thread_cpu_seconds() < until;) spin = spin + 1;
+    auto& t = r->seconds;  // the time it took, on the tasks as they were
+    const double extra = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double scale = t.total() > 0 ? 1 + extra / t.total() : 1;
+    t.forward_s *= scale, t.backward_s *= scale, t.update_s *= scale;
   }
   if (r) {
     out.report = std::move(*r);

@@ -58,7 +58,7 @@ struct worker_spec {
   data_actor_hdl data;
   param_actor_hdl params;
   failure_injection inject;
-  double slow_factor = 1;   // the test hook --fault.slow-factor: each step takes this many times as long
+  double slow_factor = 1;  // the test hook --fault.slow-factor: each step's work keeps the core this many times as long
   table_exchange exchange;  // sync or geo, with the steps where replicas must agree
   trace_window trace;       // steps whose task spans the worker records
   /// The parameter actor holds the values (a plan transition's new piece): skip the initial ones.

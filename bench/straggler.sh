@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Migrations (issue 18 items 4 and 7), interleaved rounds in one run:
 #   migrate   mlp --data.name=synth 784-1024-1024-10, AdamW, batch 256, dp4 over 2 processes (1
-#             thread each), the operator moving rank 1 to process 1 after step 60
+#             thread each, each bound to its own core: --launch.bind-cores), the operator moving rank 1 to process 1 after step 60
 #             (--elastic.migrate-at=60:1:1), 120 steps: the pause (the transition's `seconds`),
 #             the state moved, of which the exchange
 #   straggler the same job, 200 steps, the process hosting rank 2 twice as slow
-#             (--fault.slow-rank=2 --fault.slow-factor=2): with --elastic.straggler-factor=1.5
+#             (--fault.slow-rank=2 --fault.slow-factor=2: its workers burn as much CPU again): with --elastic.straggler-factor=1.5
 #             --elastic.straggler-steps=10 (process 0 moves one of its ranks) against without
 #             (the straggler stays): the median step after the move (steps 41..200) against the
 #             same steps without it (goal: >= 1.3x), beside the move's own prediction from the
@@ -19,7 +19,7 @@ out="$root/bench/results/straggler-$stamp.jsonl"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mlp=(--data.name=synth --model.dims=784,1024,1024,10 --train.batch=256 --train.optimizer=adamw --train.lr=0.001
-     --train.threads=1 --plan.refit=false --fault.recover=true --plan.dp=4 --launch.nproc=2)
+     --train.threads=1 --plan.refit=false --fault.recover=true --plan.dp=4 --launch.nproc=2 --launch.bind-cores=true)
 slow=(--fault.slow-rank=2 --fault.slow-factor=2 --train.steps=200)
 record() {  # record SIDE ROUND COMMAND...: one JSON line with the summary and the step times
   local side=$1 round=$2; shift 2
@@ -59,12 +59,14 @@ for rnd in sorted({r["round"] for r in rows}):
     stay = [r for r in rows if r["round"] == rnd and r["side"] == "stays"]
     if not rel or not stay or not rel[0]["result"].get("transitions"): continue
     t = rel[0]["result"]["transitions"][0]
+    undone = [x for x in rel[0]["result"]["transitions"][1:] if "made the step slower" in x.get("why", "")]
     after = med(rel[0]["step_s"][40:]); before = med(stay[0]["step_s"][40:])
     p = re.search(r"predicted ([0-9.e-]+) s -> ([0-9.e-]+) s", t["why"])
     pred = float(p.group(1)) / float(p.group(2)) if p else float("nan")
     ratios.append(before / after)
     print(f"round {rnd}: {t['moved']} after step {t['step']}; step {before*1e3:.2f} ms with the straggler, "
-          f"{after*1e3:.2f} ms after the move: {before/after:.2f}x (the move predicted {pred:.2f}x)")
+          f"{after*1e3:.2f} ms after the move: {before/after:.2f}x (the move predicted {pred:.2f}x)"
+          + (f"; undone after step {undone[0]['step']}: {undone[0]['why']}" if undone else ""))
 if ratios: print(f"median {med(ratios):.2f}x better (goal >= 1.3x)")
 print(f"\nruns: {sys.argv[1]}")
 PY

@@ -3,6 +3,7 @@
 // stopped and the whole job starts again — resuming from the newest checkpoint when it writes
 // them (--checkpoint.dir) — and says why; what it lost goes into the summary's "recoveries".
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -49,6 +50,25 @@ struct attempt_result {
   double first_end_s = 0, stopped_s = 0;  // steady seconds: the first failure seen, every process gone
 };
 
+// --launch.bind-cores: process r of n (a joining process: r >= n, wrapped) on its share of the
+// cores this launcher may use: cores r*C/n .. (r+1)*C/n - 1, or core r mod C where n > C.
+void bind_to_share(int r, int n) {
+  cpu_set_t mine;
+  if (::sched_getaffinity(0, sizeof mine, &mine) != 0) return;
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) cores.push_back(c);
+  if (cores.empty()) return;
+  const int count = static_cast<int>(cores.size());
+  const int slot = r % n;
+  int first = slot * count / n, last = (slot + 1) * count / n;
+  if (last <= first) first = slot % count, last = first + 1;
+  cpu_set_t share;
+  CPU_ZERO(&share);
+  for (int c = first; c < last; ++c) CPU_SET(cores[static_cast<std::size_t>(c)], &share);
+  (void)::sched_setaffinity(0, sizeof share, &share);
+}
+
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -74,6 +94,7 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
       ::setenv("COHORT_LAUNCHED", "1", 1);
+      if (o.bind_cores) bind_to_share(r, n);
       // OpenBLAS starts its pool when loaded, before any option is read; idle pool threads
       // spin (sched_yield) and would take cores from the other processes
       ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 0);
@@ -240,7 +261,7 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--launch.nproc", 14) != 0 && std::strncmp(argv[i], "--launch.max-restarts", 21) != 0 &&
-        std::strncmp(argv[i], "--launch.joiners", 16) != 0)
+        std::strncmp(argv[i], "--launch.joiners", 16) != 0 && std::strncmp(argv[i], "--launch.bind-cores", 19) != 0)
       args.push_back(argv[i]);
   const int threads = std::max(1, kernels::available_cores() / n);
   if (opts.has("train.threads") && !opts.was_set("train.threads"))

@@ -113,6 +113,10 @@ void process_options::add_to(option_set& opts) {
            "test hook: the process hosting this rank of the first plan runs --fault.slow-factor times slower "
            "(every task takes that much longer: a straggler)")
       .add("fault.slow-factor", slow_factor, "... this many times slower (> 1)")
+      .add("launch.bind-cores", bind_cores,
+           "with --launch.nproc: bind each process to its own share of this machine's cores (process r to "
+           "cores r*C/N .. (r+1)*C/N - 1, one core each where there are fewer), as MPI's --bind-to core does; "
+           "off: the kernel places them")
       .add("launch.joiners", joiners,
            "with --launch.nproc and --elastic.max-procs: the launcher also starts this many processes that join "
            "the running job (as --join=HOST:PORT would from another machine)")
@@ -246,6 +250,8 @@ status process_options::finish(const option_set& opts) {
                       "--elastic.scale-out must be auto, always or never, got '" + scale_out + "'");
   if (join_after < 0) return make_error(errc::invalid_argument, "--elastic.join-after must be >= 0");
   if (joiners < 0 || joiners > 64) return make_error(errc::invalid_argument, "--launch.joiners must be 0..64");
+  if (bind_cores && nproc < 2)
+    return make_error(errc::invalid_argument, "--launch.bind-cores binds the processes --launch.nproc starts");
   if (joiners > 0 && (nproc < 2 || max_procs == 0))
     return make_error(errc::invalid_argument, "--launch.joiners needs --launch.nproc and --elastic.max-procs");
   if (join_running && !recover)

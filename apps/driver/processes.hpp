@@ -71,6 +71,7 @@ struct process_options {
   // and waits there for as many as fill --elastic.max-procs (0: whenever they come)
   std::int64_t join_after = 0;
   std::int64_t joiners = 0;   // --launch.joiners: the launcher also starts this many joining processes
+  bool bind_cores = false;    // --launch.bind-cores: each process on its own share of the cores
   bool join_running = false;  // --join without a size: this process joins the running job
   // --elastic.straggler-factor / -steps: a process slower than its peers by the factor for that
   // many steps is relieved of a rank (0: never); --elastic.migrate-at=STEP:RANK:PROC

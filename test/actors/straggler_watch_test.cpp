@@ -49,4 +49,31 @@ TEST_CASE("the move off a straggler is the one that shortens the step most, pred
   CHECK_FALSE(best_move({0.010, 0.030}, {0, 0, 0, 1}, 1));
   CHECK_FALSE(best_move({0.010, 0.012}, {0, 0, 1, 1}, 1));  // 3 x 0.010 > 2 x 0.012
   CHECK_FALSE(best_move({0.010, 0.030}, {0, 0, 1, 1}, 5));
+  // two cores per process: each of the straggler's ranks runs at its pace on a core of its own,
+  // so taking one away does not shorten its step (the other still takes 0.030)
+  CHECK_FALSE(best_move({0.010, 0.030}, {0, 0, 1, 1}, 1, /*cores=*/2));
+  // four ranks each on two cores: 2 x 0.030 before, 1.5 x 0.010 and 1 x 0.030 after... the
+  // straggler's 3 ranks take 0.045, moving one leaves 2 on its 2 cores: 0.030
+  auto shared = best_move({0.010, 0.030}, {0, 0, 1, 1, 1}, 1, /*cores=*/2);
+  REQUIRE(shared);
+  CHECK(shared->predicted_before_s == doctest::Approx(0.045));
+  CHECK(shared->predicted_after_s == doctest::Approx(0.030));
+}
+
+TEST_CASE("a straggler's move is undone when the steps after it are slower than before by more than the margin") {
+  move_check c;
+  c.before_s = 0.020;
+  for (int i = 0; i < 9; ++i) c.after_s.push_back(0.030);
+  CHECK_FALSE(c.made_it_worse());  // nine steps: not judged yet
+  c.after_s.push_back(0.030);
+  CHECK(c.made_it_worse());
+  move_check better;
+  better.before_s = 0.020;
+  better.after_s.assign(10, 0.015);
+  better.after_s[0] = 0.200;  // the first step after a move (new workers warming up) weighs little
+  CHECK_FALSE(better.made_it_worse());
+  move_check within;
+  within.before_s = 0.020;
+  within.after_s.assign(10, 0.0209);  // inside the 5 % margin
+  CHECK_FALSE(within.made_it_worse());
 }

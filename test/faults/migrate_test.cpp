@@ -82,7 +82,15 @@ TEST_SUITE("elastic") {
                                  metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const auto& tr = r.summary["transitions"];
-    REQUIRE(tr.size() == 1);  // one move: the straggler's last rank is not moved again
+    // one move (the straggler's last rank is not moved again), and its undoing where the steps
+    // after it ran slower than before (on this 2-core machine they may: the prediction is checked)
+    REQUIRE((tr.size() == 1 || tr.size() == 2));
+    if (tr.size() == 2) {
+      CHECK(tr[1]["cause"] == "straggler");
+      CHECK(tr[1]["moved"] == "rank 3: process 0 -> process 1");
+      CHECK(tr[1]["why"].get<std::string>().find("made the step slower") != std::string::npos);
+      MESSAGE("undone: " << tr[1]["why"]);
+    }
     CHECK(tr[0]["cause"] == "straggler");
     CHECK(tr[0]["moved"] == "rank 3: process 1 -> process 0");  // off the slow process
     const std::string why = tr[0]["why"];
@@ -90,7 +98,8 @@ TEST_SUITE("elastic") {
     CHECK(why.find("process 1 runs") == 0);
     CHECK(why.find("slower than its peers for 5 steps: the busiest process predicted") != std::string::npos);
     CHECK(tr[0]["step"].get<int>() >= 6);  // after 5 slow steps, at the boundary after the next sum
-    CHECK(r.err.find("job: process 1 is a straggler") != std::string::npos);  // what is left is said once
+    if (tr.size() == 1)
+      CHECK(r.err.find("job: process 1 is a straggler") != std::string::npos);  // what is left is said once
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
@@ -112,5 +121,8 @@ TEST_SUITE("elastic") {
       CHECK(r.exit_code == 2);
       CHECK(r.err.find(why) != std::string::npos);
     }
+    auto one = run(MLP_BINARY, "--data.name=digits --train.steps=2 --launch.bind-cores=true");
+    CHECK(one.exit_code == 2);
+    CHECK(one.err.find("--launch.bind-cores binds the processes --launch.nproc starts") != std::string::npos);
   }
 }
