@@ -195,15 +195,18 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
     s.undoing = true;
   } else if (job.process == 0 && s.stragglers && !s.checking) {
     mine.straggler = s.stragglers->straggler();
-    if (mine.straggler >= 0) s.stragglers->reset();  // said once; counted again after the move
+    if (mine.straggler >= 0) {  // said once; counted again after the move, which the window's medians predict
+      s.straggler_pace = s.stragglers->pace();
+      s.stragglers->reset();
+    }
     // a straggler none of whose ranks can move to advantage (one rank left) is said once, not at
     // every window: the job goes on as it is until its placement changes
-    if (mine.straggler >= 0 && !best_move(s.per_rank_s, s.owner, mine.straggler, s.options.threads)) {
+    if (mine.straggler >= 0 && !best_move(s.straggler_pace, s.owner, mine.straggler, s.options.threads)) {
       if (s.unrelieved != mine.straggler)
         std::fprintf(stderr,
                      "\njob: process %d is a straggler (%.4g s per rank, slower than its peers); no move of "
                      "one of its ranks shortens the step\n",
-                     mine.straggler, s.per_rank_s[static_cast<std::size_t>(mine.straggler)]);
+                     mine.straggler, s.straggler_pace[static_cast<std::size_t>(mine.straggler)]);
       s.unrelieved = mine.straggler;
       mine.straggler = -1;
     }

@@ -62,6 +62,7 @@ struct coordinator_state {
   std::string moving_note, moving_why;        // the migration in progress: "rank 2: process 1 -> process 0", why
   std::optional<straggler_watch> stragglers;  // process 0, with run_options::stragglers
   int unrelieved = -1;                        // process 0: the straggler no move could help (said once)
+  std::vector<double> straggler_pace;         // process 0: the window's medians when it named the straggler
   std::deque<double> recent_step_s;           // the latest steps' seconds (move_check's "before")
   /// Process 0: the straggler move being checked against the steps it was made for, the move
   /// (to undo it), and whether undoing it is due (said in the next step's sum).

@@ -3,7 +3,7 @@
 // decides the move: the operator's request (--elastic.migrate-at=STEP:RANK:PROC), or, for a
 // straggler its step sums revealed (straggler_watch.hpp), the move of one of the straggler's
 // ranks predicted to shorten the step most (best_move, from every process's measured seconds
-// per rank). It shares the decision; every process changes to the same plan under the new
+// per rank, the medians over the window that named it). It shares the decision; every process changes to the same plan under the new
 // placement — the same transition as any other (coordinator_transition.cpp), in which only the
 // moved rank's piece travels (every other parameter actor stays where it is: kept_pieces).
 #include <algorithm>
@@ -51,17 +51,18 @@ nlohmann::json decide_move(const coordinator_state& s, const transition_action& 
                   m.predicted_after_s);
     return {{"rank", m.rank}, {"to", m.from}, {"why", why}, {"undo", true}};
   }
-  const auto move = best_move(s.per_rank_s, s.owner, a.straggler, s.options.threads);
+  const auto& pace = s.straggler_pace;  // the medians over the window that named the straggler
+  const auto move = best_move(pace, s.owner, a.straggler, s.options.threads);
   char ratio[160] = "";
-  if (static_cast<std::size_t>(a.straggler) < s.per_rank_s.size())
+  if (static_cast<std::size_t>(a.straggler) < pace.size())
     std::snprintf(ratio, sizeof ratio, "process %d runs %.4g s per rank", a.straggler,
-                  s.per_rank_s[static_cast<std::size_t>(a.straggler)]);
+                  pace[static_cast<std::size_t>(a.straggler)]);
   if (!move)
     return {{"keep", std::string(ratio) + ", slower than its peers; no move of one of its ranks shortens the step" +
                          (holds(a.straggler) < 2 ? " (it holds one rank)" : "")}};
   char why[320];
   std::snprintf(why, sizeof why,
-                "%s, slower than its peers for %d steps: the busiest process predicted %.4g s -> %.4g s per step",
+                "%s, slower than its peers over %d steps: the busiest process predicted %.4g s -> %.4g s per step",
                 ratio, s.options.stragglers.steps, move->predicted_before_s, move->predicted_after_s);
   return {{"rank", move->rank},
           {"to", move->to},

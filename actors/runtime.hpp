@@ -162,8 +162,9 @@ struct step_share {
   double loss = 0;
   bool leaving = false;  // it asks to leave the job after this step (process_hooks::wants_to_leave)
   int joining = 0;       // process 0: processes waiting to join (process_hooks::joiners_waiting)
-  /// The seconds one of its ranks takes alone on it this step: its busiest rank's task seconds
-  /// over the ranks that share each of its compute threads' cores.
+  /// The seconds one of its ranks takes alone on it this step: its busiest rank's forward and
+  /// backward seconds (the reduction, which waits for the slowest peer, left out) over the
+  /// ranks that share each of its compute threads' cores.
   double per_rank_s = 0;
   int straggler = -1;  // process 0: the process it found to be a straggler
 };

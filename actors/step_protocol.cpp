@@ -101,11 +101,15 @@ actions step_protocol::commit(clock_type::time_point now) {
     if (oc) m.sparse_bytes += oc->report.sparse_bytes;
     m.table_versions.push_back(oc ? oc->report.table_version : -1);
   }
+  // a process's pace (the straggler watch's): its busiest rank's own work, the forward and
+  // backward tasks; the amplifier's reduction is left out, since it waits for the slowest peer
   double busiest = 0;
   int local = 0;
   for (int r = 0; r < ranks_; ++r)
-    if (is_local(r) && outcomes_[static_cast<std::size_t>(r)])
-      busiest = std::max(busiest, outcomes_[static_cast<std::size_t>(r)]->report.seconds.total()), ++local;
+    if (is_local(r) && outcomes_[static_cast<std::size_t>(r)]) {
+      const auto& t = outcomes_[static_cast<std::size_t>(r)]->report.seconds;
+      busiest = std::max(busiest, t.forward_s + t.backward_s), ++local;
+    }
   if (cfg_.multi_process && cfg_.rejoin) {
     // the step commits once the job's loss is known: a process lost before that makes it the
     // interrupted step, redone by the processes that remain

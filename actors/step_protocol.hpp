@@ -92,7 +92,7 @@ struct close_fabric_action {
 struct combine_loss_action {  // across processes: the job's loss is the sum of every process's
   std::int64_t step = 0;
   double local_loss = 0;
-  double busiest_s = 0;  // this process's busiest rank's task seconds in the step
+  double busiest_s = 0;  // this process's busiest rank's forward and backward seconds in the step
   int local_ranks = 0;   // its ranks
 };
 struct report_step_action {

@@ -23,21 +23,36 @@ double median(std::vector<double> v) {
 
 void straggler_watch::observe(const std::vector<double>& per_rank_s, const std::vector<int>& owner) {
   const auto n = ranks_per_process(owner, per_rank_s.size());
-  counts_.resize(per_rank_s.size(), 0);
-  for (std::size_t p = 0; p < per_rank_s.size(); ++p) {
-    std::vector<double> others;
-    for (std::size_t q = 0; q < per_rank_s.size(); ++q)
-      if (q != p && n[q] > 0 && per_rank_s[q] > 0) others.push_back(per_rank_s[q]);
-    const bool slow = s_.factor > 0 && n[p] > 0 && !others.empty() && per_rank_s[p] > s_.factor * median(others);
-    counts_[p] = slow ? counts_[p] + 1 : 0;
+  std::vector<double> step(per_rank_s.size(), 0);  // 0: without ranks this step (nobody's peer)
+  for (std::size_t p = 0; p < per_rank_s.size(); ++p) step[p] = n[p] > 0 ? per_rank_s[p] : 0;
+  window_.push_back(std::move(step));
+  if (window_.size() > static_cast<std::size_t>(std::max(1, s_.steps))) window_.erase(window_.begin());
+}
+
+std::vector<double> straggler_watch::pace() const {
+  const std::size_t processes = window_.empty() ? 0 : window_.back().size();
+  std::vector<double> pace(processes, 0);
+  for (std::size_t p = 0; p < processes; ++p) {
+    std::vector<double> seen;
+    for (const auto& step : window_)
+      if (p < step.size() && step[p] > 0) seen.push_back(step[p]);
+    if (seen.size() == window_.size()) pace[p] = median(seen);
   }
+  return pace;
 }
 
 int straggler_watch::straggler() const {
+  if (s_.factor <= 0 || window_.size() < static_cast<std::size_t>(std::max(1, s_.steps))) return -1;
+  const auto pace = this->pace();
+  const std::size_t processes = pace.size();
   int worst = -1;
-  for (std::size_t p = 0; p < counts_.size(); ++p)
-    if (counts_[p] >= s_.steps && (worst < 0 || counts_[p] > counts_[static_cast<std::size_t>(worst)]))
-      worst = static_cast<int>(p);
+  for (std::size_t p = 0; p < processes; ++p) {
+    std::vector<double> others;
+    for (std::size_t q = 0; q < processes; ++q)
+      if (q != p && pace[q] > 0) others.push_back(pace[q]);
+    const bool slow = pace[p] > 0 && !others.empty() && pace[p] > s_.factor * median(others);
+    if (slow && (worst < 0 || pace[p] > pace[static_cast<std::size_t>(worst)])) worst = static_cast<int>(p);
+  }
   return worst;
 }
 

@@ -1,9 +1,12 @@
 // Straggler detection and the move that relieves one (issue 18 item 4), as plain functions of
 // what every step's job-wide sum tells process 0: each process's seconds per rank of the step
-// (what one of its ranks takes alone there). A process is a straggler when its seconds per rank stay above `factor` times the median
-// of the other processes' for `steps` steps in a row — its peers run the same plan's tasks, so
-// they are the prediction that holds on any machine (the cost model's absolute figures drift
-// with the machine; its refit is per plan, not per process). The relief is a migration: one
+// (what one of its ranks takes alone there). A process is a straggler when the median of its
+// seconds per rank over the last `steps` steps is above `factor` times the median of the other
+// processes' medians — its peers run the same plan's tasks, so they are the prediction that
+// holds on any machine (the cost model's absolute figures drift with the machine; its refit is
+// per plan, not per process). Medians over a window, not every step in a row: one step stalled
+// by the scheduler (a shared machine preempts any process now and then) neither makes a
+// straggler nor hides one. The relief is a migration: one
 // rank of the straggler moves to the process that would finish soonest with it, chosen to
 // shorten the step the most, predicted from those measured seconds per rank.
 //
@@ -32,14 +35,17 @@ class straggler_watch {
   /// One step: `per_rank_s` by process (0 for a process without ranks or not in the job),
   /// `owner` each rank's process.
   void observe(const std::vector<double>& per_rank_s, const std::vector<int>& owner);
-  /// The process that has been a straggler for `steps` steps in a row (-1: none).
+  /// The slowest process whose median over the last `steps` steps is above `factor` times its
+  /// peers' (-1: none, or fewer than `steps` steps seen since the last reset).
   int straggler() const;
-  /// Forget the counts (the placement changed: a migration, a transition, a recovery).
-  void reset() { counts_.clear(); }
+  /// Each process's median seconds per rank over the window (0: not in it throughout).
+  std::vector<double> pace() const;
+  /// Forget the steps seen (the placement changed: a migration, a transition, a recovery).
+  void reset() { window_.clear(); }
 
  private:
   straggler_settings s_;
-  std::vector<int> counts_;  // by process: steps in a row above the factor
+  std::vector<std::vector<double>> window_;  // the last `steps` steps' seconds per rank, by process
 };
 
 /// A straggler's move checked against the steps it was made for: the median step before it and

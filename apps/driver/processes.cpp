@@ -102,10 +102,12 @@ void process_options::add_to(option_set& opts) {
            "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
            "--dist.join-timeout-ms) for as many as fill --elastic.max-procs; 0: whenever they come")
       .add("elastic.straggler-factor", straggler_factor,
-           "with --fault.recover: a process whose task seconds per rank stay above this many times its peers' "
-           "(the median of the others) for --elastic.straggler-steps steps is a straggler: process 0 moves one of "
+           "with --fault.recover: a process whose task seconds per rank, the median over the last "
+           "--elastic.straggler-steps steps, are above this many times its peers' (the median of the others') is a "
+           "straggler: process 0 moves one of "
            "its ranks to the process where the step is predicted shortest, at the next step boundary; 0: off")
-      .add("elastic.straggler-steps", straggler_steps, "... for this many steps in a row")
+      .add("elastic.straggler-steps", straggler_steps,
+           "... over this many steps (a median: one stalled step does not count)")
       .add("elastic.migrate-at", migrate_at,
            "with --fault.recover: STEP:RANK:PROC moves rank RANK (its worker and parameters) to process PROC "
            "after STEP steps, the plan kept (the operator's migration)")

@@ -96,10 +96,12 @@ TEST_SUITE("elastic") {
     const std::string why = tr[0]["why"];
     MESSAGE(why);
     CHECK(why.find("process 1 runs") == 0);
-    CHECK(why.find("slower than its peers for 5 steps: the busiest process predicted") != std::string::npos);
-    CHECK(tr[0]["step"].get<int>() >= 6);  // after 5 slow steps, at the boundary after the next sum
-    if (tr.size() == 1)
-      CHECK(r.err.find("job: process 1 is a straggler") != std::string::npos);  // what is left is said once
+    CHECK(why.find("slower than its peers over 5 steps: the busiest process predicted") != std::string::npos);
+    CHECK(tr[0]["step"].get<int>() >= 6);  // after a window of 5 steps, at the boundary after the next sum
+    // a straggler left with one rank is said at most once, not at every window (whether it is
+    // found again in the steps left depends on this machine's load)
+    const auto said = r.err.find("job: process 1 is a straggler");
+    CHECK((said == std::string::npos || r.err.find("job: process 1 is a straggler", said + 1) == std::string::npos));
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
