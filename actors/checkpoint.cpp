@@ -297,6 +297,8 @@ status write_manifest(const std::string& dir, const contents& c, const std::vect
     }
   nlohmann::json file_list = nlohmann::json::object();
   for (const auto& f : files) file_list[f.name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
+  nlohmann::json data = {{"next_step", c.step}, {"seed", c.seed}};
+  if (c.next_sample >= 0) data["next_sample"] = c.next_sample;
   nlohmann::json m = {
       {"format", "cohort-checkpoint"},
       {"version", format_version},
@@ -311,7 +313,7 @@ status write_manifest(const std::string& dir, const contents& c, const std::vect
         {"shard_params", c.plan.shard_params},
         {"cuts", c.cuts}}},
       {"processes", c.processes},
-      {"data", {{"next_step", c.step}, {"seed", c.seed}}},
+      {"data", data},
       {"optimizer", optimizer_json(c.optimizer)},
       {"tensors", tensors},
       {"files", file_list},
@@ -360,6 +362,10 @@ result<opened> open(const std::string& dir, const progress_fn& progress) {
   const auto& d = **data;
   if (!d.contains("seed") || !d["seed"].is_number_unsigned()) return bad(mpath, "data lacks a valid 'seed'");
   ck.seed = d["seed"].get<std::uint64_t>();
+  if (d.contains("next_sample")) {
+    if (!d["next_sample"].is_number_unsigned()) return bad(mpath, "data's 'next_sample' is not a count");
+    ck.next_sample = d["next_sample"].get<std::int64_t>();
+  }
   const auto& o = **optimizer;
   if (!o.contains("rule") || !o["rule"].is_string() || !o.contains("slots") || !o["slots"].is_array())
     return bad(mpath, "optimizer lacks a valid 'rule' or 'slots'");

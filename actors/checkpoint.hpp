@@ -69,6 +69,7 @@ struct contents {
   std::vector<piece_state> states;
   optimizer_config optimizer = sgd_config{};
   std::uint64_t seed = 0;
+  std::int64_t next_sample = -1;  // the data cursor: the next step's first sample (-1: step x batch)
 };
 
 /// "process-00003.safetensors".
@@ -105,6 +106,7 @@ struct opened {
   std::string dir;
   std::int64_t step = 0;
   std::uint64_t seed = 0;
+  std::int64_t next_sample = -1;  // the data cursor (-1: not recorded, step x batch)
   nlohmann::json manifest;
   std::string optimizer;                // "sgd" or "adamw"
   std::vector<std::string> slots;       // its state tensors' names

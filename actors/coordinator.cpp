@@ -64,7 +64,8 @@ std::vector<int> owners_of(self_ptr self, const planner::parallel_plan& plan) {
   return planner::rank_layout::placed(plan.ranks(), s.live);
 }
 
-void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<param_actor_hdl>* kept) {
+void spawn_plan(self_ptr self, std::int64_t from_step, std::vector<piece_state>* states,
+                std::vector<param_actor_hdl>* kept) {
   auto& s = self->state;
   const auto& plan = s.model->plan;
   const int ranks = plan.ranks();
@@ -80,12 +81,21 @@ void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<par
   // workers outnumber its cores, two peers sharing a core would hand it back and forth at
   // each collective, so each peer gets its own core (the rest of a group's time is shared).
   const bool bind_tp_peers = plan.tp > 1 && plan.tp <= cores && kernel_threads == 1 && local > cores;
-  // one data actor for the whole run: a new plan only splits the same batches another way (and
+  // one data actor for the whole run: a new plan only cuts the same stream another way (and
   // the app's batch function is never called from two actors at once)
+  const std::int64_t first_sample =
+      s.cursor.empty() ? (s.options.first_sample >= 0 ? s.options.first_sample : from_step * s.options.batch)
+                       : s.cursor.first_sample(from_step);
+  s.cursor.begin({from_step, first_sample, s.model->batch});
+  const data_split split{plan.dp,    plan.micro_batches, s.model->batch, s.options.batch,
+                         spare_core, from_step,          first_sample};
   if (s.data)
-    self->send(s.data, configure_atom::value, plan.dp, plan.micro_batches, s.model->batch, spare_core);
+    self->send(s.data, configure_atom::value, split);
   else
-    s.data = self->spawn(data_actor, s.data_source, plan.dp, plan.micro_batches, s.model->batch, spare_core);
+    s.data = self->spawn(data_actor, s.data_source, split);
+  if (s.options.rule().scales())  // the learning rate follows the batch (kept actors: none, export_state)
+    s.options.optimizer =
+        with_learning_rate(s.options.optimizer, static_cast<float>(s.base_lr * s.options.rule().lr_factor(plan.dp)));
   kernels::dispatch_table table = kernels::cpu_kernels();
   add_comm_kernels(table);
   s.params.assign(static_cast<std::size_t>(ranks), param_actor_hdl{});
@@ -387,7 +397,12 @@ void execute(self_ptr self, actions todo) {
             s.summary.sparse_bytes += a.metrics.sparse_bytes;
             for (std::int64_t v : a.metrics.table_versions)
               if (v >= 0) s.summary.max_table_staleness = std::max(s.summary.max_table_staleness, a.metrics.step - v);
-            if (s.options.on_step) s.options.on_step(a.metrics);
+            if (s.options.on_step) {
+              step_metrics m = a.metrics;  // with the step's batch and learning rate (scale: they change)
+              m.rows = s.cursor.at(m.step).rows;
+              m.lr = s.base_lr * (s.options.rule().scales() ? static_cast<double>(m.rows) / s.options.batch : 1.0);
+              s.options.on_step(m);
+            }
             s.recent_step_s.push_back(a.metrics.seconds);
             if (s.recent_step_s.size() > move_check::steps) s.recent_step_s.pop_front();
             if (s.checking) {  // a straggler's move: did its prediction hold?
@@ -425,6 +440,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
   self->state.initial = std::move(initial);
   self->state.model = std::move(model);
   self->state.options = std::move(options);
+  self->state.base_lr = learning_rate(self->state.options.optimizer);
   {  // where the replicas' tables must agree (geo mode): the run's end, plan changes, checkpoints
     auto& o = self->state.options;
     o.exchange.steps = o.steps;
@@ -456,6 +472,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         planner_inputs in;
         in.model = s.model->source;
         in.batch = s.model->batch;
+        in.rule = o.rule();
         in.optimizer_slots = state_slots(o.optimizer);
         in.setup = o.planning;
         in.changes = o.changes;
@@ -465,11 +482,12 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         if (o.checkpoint && o.checkpoint->every > 0) s.writer = self->spawn<caf::detached>(control_proxy);
         if (o.joining) {  // a replacement: its actors start from the state the recovery brings it
           s.owner = o.joining->state.owner_before;
+          for (const auto& c : o.joining->state.cursor) s.cursor.begin(c);
         } else if (s.initial.empty()) {
-          spawn_plan(self, nullptr);
+          spawn_plan(self, o.first_step, nullptr);
         } else {
           auto initial = std::move(s.initial);
-          spawn_plan(self, &initial);
+          spawn_plan(self, o.first_step, &initial);
         }
         step_protocol::config c;
         c.steps = o.steps;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/data_cursor.hpp"
 #include "actors/runtime.hpp"
 #include "actors/state_layout.hpp"
 #include "actors/step_protocol.hpp"
@@ -36,6 +37,8 @@ struct coordinator_state {
   run_options options;
   std::shared_ptr<const compiled_model> model;  // the current plan
   batch_fn data_source;
+  data_cursor cursor;  // the samples each step takes (the batch changes under --elastic.batch=scale)
+  float base_lr = 0;   // the optimizer's own learning rate (batch_rule::lr_factor scales it)
   std::optional<step_protocol> protocol;
   data_actor_hdl data;
   planner_actor_hdl planner;

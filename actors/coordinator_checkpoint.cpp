@@ -81,6 +81,7 @@ void snapshot(self_ptr self, const snapshot_action& a) {
   c->states.resize(s.params.size());
   c->optimizer = s.options.optimizer;
   c->seed = s.options.seed;
+  c->next_sample = s.cursor.first_sample(a.step);  // the data cursor: where the next step's samples start
   auto left = std::make_shared<std::size_t>(0);
   for (std::size_t r = 0; r < s.params.size(); ++r) *left += s.params[r] && s.layouts[r].primary ? 1 : 0;
   if (*left == 0) return write(self, c, started);

@@ -63,6 +63,8 @@ std::string admission_text(self_ptr self, const decided_plan& d, std::int64_t st
   st.next = d.choice;
   st.next_replan_s = d.replan_seconds;
   st.next_predicted_step_s = d.predicted_step_s;
+  st.cursor = s.cursor.stretches();
+  st.scale_base_dp = s.options.scale_base_dp;
   return to_text(st);
 }
 

@@ -30,10 +30,12 @@ std::vector<bool> local_flags(self_ptr self);
 /// Runs `call` on the control proxy's thread; `then` gets control back once it returned.
 void on_proxy(self_ptr self, std::function<void()> call, std::function<void()> then);
 /// This process's data actor (configured), parameter actors (fresh, or holding `states`) and
-/// workers for the current plan over the current fabric.
-/// `kept` (by rank, may be null): parameter actors that carry over from the previous plan;
-/// the others are spawned (from `states` where given).
-void spawn_plan(self_ptr self, std::vector<piece_state>* states, std::vector<param_actor_hdl>* kept = nullptr);
+/// workers for the current plan over the current fabric, from step `from_step` on (the data
+/// cursor starts a stretch there; under --elastic.batch=scale the learning rate follows the
+/// plan). `kept` (by rank, may be null): parameter actors that carry over from the previous
+/// plan; the others are spawned (from `states` where given).
+void spawn_plan(self_ptr self, std::int64_t from_step, std::vector<piece_state>* states,
+                std::vector<param_actor_hdl>* kept = nullptr);
 /// Stops the current plan's workers and parameter actors.
 void retire_plan(self_ptr self);
 /// The process of each rank of `plan`: blocks over the job's processes, a lost process's ranks

@@ -92,7 +92,7 @@ void install(self_ptr self, std::vector<piece_state> states, fabric_ptr fabric, 
   retire_plan(self);
   if (s.options.job->adopt_fabric) s.options.job->adopt_fabric(fabric);
   s.fabric = std::move(fabric);
-  spawn_plan(self, &states);  // s.owner: the new placement (s.live is the new membership)
+  spawn_plan(self, agreed + 1, &states);  // s.owner: the new placement (s.live is the new membership)
   rec.recover_s = since(started);
   if (s.options.replan_on_loss) {  // reported once the re-plan before the next step is settled
     s.pending_recovery = std::move(rec);
@@ -396,6 +396,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
     st.live_before = s.live_before_rejoin;
     st.replaced_before = s.replaced_before_rejoin;
     st.committed = a.committed;
+    st.cursor = s.cursor.stretches();
+    st.scale_base_dp = s.options.scale_base_dp;
     text = to_text(st);
   }
   auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));

@@ -31,7 +31,7 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   }
   s.fabric = std::move(fabric);
   s.model = t.model;
-  spawn_plan(self, &states, &kept);
+  spawn_plan(self, s.protocol->committed() + 1, &states, &kept);
   if (s.stragglers) s.stragglers->reset();  // the new placement's steps are counted afresh
   s.unrelieved = -1;
   if (rec.cause != "straggler") {  // another change: a straggler's move is not checked against it
@@ -40,6 +40,10 @@ void install_plan(self_ptr self, const transition_plan& t, std::vector<piece_sta
   }
   for (const auto& w : s.workers) rec.workers_spawned += w ? 1 : 0;
   rec.params_spawned = rec.workers_spawned - rec.params_kept;  // a worker per local rank, each with its actor
+  if (s.options.rule().scales()) {
+    rec.batch = s.model->batch;
+    rec.lr = learning_rate(s.options.optimizer);
+  }
   rec.seconds = since(started);
   s.summary.transitions.push_back(rec);
   if (s.options.on_transition) s.options.on_transition(rec);
@@ -175,6 +179,9 @@ void export_state(self_ptr self, std::shared_ptr<transition_plan> t, transition_
                   std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
   t->kept = kept_pieces(t->from, t->to, s.owner, owners_of(self, t->model->plan));
+  // under --elastic.batch=scale a new data-parallel degree brings a new learning rate: every
+  // piece is exported (its committed gradient applied at the old rate) and respawned at the new
+  if (s.options.rule().scales() && t->model->plan.dp != s.model->plan.dp) t->kept.clear();
   t->copies = without_kept(t->copies, t->kept);
   std::vector<bool> read(s.params.size(), false);
   for (const auto& c : t->copies) read[static_cast<std::size_t>(c.from_rank)] = true;

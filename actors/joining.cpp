@@ -21,6 +21,9 @@ std::string to_text(const joining_state& s) {
     j["next_replan_s"] = s.next_replan_s;
     j["next_predicted_step_s"] = s.next_predicted_step_s;
   }
+  j["cursor"] = nlohmann::json::array();
+  for (const auto& c : s.cursor) j["cursor"].push_back({c.step, c.sample, c.rows});
+  j["scale_base_dp"] = s.scale_base_dp;
   return j.dump();
 }
 
@@ -30,7 +33,8 @@ result<joining_state> joining_from_text(const std::string& text, int processes) 
   };
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  for (const char* f : {"plan", "owner_before", "live_before", "replaced_before", "committed"})
+  for (const char* f :
+       {"plan", "owner_before", "live_before", "replaced_before", "committed", "cursor", "scale_base_dp"})
     if (!j.contains(f)) return bad(std::string("no \"") + f + "\"");
   joining_state s;
   auto plan = planner::plan_from_json(j["plan"], "process 0's running plan");
@@ -58,6 +62,18 @@ result<joining_state> joining_from_text(const std::string& text, int processes) 
   if (!j["committed"].is_number_integer() || j["committed"].get<std::int64_t>() < -1)
     return bad("\"committed\" must be an integer >= -1");
   s.committed = j["committed"].get<std::int64_t>();
+  if (!j["cursor"].is_array() || j["cursor"].size() > 1u << 20) return bad("\"cursor\" must be a list");
+  for (const auto& c : j["cursor"]) {
+    if (!c.is_array() || c.size() != 3 || !c[0].is_number_integer() || !c[1].is_number_integer() ||
+        !c[2].is_number_integer() || c[0].get<std::int64_t>() < 0 || c[1].get<std::int64_t>() < 0 ||
+        c[2].get<std::int64_t>() < 1 || (!s.cursor.empty() && c[0].get<std::int64_t>() <= s.cursor.back().step))
+      return bad("\"cursor\" holds " + c.dump() + ", not [step, sample, rows] after the last (rows >= 1)");
+    s.cursor.push_back({c[0].get<std::int64_t>(), c[1].get<std::int64_t>(), c[2].get<std::int64_t>()});
+  }
+  if (!j["scale_base_dp"].is_number_integer() || j["scale_base_dp"].get<int>() < 0 ||
+      j["scale_base_dp"].get<int>() > 1 << 20)
+    return bad("\"scale_base_dp\" must be a count");
+  s.scale_base_dp = j["scale_base_dp"].get<int>();
   if (j.contains("next")) {
     auto next = planner::plan_from_json(j["next"], "process 0's next plan");
     if (!next) return next.error();

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/data_cursor.hpp"
 #include "graph/error.hpp"
 #include "planner/plan_choice.hpp"
 
@@ -36,6 +37,10 @@ struct joining_state {
   /// planner's time to decide it and its predicted step time (0: none).
   std::optional<planner::plan_choice> next;
   double next_replan_s = 0, next_predicted_step_s = 0;
+  /// The data cursor's stretches (which samples each step takes), and under
+  /// --elastic.batch=scale the data-parallel degree the job's --train.batch is for (0: fixed).
+  std::vector<cursor_stretch> cursor;
+  int scale_base_dp = 0;
 };
 
 /// One line of JSON.
@@ -43,7 +48,8 @@ std::string to_text(const joining_state& s);
 
 /// Parses and validates process 0's text for a job of `processes`: the plan, one owner per rank
 /// (each a process of the job), one flag per process, committed >= -1, a next plan with
-/// non-negative figures. Errors name the field.
+/// non-negative figures, cursor stretches in ascending steps with positive batches, a
+/// non-negative base degree. Errors name the field.
 result<joining_state> joining_from_text(const std::string& text, int processes);
 
 }  // namespace cohort::actors

@@ -6,6 +6,7 @@
 //   coordinator -> worker        (step_atom, g, k, c)         => (done_atom, g, k, step_outcome)
 //                                 the worker first applies its committed gradient (step c)
 //   worker -> data actor         (batch_atom, k, replica) => micro_batch (all its micro-batches' rows)
+//   coordinator -> data actor    (configure_atom, data_split) (a new plan: how the stream is cut from a step on)
 //   worker -> parameter actor    (update_atom, g, k, piece_gradient) => ok_atom (the gradient
 //                                 waits; dense, with sparse tables' entries beside it)
 //   worker <-> worker (data plane) geo mode, before step k: the dp group's kept table rows and
@@ -64,6 +65,17 @@ struct micro_batch {
   std::map<std::string, tensor> inputs;
 };
 
+/// How the data actor cuts the stream: from step `from_step` on (its first sample
+/// `from_sample`; -1: from_step x batch), `batch` samples a step, split by planner::batch_split
+/// over `dp` replicas of `micro_batches`; the source's batches have `source_rows` (0: batch).
+struct data_split {
+  int dp = 1, micro_batches = 1;
+  std::int64_t batch = 0;
+  std::int64_t source_rows = 0;
+  bool prefetch = false;
+  std::int64_t from_step = 0, from_sample = -1;
+};
+
 /// A cohort error as a CAF error (category "cohort", the errc as its code, the message as
 /// its context), and back: any other CAF error becomes errc::closed with CAF's rendering.
 caf::error to_caf(const error& e);
@@ -79,6 +91,7 @@ struct blocking_call {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::tensor)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::micro_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::data_split)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::fabric_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::step_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cohort::actors::step_metrics)

@@ -162,7 +162,8 @@ result<scale_answer> decide_scale(const planner_inputs& in, const scale_request&
 result<transition_plan> prepare_transition(const planner_inputs& in, const decided_plan& decided,
                                            const compiled_model& current) {
   const auto start = std::chrono::steady_clock::now();
-  auto cm = compile(in.model, decided.choice.plan, in.batch, decided.choice.cuts, current.options);
+  const std::int64_t rows = in.rule.batch > 0 ? in.rule.rows(decided.choice.plan.dp) : in.batch;
+  auto cm = compile(in.model, decided.choice.plan, rows, decided.choice.cuts, current.options);
   if (!cm)
     return make_error(cm.error().code,
                       "the new plan " + planner::describe(decided.choice.plan) + ": " + cm.error().message);

@@ -47,6 +47,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/batch_rule.hpp"
 #include "actors/compile.hpp"
 #include "actors/messages.hpp"
 #include "actors/state_layout.hpp"
@@ -119,7 +120,8 @@ struct transition_plan {
 
 struct planner_inputs {
   model_fn model;
-  std::int64_t batch = 0;
+  std::int64_t batch = 0;  // the first plan's global batch (the one the planner plans for)
+  batch_rule rule;         // a new plan's batch (batch_rule::rows of its data-parallel degree; unset: `batch`)
   int optimizer_slots = 0;
   std::shared_ptr<planner::planning_setup> setup;  // null on a process that does not decide
   std::vector<plan_change> changes;

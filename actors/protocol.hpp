@@ -25,6 +25,7 @@ class fabric;
 namespace actors {
 
 struct micro_batch;
+struct data_split;
 struct step_outcome;
 struct piece_state;
 struct piece_gradient;
@@ -58,10 +59,10 @@ using param_actor_hdl =
                      caf::replies_to<export_atom, std::int64_t>::with<piece_state>>;
 
 /// The step's batch, split by replica; prepares the next step's ahead of time; a new plan
-/// splits the same batches another way (dp, micro-batches, rows per micro-batch, prefetch).
-using data_actor_hdl = caf::typed_actor<caf::replies_to<batch_atom, std::int64_t, int>::with<micro_batch>,
-                                        caf::reacts_to<prepare_atom, std::int64_t>,
-                                        caf::reacts_to<configure_atom, int, int, std::int64_t, bool>>;
+/// cuts the same stream another way (dp, micro-batches, the batch from a step on, prefetch).
+using data_actor_hdl =
+    caf::typed_actor<caf::replies_to<batch_atom, std::int64_t, int>::with<micro_batch>,
+                     caf::reacts_to<prepare_atom, std::int64_t>, caf::reacts_to<configure_atom, data_split>>;
 
 /// Decides a plan change (or whether the job grows for processes waiting to join) and
 /// prepares the transition to it; refits the cost model from the

@@ -10,7 +10,7 @@
 namespace cohort::actors {
 
 result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_fn data, const run_options& o) {
-  auto cm = compile(model, o.plan, o.batch, o.stage_cuts, o.compile);
+  auto cm = compile(model, o.plan, o.rule().rows(o.plan.dp), o.stage_cuts, o.compile);
   if (!cm) return cm.error();
   if (o.steps < 1) return make_error(errc::invalid_argument, "train: steps must be >= 1");
   if (o.job) {

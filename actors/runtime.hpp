@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/batch_rule.hpp"
 #include "actors/compile.hpp"
 #include "actors/data_actor.hpp"
 #include "actors/joining.hpp"
@@ -68,6 +69,9 @@ struct transition_record {
   /// nothing copied), were spawned and filled, or retired; workers are always replaced (their
   /// programs, groups and data plane change with the plan).
   int params_kept = 0, params_spawned = 0, params_retired = 0, workers_spawned = 0, workers_retired = 0;
+  /// --elastic.batch=scale: the new plan's global batch and learning rate (0: the batch is fixed)
+  std::int64_t batch = 0;
+  double lr = 0;
 };
 
 /// Who remains in a job after a process was lost (the control plane's view).
@@ -213,7 +217,12 @@ struct process_hooks {
 
 struct run_options {
   planner::parallel_plan plan;
-  std::int64_t batch = 0;
+  std::int64_t batch = 0;  // the global batch (the source's batches: see scale_base_dp)
+  /// --elastic.batch=scale: the data-parallel degree `batch` is for (batch_rule.hpp): a plan of
+  /// dp replicas trains round(batch x dp / scale_base_dp) samples a step at the optimizer's rate
+  /// times that over `batch`. 0 (fixed): every plan trains `batch` at the optimizer's rate.
+  int scale_base_dp = 0;
+  batch_rule rule() const { return {batch, scale_base_dp}; }
   std::int64_t steps = 0;
   optimizer_config optimizer = sgd_config{};
   std::uint64_t seed = 0;
@@ -298,7 +307,8 @@ struct run_options {
   std::function<result<std::vector<piece_state>>(const std::vector<piece_layout>& layouts,
                                                  const std::vector<bool>& local)>
       initial_state;
-  std::int64_t first_step = 0;  // steps done before this run (a resumed run starts there)
+  std::int64_t first_step = 0;     // steps done before this run (a resumed run starts there)
+  std::int64_t first_sample = -1;  // the data cursor at first_step (a resumed run's; -1: first_step x batch)
   std::optional<checkpointing> checkpoint;
   /// Called by the coordinator when a checkpoint's write ended (written or failed), in order.
   std::function<void(const checkpoint_record&)> on_checkpoint;

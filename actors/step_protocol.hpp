@@ -73,6 +73,10 @@ struct step_metrics {
   /// Per rank: the version of the tables its lookups read (step_report::table_version; -1: no
   /// sparse tables, or a rank of another process).
   std::vector<std::int64_t> table_versions;
+  /// The step's global batch and learning rate (the coordinator's; under --elastic.batch=scale
+  /// they follow the plan). 0: not known (the serial trainer's).
+  std::int64_t rows = 0;
+  double lr = 0;
 };
 
 struct failure_event {

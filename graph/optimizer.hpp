@@ -51,4 +51,10 @@ inline float learning_rate(const optimizer_config& c) {
   return std::visit([](const auto& x) { return x.lr; }, c);
 }
 
+/// The same optimizer at learning rate `lr`.
+inline optimizer_config with_learning_rate(optimizer_config c, float lr) {
+  std::visit([lr](auto& x) { x.lr = lr; }, c);
+  return c;
+}
+
 }  // namespace cohort

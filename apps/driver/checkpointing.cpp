@@ -74,6 +74,7 @@ void set_checkpointing(const checkpoint_options& o, const start_point& start, ac
     r.checkpoint = c;
   }
   r.first_step = start.first_step;
+  r.first_sample = start.checkpoint ? start.checkpoint->next_sample : -1;
   const auto slots = static_cast<std::size_t>(state_slots(r.optimizer));
   const auto optimizer = r.optimizer;
   if (start.checkpoint) {

@@ -94,6 +94,11 @@ void process_options::add_to(option_set& opts) {
       .add("elastic.min-procs", min_procs,
            "with --fault.recover: the fewest processes the job goes on with; a loss or a leave below it ends the "
            "job (the launcher's restart from the newest checkpoint, where allowed)")
+      .add("elastic.batch", batch_mode,
+           "fixed: every plan the job changes to trains --train.batch samples a step at --train.lr (the loss "
+           "curve of a job that grows or shrinks is the fixed-size run's); scale: --train.batch is the first "
+           "plan's, and a plan of dp data-parallel replicas trains --train.batch x dp / (the first plan's dp) "
+           "samples at --train.lr times that over --train.batch (the linear rule: more throughput)")
       .add("elastic.scale-out", scale_out,
            "when processes wait to join: auto (the job grows when the cost model predicts the time saved over "
            "the steps left exceeds the transition's cost; the decision and both predictions are logged), "
@@ -250,6 +255,8 @@ status process_options::finish(const option_set& opts) {
   if (scale_out != "auto" && scale_out != "always" && scale_out != "never")
     return make_error(errc::invalid_argument,
                       "--elastic.scale-out must be auto, always or never, got '" + scale_out + "'");
+  if (batch_mode != "fixed" && batch_mode != "scale")
+    return make_error(errc::invalid_argument, "--elastic.batch must be fixed or scale, got '" + batch_mode + "'");
   if (join_after < 0) return make_error(errc::invalid_argument, "--elastic.join-after must be >= 0");
   if (joiners < 0 || joiners > 64) return make_error(errc::invalid_argument, "--launch.joiners must be 0..64");
   if (bind_cores && nproc < 2)

@@ -67,6 +67,9 @@ struct process_options {
   // it cannot grow) and the fewest it goes on with; --elastic.scale-out: auto, always, never
   std::int64_t max_procs = 0, min_procs = 1;
   std::string scale_out = "auto";
+  // --elastic.batch: fixed (every plan trains --train.batch at --train.lr) or scale (the batch
+  // and the learning rate follow the data-parallel degree, batch_rule.hpp)
+  std::string batch_mode = "fixed";
   // --elastic.join-after (test hook): process 0 takes waiting processes only after this step,
   // and waits there for as many as fill --elastic.max-procs (0: whenever they come)
   std::int64_t join_after = 0;

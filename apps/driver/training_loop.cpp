@@ -70,7 +70,7 @@ status evaluate_between_steps(const training_job& job, loop_state& loop, std::in
   const auto spent = std::chrono::steady_clock::now() - began;
   loop.start += spent;
   loop.timed_start += spent;
-  json rec = {{"event", "evaluation"}, {"step", steps_done}, {"samples", steps_done * job.batch}};
+  json rec = {{"event", "evaluation"}, {"step", steps_done}, {"samples", job.first_step * job.batch + loop.samples}};
   std::string line;
   for (auto& [k, v] : figures->items()) {
     rec[k] = v;
@@ -92,6 +92,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   actors::run_options o;
   o.plan = choice.plan;
   o.batch = job.batch;
+  if (p.dist.batch_mode == "scale") o.scale_base_dp = choice.plan.dp;  // --train.batch is the first plan's
   o.steps = job.steps;
   o.optimizer = job.optimizer;
   o.seed = job.seed;
@@ -165,6 +166,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
          {"plan", t.plan}});
     if (!t.leaving.empty()) loop.out.transitions.back()["leaving"] = t.leaving;
     if (!t.joining.empty()) loop.out.transitions.back()["joining"] = t.joining;
+    if (t.batch > 0) loop.out.transitions.back()["batch"] = t.batch, loop.out.transitions.back()["lr"] = t.lr;
     if (!t.moved.empty()) loop.out.transitions.back()["moved"] = t.moved, loop.out.transitions.back()["why"] = t.why;
     {                // predicted and measured step time before and after (the after once the new plan has run)
       fill_after();  // a change before the last one's steps were counted: what there is

@@ -51,8 +51,9 @@ struct loop_state {
   std::string report_path;
   double report_every_s = 10;
   std::chrono::steady_clock::time_point report_written = start;
-  bool report_failed = false;       // said once
-  std::int64_t last_committed = 0;  // steps done so far (a resumed run's first step included)
+  bool report_failed = false;                   // said once
+  std::int64_t last_committed = 0;              // steps done so far (a resumed run's first step included)
+  std::int64_t samples = 0, timed_samples = 0;  // trained by this run, and after the warm-up steps
 
   explicit loop_state(const training_job& j) : job(j), progress(j.app, j.steps), last_committed(j.first_step) {}
 
@@ -64,12 +65,16 @@ struct loop_state {
     last_step_end = std::chrono::steady_clock::now();
     if (step + 1 == job.first_step + job.warmup + 1) timed_start = std::chrono::steady_clock::now();
     out.final_loss = loss;
+    // the step's batch (under --elastic.batch=scale it follows the plan) and learning rate
+    const std::int64_t rows = m && m->rows > 0 ? m->rows : job.batch;
+    const double lr = m && m->lr > 0 ? m->lr : learning_rate(job.optimizer);
+    samples += rows;
+    if (step >= job.first_step + job.warmup) timed_samples += rows;
     double elapsed = seconds_since(start);
-    double rate = static_cast<double>((step + 1 - job.first_step) * job.batch * job.items_per_sample) / elapsed;
+    double rate = static_cast<double>(samples * job.items_per_sample) / elapsed;
     if (quiet) return;
     // the step's own throughput where its time is known (the serial trainer: the mean so far)
-    const double step_rate =
-        m && m->seconds > 0 ? static_cast<double>(job.batch * job.items_per_sample) / m->seconds : rate;
+    const double step_rate = m && m->seconds > 0 ? static_cast<double>(rows * job.items_per_sample) / m->seconds : rate;
     const double step_s = m ? m->seconds : 0.0;
     static const std::vector<planner::task_seconds> no_tasks;
     const auto& tasks = m ? m->task_seconds : no_tasks;
@@ -79,7 +84,8 @@ struct loop_state {
       if (seconds_since(report_written) >= report_every_s) write_report_now();
     }
     progress.update(step + 1, loss, rate, job.rate_unit, writing_text());
-    json rec = {{"step", step + 1}, {"loss", loss}, {"lr", learning_rate(job.optimizer)}, {"time", elapsed}};
+    json rec = {{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"time", elapsed}};
+    if (rows != job.batch) rec["batch"] = rows;
     rec[std::string(job.rate_unit) == "tokens/s" ? "tokens_per_s" : "samples_per_s"] = rate;
     for (auto& [k, v] : extra.items()) rec[k] = v;
     metrics.write(rec);
@@ -115,7 +121,8 @@ struct loop_state {
     std::int64_t timed = run > job.warmup ? run - job.warmup : run;
     if (run <= job.warmup) timed_start = start;
     const auto end = last_step_end > timed_start ? last_step_end : std::chrono::steady_clock::now();
-    out.items_per_s = static_cast<double>(timed * job.batch * job.items_per_sample) /
+    const std::int64_t timed_rows = run > job.warmup ? timed_samples : samples;
+    out.items_per_s = static_cast<double>((timed_rows > 0 ? timed_rows : timed * job.batch) * job.items_per_sample) /
                       std::chrono::duration<double>(end - timed_start).count();
   }
 };

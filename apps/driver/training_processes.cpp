@@ -330,6 +330,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.replace_wait = std::chrono::milliseconds(p.dist.replace_wait_ms);
     o.replicas = p.dist.recover && p.dist.replicas == 1;
     o.joining = joining;
+    if (joining) o.scale_base_dp = joining->state.scale_base_dp;  // the running job's batch rule
     o.min_processes = static_cast<int>(p.dist.min_procs);
     o.stragglers = {.factor = p.dist.straggler_factor, .steps = static_cast<int>(p.dist.straggler_steps)};
     if (p.dist.migrate_step > 0)

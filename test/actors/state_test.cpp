@@ -17,9 +17,7 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
     for (int i = 0; i < 16; ++i) x.data<float>()[i] = static_cast<float>(100 * step + i);
     return std::map<std::string, tensor>{{"x", x}};
   };
-  s.dp = 2;
-  s.micro_batches = 2;
-  s.batch = 8;
+  s.configure({.dp = 2, .micro_batches = 2, .batch = 8});
   auto mb = s.replica_rows(3, 1);  // replica 1: its two micro-batches, rows 4..7
   REQUIRE(mb.ok());
   CHECK(mb->inputs.at("x").shape() == shape{4, 2});
@@ -35,7 +33,7 @@ TEST_CASE("the data actor computes a step's batch once and hands out each replic
   REQUIRE(s.replica_rows(4, 1).ok());  // a redone step finds its batch
   CHECK(calls == 3);
   CHECK(s.replica_rows(4, 2).error().message == "data: no replica 2");
-  s.batch = 12;  // a batch that does not fit the plan
+  s.configure({.dp = 2, .micro_batches = 2, .batch = 12});  // a batch the source does not give
   CHECK(s.replica_rows(6, 0).error().message == "data: input 'x' has batch [8,2], the plan splits 12 rows");
 }
 
@@ -46,15 +44,48 @@ TEST_CASE("the data actor hands out a replica's near-equal share of a batch that
     for (int i = 0; i < 8; ++i) x.data<float>()[i] = static_cast<float>(i);
     return std::map<std::string, tensor>{{"x", x}};
   };
-  s.dp = 3;  // 8 rows over 3 replicas: 3 3 2
-  s.micro_batches = 1;
-  s.batch = 8;
+  s.configure({.dp = 3, .micro_batches = 1, .batch = 8});  // 8 rows over 3 replicas: 3 3 2
   const std::vector<std::vector<float>> shares{{0, 1, 2}, {3, 4, 5}, {6, 7}};
   for (int replica = 0; replica < 3; ++replica) {
     auto mb = s.replica_rows(0, replica);
     REQUIRE(mb.ok());
     CHECK(mb->inputs.at("x").to_vector() == shares[static_cast<std::size_t>(replica)]);
   }
+}
+
+TEST_CASE("a step whose batch changed takes the samples after the last step's, across the source's batches") {
+  std::vector<std::int64_t> asked;
+  data_state s;
+  s.source = [&](std::int64_t k) -> result<std::map<std::string, tensor>> {  // source batch k: 100 k + row
+    asked.push_back(k);
+    tensor x = tensor::empty({8, 1});
+    for (int i = 0; i < 8; ++i) x.data<float>()[i] = static_cast<float>(100 * k + i);
+    return std::map<std::string, tensor>{{"x", x}};
+  };
+  s.configure({.dp = 2, .micro_batches = 1, .batch = 8, .source_rows = 8});
+  REQUIRE(s.replica_rows(1, 1).ok());  // steps 0 and 1: source batches 0 and 1
+  // after step 1 the plan grows to dp3 under --elastic.batch=scale: 12 samples a step from 16 on
+  s.configure({.dp = 3, .micro_batches = 1, .batch = 12, .source_rows = 8, .from_step = 2, .from_sample = 16});
+  auto r0 = s.replica_rows(2, 0), r2 = s.replica_rows(2, 2);
+  REQUIRE((r0.ok() && r2.ok()));
+  CHECK(r0->inputs.at("x").to_vector() == std::vector<float>{200, 201, 202, 203});
+  CHECK(r2->inputs.at("x").to_vector() == std::vector<float>{300, 301, 302, 303});
+  auto next = s.replica_rows(3, 0);  // samples 28..39: the rest of batch 3, then batch 4
+  REQUIRE(next.ok());
+  CHECK(next->inputs.at("x").to_vector() == std::vector<float>{304, 305, 306, 307});
+  CHECK(s.replica_rows(3, 2)->inputs.at("x").to_vector() == std::vector<float>{404, 405, 406, 407});
+  CHECK(asked == std::vector<std::int64_t>{1, 2, 3, 4});  // each source batch read once
+  // the cursor the coordinator keeps agrees, and a job rolled back forgets the later stretches
+  data_cursor c;
+  c.begin({.step = 0, .sample = 0, .rows = 8});
+  c.begin({.step = 2, .sample = c.first_sample(2), .rows = 12});
+  CHECK(c.first_sample(3) == 28);
+  c.begin({.step = 5, .sample = c.first_sample(5), .rows = 4});
+  CHECK(c.first_sample(6) == 16 + 3 * 12 + 4);
+  c.begin({.step = 1, .sample = c.first_sample(1), .rows = 8});  // back to step 1, the batch of 8
+  CHECK(c.stretches().size() == 2);
+  CHECK(c.first_sample(3) == 24);
+  CHECK(c.at(3).rows == 8);
 }
 
 TEST_CASE("a parameter piece applies a gradient only once its step is committed, and drops it on rollback") {

@@ -150,3 +150,48 @@ TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
   CHECK(both.err.find("launch: process 1 (pid") != std::string::npos);  // it exited with the error too
   CHECK(both.err.find("exited with code 2") != std::string::npos);
 }
+
+TEST_CASE("with --elastic.batch=scale a plan of twice the replicas trains twice the batch at twice the rate") {
+  // dp2 (batch 128, lr 0.05) -> dp4 after step 6: batch 256 at lr 0.1 from sample 768 on. The
+  // reference: the fixed run of 6 steps, checkpointed, resumed as dp4 with --train.batch=256
+  // --train.lr=0.1 (its data cursor from the manifest: sample 768). Synth's 8192 samples keep
+  // both streams in one epoch, where batches of 128 and of 256 take the same samples.
+  const std::string model = "--data.name=synth --model.dims=256,64,10 --train.threads=1 --train.lr=0.05";
+  const std::string to = plan_file("dp4.json", R"({"dp":4,"tp":1,"pp":1,"micro_batches":1})");
+  const std::string scaled = temp_file("scale.jsonl"), fixed = temp_file("scale-fixed.jsonl"),
+                    resumed = temp_file("scale-resumed.jsonl"), dir = temp_file("scale-ck");
+  std::filesystem::remove_all(dir);
+  auto r = run(MLP_BINARY, model + " --train.steps=12 --plan.dp=2 --plan.change-at=6 --plan.change-to=" + to +
+                               " --elastic.batch=scale --metrics.file=" + scaled);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto& t = r.summary["transitions"];
+  REQUIRE(t.size() == 1);
+  CHECK(t[0]["batch"] == 256);
+  CHECK(t[0]["lr"].get<double>() == doctest::Approx(0.1));
+  CHECK(t[0]["param_actors"]["kept"] == 0);  // a new rate: every piece respawned at it
+  auto first = run(MLP_BINARY, model + " --train.steps=6 --plan.dp=2 --checkpoint.every=6 --checkpoint.dir=" + dir +
+                                   " --metrics.file=" + fixed);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+  auto rest = run(MLP_BINARY, model +
+                                  " --train.steps=12 --plan.dp=4 --train.batch=256 --train.lr=0.1 "
+                                  "--checkpoint.resume=auto --checkpoint.dir=" +
+                                  dir + " --metrics.file=" + resumed);
+  REQUIRE_MESSAGE(rest.exit_code == 0, rest.err);
+  auto losses = cohort::test::metrics_losses(scaled);
+  auto before = cohort::test::metrics_losses(fixed), after = cohort::test::metrics_losses(resumed);
+  REQUIRE(losses.size() == 12);
+  REQUIRE((before.size() == 6 && after.size() == 6));
+  before.insert(before.end(), after.begin(), after.end());
+  CHECK(losses == before);  // bit for bit: the same samples, rate and arithmetic
+  // the metrics say the step's batch and rate
+  std::ifstream in(scaled);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find("\"loss\"") != std::string::npos && line.find("\"event\"") == std::string::npos) last = line;
+  auto j = nlohmann::json::parse(last);
+  CHECK(j["batch"] == 256);
+  CHECK(j["lr"].get<double>() == doctest::Approx(0.1));
+  auto bad = run(MLP_BINARY, model + " --train.steps=2 --elastic.batch=double");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--elastic.batch must be fixed or scale, got 'double'") != std::string::npos);
+}
