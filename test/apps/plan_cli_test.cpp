@@ -163,6 +163,15 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
   CHECK(p["refit"]["compute_factor"].get<double>() > 0);
   std::ifstream in(profile);
   auto saved = nlohmann::json::parse(in);
+  if (p["refit"].contains("refused")) {
+    // a calibration disturbed by a parallel test measured a peak the run then beat: an
+    // efficiency above 1 is refused, not saved (the profile keeps no refit) — said, and checked
+    MESSAGE("refit refused under load: " << p["refit"]["refused"]);
+    CHECK(p["refit"]["refused"].get<std::string>().find("above 1") != std::string::npos);
+    CHECK(saved["refits"] == 0);
+    fs::remove(profile);
+    return;
+  }
   CHECK(saved["refits"] == 1);
   CHECK(saved["flops_f32_per_core"].get<double>() > 1e8);
   CHECK(saved["efficiency"]["gemm"] == p["refit"]["efficiency"]["gemm"]);
