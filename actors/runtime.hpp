@@ -279,14 +279,15 @@ struct run_options {
   /// Across processes with recovery: the fewest processes the job goes on with; a loss or a
   /// leave that leaves fewer ends the run (--elastic.min-procs).
   int min_processes = 1;
-  /// Across processes with recovery: a process whose task seconds per rank stay above the
-  /// factor times its peers' for that many steps is a straggler, and process 0 moves one of its
-  /// ranks where the step is predicted to be shortest (factor 0: never).
+  /// Across processes with recovery: a process whose forward and backward seconds per rank (the
+  /// median over the last `steps` steps) are above the factor times its peers' is a straggler,
+  /// and process 0 moves one of its ranks where the step is predicted to be shortest (factor 0:
+  /// never).
   straggler_settings stragglers;
   /// Migrations the operator asks for (--elastic.migrate-at): at a step boundary, a rank to a process.
   std::vector<migration_request> migrations;
   /// The test hook --fault.slow-factor: this process's workers take this many times their
-  /// tasks' time (they sleep the difference; their reported task seconds include it). 1: none.
+  /// tasks' CPU time (they burn the difference; their reported task seconds include it). 1: none.
   double slow_factor = 1;
   /// Processes waiting to join (process_hooks::joiners_waiting): whether the job grows.
   scale_policy scale_out = scale_policy::automatic;

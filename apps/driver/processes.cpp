@@ -107,7 +107,7 @@ void process_options::add_to(option_set& opts) {
            "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
            "--dist.join-timeout-ms) for as many as fill --elastic.max-procs; 0: whenever they come")
       .add("elastic.straggler-factor", straggler_factor,
-           "with --fault.recover: a process whose task seconds per rank, the median over the last "
+           "with --fault.recover: a process whose forward and backward seconds per rank, the median over the last "
            "--elastic.straggler-steps steps, are above this many times its peers' (the median of the others') is a "
            "straggler: process 0 moves one of "
            "its ranks to the process where the step is predicted shortest, at the next step boundary; 0: off")
