@@ -424,20 +424,31 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // every rank's task times on the coordinator, for the refit: each process adds its own
   // ranks' (the others are zeros) into a job-wide vector: per rank the three task sums, then
   // each timed step's update, the first 256 of them (every process times the same steps; the
-  // control plane's frames are bounded)
-  // (process 0's count: a replacement joined later and timed fewer steps)
+  // control plane's frames are bounded). The refit is of the job's first plan: process 0 names
+  // it with the count of timed steps (a replacement joined later and timed fewer steps), and a
+  // process whose first plan was another (it joined after a change) adds zeros of that size.
   auto timed_text = g.control->broadcast_text(
       key(control_key::timed_steps),
-      coordinator ? std::to_string(std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)) : "");
+      coordinator ? json{{"timed", std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)},
+                         {"ranks", choice->plan.ranks()},
+                         {"plan", planner::describe(choice->plan)}}
+                        .dump()
+                  : "");
   if (!timed_text) return timed_text.error();
-  char* timed_end = nullptr;
-  const unsigned long long timed_value = std::strtoull(timed_text->c_str(), &timed_end, 10);
-  if (timed_end == timed_text->c_str() || *timed_end != 0 || timed_value > 256)
+  const json timed_json = json::parse(*timed_text, nullptr, /*allow_exceptions=*/false);
+  if (!timed_json.is_object() || !timed_json.contains("timed") || !timed_json["timed"].is_number_unsigned() ||
+      timed_json["timed"].get<std::uint64_t>() > 256 || !timed_json.contains("ranks") ||
+      !timed_json["ranks"].is_number_unsigned() || timed_json["ranks"].get<std::uint64_t>() < 1 ||
+      timed_json["ranks"].get<std::uint64_t>() > (1u << 16) || !timed_json.contains("plan") ||
+      !timed_json["plan"].is_string())
     return make_error(errc::io_error, "process 0's count of timed steps is malformed: '" + *timed_text + "'");
-  const auto timed = static_cast<std::size_t>(timed_value);
+  const auto timed = timed_json["timed"].get<std::size_t>();
+  const auto first_ranks = timed_json["ranks"].get<std::size_t>();
+  const bool ran_first_plan =
+      timed_json["plan"].get<std::string>() == planner::describe(choice->plan) && owner.size() == first_ranks;
   const std::size_t width = 3 + timed;
-  std::vector<double> flat(static_cast<std::size_t>(choice->plan.ranks()) * width, 0.0);
-  for (std::size_t rank = 0; rank < owner.size(); ++rank) {
+  std::vector<double> flat(first_ranks * width, 0.0);
+  for (std::size_t rank = 0; ran_first_plan && rank < owner.size(); ++rank) {
     if (owner[rank] != g.process()) continue;
     if (rank < totals.per_rank.size()) {
       const auto& t = totals.per_rank[rank];

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "apps/run_app.hpp"
@@ -95,6 +96,64 @@ TEST_SUITE("elastic") {
     const double drift = cohort::test::max_relative_difference(a, b, 11);
     MESSAGE("after the join: max relative loss difference " << drift);
     CHECK(drift <= 1e-5);
+  }
+
+  TEST_CASE("under --elastic.batch=scale joiners take the batch and the samples where the job is") {
+    // The planner's plan with tp and pp fixed at 1: dp2 over 2 processes (128 samples a step,
+    // lr 0.05); after step 3 the operator's change to dp4 (256 at 0.1); after step 6 two
+    // processes join and the planner's dp8 over 4 processes trains 512 at 0.2 from sample
+    // 3 x 128 + 3 x 256 = 1152 on — which the joiners learn from the data cursor in the joining
+    // text (a cursor they did not get would start them elsewhere). The reference: the same
+    // plans run by hand, checkpointed and resumed at each change. Synth's 8192 samples keep
+    // every stream in one epoch.
+    const std::string job =
+        "--data.name=synth --model.dims=256,64,10 --train.threads=1 --train.lr=0.05 --fault.recover=true";
+    const std::string metrics = temp_path("scale.jsonl"), dir = temp_path("scale-ck"),
+                      dp4 = temp_path("scale-dp4.json"), to_plan = temp_path("scale-to.json");
+    std::filesystem::remove_all(dir);
+    {
+      std::ofstream out(dp4);
+      out << R"({"dp":4,"tp":1,"pp":1,"micro_batches":1})";
+    }
+    auto r = run(MLP_BINARY, job +
+                                 " --plan.mode=auto --plan.tp=1 --plan.pp=1 --plan.change-at=3 --plan.change-to=" +
+                                 dp4 +
+                                 " --train.steps=12 --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
+                                 "--elastic.join-after=6 --elastic.scale-out=always --elastic.batch=scale "
+                                 "--metrics.file=" +
+                                 metrics);
+    check_grew(r, 6, "process 2, process 3", 4);
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 2);
+    const std::string from = tr[0]["from"];
+    MESSAGE("plans: " << from << " -> " << tr[0]["to"] << " -> " << tr[1]["to"]);
+    REQUIRE(from.rfind("dp2 tp1 pp1 m1", 0) == 0);
+    CHECK(tr[0]["batch"] == 256);
+    CHECK(tr[0]["lr"].get<double>() == doctest::Approx(0.1));
+    REQUIRE(tr[1]["plan"]["dp"] == 8);
+    CHECK(tr[1]["batch"] == 512);
+    CHECK(tr[1]["lr"].get<double>() == doctest::Approx(0.2));
+    {
+      std::ofstream out(to_plan);
+      out << tr[1]["plan"].dump();
+    }
+    // by hand: dp2 for steps 1-3, dp4 at 256 for 4-6, the planner's dp8 at 512 over 4 for 7-12
+    const std::string first_plan =
+        std::string(" --plan.dp=2") + (from.find("sharded") != std::string::npos ? " --plan.shard-params=true" : "");
+    const std::vector<std::string> legs = {
+        first_plan + " --train.steps=3 --launch.nproc=2",
+        " --plan.file=" + dp4 + " --train.steps=6 --launch.nproc=2 --train.batch=256 --train.lr=0.1",
+        " --plan.file=" + to_plan + " --train.steps=12 --launch.nproc=4 --train.batch=512 --train.lr=0.2"};
+    std::vector<double> by_hand;
+    for (std::size_t leg = 0; leg < legs.size(); ++leg) {
+      const std::string leg_metrics = temp_path("scale-leg" + std::to_string(leg) + ".jsonl");
+      auto part = run(MLP_BINARY, job + legs[leg] + " --checkpoint.every=3 --checkpoint.resume=auto --checkpoint.dir=" +
+                                      dir + " --metrics.file=" + leg_metrics);
+      REQUIRE_MESSAGE(part.exit_code == 0, part.err);
+      for (double l : cohort::test::metrics_losses(leg_metrics)) by_hand.push_back(l);
+    }
+    REQUIRE(by_hand.size() == 12);
+    CHECK(cohort::test::metrics_losses(metrics) == by_hand);  // bit for bit: the same samples, rates and plans
   }
 
   TEST_CASE("four processes, one leaves on SIGTERM and another joins: every loss equals the fixed-size run's") {
