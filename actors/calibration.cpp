@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/link_measure.hpp"
 #include "actors/runtime_overhead.hpp"
 #include "graph/dsl.hpp"
 #include "kernels/dispatch.hpp"
@@ -92,32 +93,6 @@ double optimizer_bytes_per_s() {
   return 7.0 * 4.0 * static_cast<double>(n) / s;
 }
 
-// Two threads allreduce `floats` floats `repeats` times by recursive doubling (one exchange);
-// the fastest allreduce's seconds.
-double allreduce_seconds(std::int64_t floats, int repeats) {
-  transport::in_process_fabric fabric(2);
-  std::vector<double> per(2, 0.0);
-  auto run = [&](int rank) {
-    tensor buf = tensor::full({floats}, 1.0f);
-    transport::collective_options o;
-    o.timeout = std::chrono::milliseconds(10000);
-    std::vector<double> times;
-    for (int i = 0; i < repeats + 1; ++i) {
-      o.tag = static_cast<std::uint64_t>(i);
-      auto t0 = clock_type::now();
-      (void)transport::allreduce_recursive_doubling(fabric.endpoint(rank), {0, 1}, buf, o);
-      if (i > 0) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
-    }
-    // the fastest, as for the other peaks: a disturbance only ever makes an allreduce slower
-    // (the median swung 3-12 GB/s between calibrations on this shared machine)
-    per[static_cast<std::size_t>(rank)] = *std::min_element(times.begin(), times.end());
-  };
-  std::thread other(run, 1);
-  run(0);
-  other.join();
-  return std::max(per[0], per[1]);
-}
-
 // /sys/devices/system/cpu/cpu0/cache/index*/ : the highest level's size; 8 MiB if unknown.
 double last_level_cache_bytes() {
   double best = 0;
@@ -153,13 +128,20 @@ machine_profile calibrate(int threads, const progress_fn& progress) {
   report_progress(progress, 3, measurements);
   p.optimizer_bytes_per_s = optimizer_bytes_per_s();
   report_progress(progress, 4, measurements);
-  // two ranks, recursive doubling at both sizes: t = alpha + bytes / beta (one exchange of the
-  // whole buffer; planner::allreduce_recursive_doubling_seconds prices it the same way)
-  const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
-  double ts = allreduce_seconds(small, 50), tl = allreduce_seconds(large, 20);
-  double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
-  p.link.bandwidth_bytes_per_s = 1.0 / per_byte;
-  p.link.latency_s = std::max(0.0, ts - static_cast<double>(small) * 4.0 * per_byte);
+  // two ranks in this process, recursive doubling at 4 KiB and 4 MiB (actors/link_measure.hpp)
+  {
+    transport::in_process_fabric fabric(2);
+    p.link = measure_link(fabric.endpoint(0), fabric.endpoint(1));
+  }
+  // and between two processes of a job on this machine, over each data plane that starts here
+  for (const char* plane : {"tcp", "ucx"}) {
+    auto between = measure_process_link(plane);
+    if (between)
+      p.process_links[plane] = *between;
+    else
+      std::fprintf(stderr, "calibration: no %s link between processes measured (%s)\n", plane,
+                   between.error().message.c_str());
+  }
   report_progress(progress, 5, measurements);
   if (auto o = measure_runtime_overhead(p, threads); o) {
     p.eff.per_task_seconds = o->per_task_s;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -78,6 +79,22 @@ result<machine_profile> load_profile(const std::string& path) {
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
+  if (j.contains("process_links")) {  // added 2026-12-05: optional
+    if (!j["process_links"].is_object())
+      return make_error(errc::invalid_argument, w + ".process_links: must be an object of data planes");
+    for (const auto& [plane, cost] : j["process_links"].items()) {
+      const std::string where = w + ".process_links." + plane;
+      if (plane != "tcp" && plane != "ucx")
+        return make_error(errc::invalid_argument, where + ": the data planes are tcp and ucx");
+      link_cost c;
+      COHORT_READ(c.bandwidth_bytes_per_s, cost, "bandwidth_bytes_per_s", where);
+      COHORT_READ(c.latency_s, cost, "latency_s", where);
+      if (!(c.bandwidth_bytes_per_s > 0) || !(c.latency_s >= 0) || !std::isfinite(c.bandwidth_bytes_per_s) ||
+          !std::isfinite(c.latency_s))
+        return make_error(errc::invalid_argument, where + ": bandwidth must be positive and latency at least 0");
+      p.process_links[plane] = c;
+    }
+  }
   if (!j.contains("efficiency") || !j["efficiency"].is_object())
     return make_error(errc::invalid_argument, w + ".efficiency: missing");
   const json& e = j["efficiency"];
@@ -129,6 +146,8 @@ status save_profile(const std::string& path, const machine_profile& p) {
               {"per_step_seconds", p.eff.per_step_seconds},
               {"per_rank_seconds", p.eff.per_rank_seconds}}},
             {"refits", p.refits}};
+  for (const auto& [plane, c] : p.process_links)
+    j["process_links"][plane] = {{"bandwidth_bytes_per_s", c.bandwidth_bytes_per_s}, {"latency_s", c.latency_s}};
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -143,7 +162,7 @@ status save_profile(const std::string& path, const machine_profile& p) {
   if (ec) return make_error(errc::io_error, "cannot replace the profile " + path + ": " + ec.message());
   return {};
 }
-topology local_topology(const machine_profile& p, int ranks, int threads) {
+topology local_topology(const machine_profile& p, int ranks, int threads, int processes, const std::string& plane) {
   topology t;
   ranks = std::max(1, ranks);
   threads = std::max(1, threads);
@@ -161,20 +180,32 @@ topology local_topology(const machine_profile& p, int ranks, int threads) {
   double memory = detect_memory_bytes();
   t.memory_bytes = (memory > 0 ? memory : 8e9) / ranks;
   t.intra = t.inter = p.link;
+  if (processes > 1 && ranks % processes == 0) {  // a machine here is one process of the job
+    t.devices_per_machine = ranks / processes;
+    const auto measured = p.process_links.find(plane);
+    t.inter = measured != p.process_links.end() ? measured->second : unmeasured_process_link;
+  }
   return t;
 }
 
 std::string describe(const machine_profile& p) {
-  char b[448];
+  std::string between;
+  for (const auto& [plane, c] : p.process_links) {
+    char l[96];
+    std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us", between.empty() ? ", between processes " : ", ",
+                  plane.c_str(), c.bandwidth_bytes_per_s / 1e9, c.latency_s * 1e6);
+    between += l;
+  }
+  char b[640];
   std::snprintf(b, sizeof b,
                 "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB "
-                "cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us; efficiency gemm %.2f, "
+                "cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us%s; efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra "
                 "rank (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
-                p.link.bandwidth_bytes_per_s / 1e9, p.link.latency_s * 1e6, p.eff.gemm, p.eff.memory, p.eff.link,
-                p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
+                p.link.bandwidth_bytes_per_s / 1e9, p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory,
+                p.eff.link, p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
                 p.eff.per_rank_seconds * 1e6, p.source.c_str(),
                 p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;

@@ -1,5 +1,6 @@
 // This machine as the cost model sees it: per-core GEMM FLOP/s, memory bandwidth, the
-// in-process link's alpha and beta, and the efficiencies the planner applies on top —
+// in-process link's alpha and beta, the link between two processes of a job on this machine
+// for each data plane (tcp, ucx), and the efficiencies the planner applies on top —
 // measured by --cluster.calibrate, refit after every auto-planned run, and kept in a JSON
 // file (default $XDG_CACHE_HOME/cohort/profile.json, else ~/.cache/cohort/profile.json).
 // Without a file the defaults below stand in, and the planner says so.
@@ -10,9 +11,11 @@
 //   if (!p) return p.error();                                           // malformed: names file and field
 //   std::cout << describe(*p) << "\n";
 //   topology t = local_topology(*p, /*ranks=*/4, /*threads=*/2);
+//   topology job = local_topology(*p, /*ranks=*/4, /*threads=*/2, /*processes=*/2, "tcp");   // 2 ranks each
 //   if (auto st = save_profile(default_profile_path(), *p); !st) return st;
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "graph/error.hpp"
@@ -30,6 +33,9 @@ struct machine_profile {
   double cache_bandwidth_bytes_per_s = 30e9;   // one core copying within half of it
   double optimizer_bytes_per_s = 0;            // one core's AdamW update over 64 MiB (0: not measured)
   link_cost link{5e9, 10e-6};                  // in-process fabric: allreduce between threads
+  /// Between two processes of one job on this machine, by data plane ("tcp", "ucx"): an
+  /// allreduce over that fabric (actors::measure_process_link). Absent: not measured yet.
+  std::map<std::string, link_cost> process_links;
   efficiency eff;
   int refits = 0;                   // online refits folded in since calibration
   std::string source = "defaults";  // "defaults", "calibrated", or the file it came from
@@ -56,12 +62,21 @@ struct gemm_rates {
 /// term non-positive, F is the square GEMM's whole rate and B is 0.
 gemm_rates solve_gemm_rates(const gemm_timing& square, const gemm_timing& skinny);
 
-/// `ranks` ranks running in this process on `threads` threads, as the runtime runs them: each
-/// rank computes on max(1, threads / ranks) kernel threads, and all share min(threads, cores)
-/// cores (processor sharing when ranks outnumber them); 1/ranks of the memory each.
-topology local_topology(const machine_profile& p, int ranks, int threads);
+/// What a link between processes is taken to cost before it was measured (loopback TCP's
+/// order of magnitude); the planner says so where it uses it.
+inline constexpr link_cost unmeasured_process_link{1e9, 50e-6};
 
-/// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us (calibrated, 2 refits)".
+/// `ranks` ranks running on `threads` threads, as the runtime runs them: each rank computes on
+/// max(1, threads / ranks) kernel threads, and all share min(threads, cores) cores (processor
+/// sharing when ranks outnumber them); 1/ranks of the memory each. Spread over `processes`
+/// processes of one job on this machine (contiguous blocks of ranks), a group within a process
+/// takes the in-process link and one across processes the `plane`'s process link
+/// (unmeasured_process_link when the profile has none).
+topology local_topology(const machine_profile& p, int ranks, int threads, int processes = 1,
+                        const std::string& plane = "tcp");
+
+/// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us, between
+/// processes tcp 1.9 GB/s + 40 us (calibrated, 2 refits)".
 std::string describe(const machine_profile& p);
 
 }  // namespace cohort::planner

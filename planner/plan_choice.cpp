@@ -113,9 +113,22 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();
     if (opts.mode == plan_mode::manual || !opts.file.empty()) ranks = 0;  // set from the plan in choose_plan
-    s.search.topo = local_topology(s.profile, std::max(1, ranks), threads);
+    s.processes = std::max(1, opts.processes);
+    s.data_plane = opts.data_plane;
+    s.search.topo = local_topology_of(s, std::max(1, ranks), threads);
+    // the runtime runs tensor-parallel groups across the processes of one machine too
+    if (s.processes > 1) s.search.tp_across_machines = true;
   }
   return s;
+}
+
+topology local_topology_of(const planning_setup& s, int ranks, int threads) {
+  int processes = 1;
+  if (s.processes > 1) {
+    const int per_process = std::max(1, s.threads / s.processes);
+    processes = std::max(1, threads / per_process);
+  }
+  return local_topology(s.profile, ranks, threads, processes, s.data_plane);
 }
 
 json plan_choice::to_json(const planned& p, const std::string& how) {
@@ -266,7 +279,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     std::vector<planned> allowed;
     for (int ranks = fewest; ranks <= most; ++ranks) {
       search_options here = search;
-      if (!s.cluster) here.topo = local_topology(s.profile, ranks, threads);
+      if (!s.cluster) here.topo = local_topology_of(s, ranks, threads);
       auto ranked = rank_plans(*s.analysis, here);
       if (!ranked) return ranked.error();
       for (auto& p : *ranked)
@@ -304,7 +317,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
   }
   if (!c.predicted) {
     // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices
-    if (!s.cluster) search.topo = local_topology(s.profile, c.plan.ranks(), threads);
+    if (!s.cluster) search.topo = local_topology_of(s, c.plan.ranks(), threads);
     auto p = evaluate_plan(*s.analysis, c.plan, search, c.cuts);
     if (p) {
       c.predicted = *p;
@@ -338,7 +351,7 @@ result<plan_choice> choose_plan(const planning_setup& s, const plan_request& o) 
 result<plan_choice> choose_plan_for(const planning_setup& s, const plan_request& o, int devices, int threads) {
   search_options search = s.search;
   const int all = threads > 0 ? threads : s.threads;
-  if (!s.cluster) search.topo = local_topology(s.profile, std::max(1, devices), all);
+  if (!s.cluster) search.topo = local_topology_of(s, std::max(1, devices), all);
   plan_request exact = o;
   exact.ranks = std::max(1, devices);  // these devices, not 1 to their number
   return choose(s, exact, search, all);

@@ -48,6 +48,8 @@ struct plan_request {
   bool only = false;               // print the ranked plans and the chosen one, train nothing
   std::string file;                // a saved plan (JSON, as --plan.only prints it)
   std::int64_t ranks = 0;          // devices to plan for on this machine (0: its cores)
+  int processes = 1;               // the job's processes on this machine, each with its share of the threads
+  std::string data_plane = "tcp";  // what links them (tcp, ucx): the profile's link between processes
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;
   std::string device_profile;     // the cluster's devices' profile (overrides the one the cluster file names)
@@ -68,9 +70,16 @@ struct planning_setup {
   device_profile devices_profile;
   machine_profile profile;
   std::string profile_path;
-  int threads = 1;                      // compute threads of the run
+  int threads = 1;    // compute threads of the run (all its processes')
+  int processes = 1;  // processes of the job when planned (plan_request::processes)
+  std::string data_plane = "tcp";
   bool refit_refusal_reported = false;  // a refused refit is said once per run, not at every refit
 };
+
+/// This machine as the cost model sees `ranks` ranks on `threads` threads: each process of a
+/// job computes on threads / processes of them, so `threads` also says how many processes
+/// the ranks are spread over (after a join or a loss, not the number the job started with).
+topology local_topology_of(const planning_setup& s, int ranks, int threads);
 
 /// Analyzes the model and describes the devices: a cluster file (its devices' efficiencies
 /// from opts.device_profile, else the profile the file names for them, else the uncalibrated

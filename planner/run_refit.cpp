@@ -81,7 +81,7 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   // without calibrated terms the whole excess becomes per-step overhead).
   if (!setup.cluster) {
     search_options again = setup.search;
-    again.topo = local_topology(setup.profile, plan.ranks(), setup.threads);
+    again.topo = local_topology_of(setup, plan.ranks(), setup.threads);
     again.eff = fit.eff;
     auto with = evaluate_plan(*setup.analysis, plan, again, choice.predicted->cuts, choice.predicted->recompute);
     again.eff = fit.eff.without_runtime_overhead();

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "actors/calibration.hpp"
+#include "actors/link_measure.hpp"
 #include "apps/driver/training_loop.hpp"
 #include "kernels/trainer.hpp"
 #include "planner/run_refit.hpp"
@@ -129,6 +131,19 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
     profile = *loaded;
     if (profile.source == "defaults")
       profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
+  }
+  // a job of several processes here: the link between them, measured once per data plane
+  // (kept with the profile when there is a file to keep it in)
+  if (p.processes > 1 && p.cluster_file.empty() && !profile.process_links.count(p.data_plane)) {
+    auto between = actors::measure_process_link(p.data_plane);
+    if (!between) return between.error();
+    profile.process_links[p.data_plane] = *between;
+    const bool keep = std::filesystem::exists(path);
+    if (keep)
+      if (auto st = planner::save_profile(path, profile); !st) return st.error();
+    std::fprintf(stderr, "planner: the %s link between processes measured: %.2f GB/s + %.1f us%s\n",
+                 p.data_plane.c_str(), between->bandwidth_bytes_per_s / 1e9, between->latency_s * 1e6,
+                 keep ? (", saved to " + path).c_str() : "");
   }
   planner::plan_request request = p;  // the tables priced as the runtime will run them
   request.sparse_tables = job.sparse_tables && kernels::sparse_update_problem(job.optimizer).empty();

@@ -130,6 +130,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   } else if (coordinator) {
     plan_options q = p;
     if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = started_with;
+    q.processes = started_with;  // priced with the link between them
+    q.data_plane = to_string(p.dist.transport);
     // every process computes with job.threads threads: the job as a whole has that many times its processes
     auto s = prepare_planning(job, q, job.threads * started_with);
     choice = s ? planner::choose_plan(*s, q) : result<planner::plan_choice>(s.error());

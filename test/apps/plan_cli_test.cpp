@@ -149,6 +149,29 @@ TEST_CASE("when nothing fits, the error says what would") {
   fs::remove(tiny);
 }
 
+TEST_CASE("a job of two processes measures the link between them once and keeps it in the profile") {
+  auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-links.json");
+  std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
+    "memory_bandwidth_bytes_per_s": 1e10, "refits": 0, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.6, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6}})";
+  const std::string job =
+      "--data.name=synth --model.dims=64,32,10 --train.steps=3 --train.threads=1 "
+      "--launch.nproc=2 --cluster.profile=" +
+      profile.string();
+  auto first = run(MLP_BINARY, job);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+  CHECK(first.err.find("planner: the tcp link between processes measured: ") != std::string::npos);
+  std::ifstream in(profile);
+  auto saved = nlohmann::json::parse(in);
+  CHECK(saved["process_links"]["tcp"]["bandwidth_bytes_per_s"].get<double>() > 0);
+  CHECK(saved["process_links"]["tcp"]["latency_s"].get<double>() >= 0);
+  CHECK(saved["refits"] == 0);  // a job's refit is not saved (its link is not the in-process one)
+  auto second = run(MLP_BINARY, job);
+  REQUIRE_MESSAGE(second.exit_code == 0, second.err);
+  CHECK(second.err.find("link between processes measured") == std::string::npos);  // kept, not measured again
+  fs::remove(profile);
+}
+
 TEST_CASE("calibration writes a profile, and a run refits it and reports predicted against measured") {
   auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-profile.json");
   fs::remove(profile);
@@ -174,6 +197,7 @@ TEST_CASE("calibration writes a profile, and a run refits it and reports predict
   }
   CHECK(saved["refits"] == 1);
   CHECK(saved["flops_f32_per_core"].get<double>() > 1e8);
+  CHECK(saved["process_links"]["tcp"]["bandwidth_bytes_per_s"].get<double>() > 0);  // between processes
   CHECK(saved["efficiency"]["gemm"] == p["refit"]["efficiency"]["gemm"]);
   // the runtime's overhead was measured (a line says what was fitted) and saved, refit
   CHECK(r.err.find("calibration: runtime overhead") != std::string::npos);

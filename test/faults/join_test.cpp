@@ -115,13 +115,12 @@ TEST_SUITE("elastic") {
       std::ofstream out(dp4);
       out << R"({"dp":4,"tp":1,"pp":1,"micro_batches":1})";
     }
-    auto r = run(MLP_BINARY, job +
-                                 " --plan.mode=auto --plan.tp=1 --plan.pp=1 --plan.change-at=3 --plan.change-to=" +
-                                 dp4 +
-                                 " --train.steps=12 --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
-                                 "--elastic.join-after=6 --elastic.scale-out=always --elastic.batch=scale "
-                                 "--metrics.file=" +
-                                 metrics);
+    auto r =
+        run(MLP_BINARY, job + " --plan.mode=auto --plan.tp=1 --plan.pp=1 --plan.change-at=3 --plan.change-to=" + dp4 +
+                            " --train.steps=12 --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
+                            "--elastic.join-after=6 --elastic.scale-out=always --elastic.batch=scale "
+                            "--metrics.file=" +
+                            metrics);
     check_grew(r, 6, "process 2, process 3", 4);
     const auto& tr = r.summary["transitions"];
     REQUIRE(tr.size() == 2);
@@ -147,8 +146,9 @@ TEST_SUITE("elastic") {
     std::vector<double> by_hand;
     for (std::size_t leg = 0; leg < legs.size(); ++leg) {
       const std::string leg_metrics = temp_path("scale-leg" + std::to_string(leg) + ".jsonl");
-      auto part = run(MLP_BINARY, job + legs[leg] + " --checkpoint.every=3 --checkpoint.resume=auto --checkpoint.dir=" +
-                                      dir + " --metrics.file=" + leg_metrics);
+      auto part =
+          run(MLP_BINARY, job + legs[leg] + " --checkpoint.every=3 --checkpoint.resume=auto --checkpoint.dir=" + dir +
+                              " --metrics.file=" + leg_metrics);
       REQUIRE_MESSAGE(part.exit_code == 0, part.err);
       for (double l : cohort::test::metrics_losses(leg_metrics)) by_hand.push_back(l);
     }

@@ -1,0 +1,126 @@
+// The link between the processes of one job on this machine (issue 22 item 7): kept in the
+// machine profile per data plane and validated when read; a group of ranks within one process
+// takes the in-process link, one across processes the measured link of the job's plane.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+#include "planner/machine_profile.hpp"
+#include "planner/plan_choice.hpp"
+#include "toy_models.hpp"
+
+using namespace cohort;
+using namespace cohort::planner;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  return fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-" + name);
+}
+
+std::string profile_with(const std::string& links) {
+  return R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10, "memory_bandwidth_bytes_per_s": 1e10,
+    "refits": 0, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.9, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6}, "process_links": )" +
+         links + "}";
+}
+
+std::string load_error(const std::string& links) {
+  const auto path = scratch("links.json");
+  std::ofstream(path) << profile_with(links);
+  auto p = load_profile(path.string());
+  fs::remove(path);
+  return p ? "" : p.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("links between processes are saved with the profile and read back, bad ones refused naming the field") {
+  const auto path = scratch("process-links.json");
+  machine_profile p;
+  p.process_links["tcp"] = {1.25e9, 30e-6};
+  p.process_links["ucx"] = {6.5e9, 2e-6};
+  REQUIRE(save_profile(path.string(), p).ok());
+  auto back = load_profile(path.string());
+  REQUIRE(back.ok());
+  REQUIRE(back->process_links.size() == 2);
+  CHECK(back->process_links["tcp"].bandwidth_bytes_per_s == 1.25e9);
+  CHECK(back->process_links["tcp"].latency_s == 30e-6);
+  CHECK(back->process_links["ucx"].bandwidth_bytes_per_s == 6.5e9);
+  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us, ucx 6.50 GB/s + 2.0 us") != std::string::npos);
+  fs::remove(path);
+  // profiles written before the field: none measured
+  machine_profile none;
+  REQUIRE(save_profile(path.string(), none).ok());
+  auto old = load_profile(path.string());
+  REQUIRE(old.ok());
+  CHECK(old->process_links.empty());
+  fs::remove(path);
+  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5}})").empty());
+  CHECK(load_error(R"([1, 2])").find("profile.process_links: must be an object of data planes") != std::string::npos);
+  CHECK(load_error(R"({"rdma": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5}})")
+            .find("profile.process_links.rdma: the data planes are tcp and ucx") != std::string::npos);
+  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 0, "latency_s": 1e-5}})")
+            .find("profile.process_links.tcp: bandwidth must be positive") != std::string::npos);
+  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": -1}})")
+            .find("profile.process_links.tcp.latency_s: expected a non-negative number") != std::string::npos);
+  CHECK(load_error(R"({"tcp": {"latency_s": 1e-5}})").find("process_links.tcp") != std::string::npos);
+}
+
+TEST_CASE("ranks spread over processes: within one the in-process link, across them the plane's") {
+  machine_profile p;
+  p.link = {5e9, 10e-6};
+  p.process_links["tcp"] = {1.2e9, 40e-6};
+  const topology one = local_topology(p, 4, 4);
+  CHECK(one.devices_per_machine == 4);
+  CHECK(one.inter.bandwidth_bytes_per_s == 5e9);
+  const topology two = local_topology(p, 4, 4, 2, "tcp");
+  CHECK(two.devices == 4);
+  CHECK(two.devices_per_machine == 2);
+  CHECK(two.intra.bandwidth_bytes_per_s == 5e9);
+  CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);
+  CHECK(two.inter.latency_s == 40e-6);
+  const topology unmeasured = local_topology(p, 4, 4, 2, "ucx");
+  CHECK(unmeasured.inter.bandwidth_bytes_per_s == unmeasured_process_link.bandwidth_bytes_per_s);
+  CHECK(unmeasured.inter.latency_s == unmeasured_process_link.latency_s);
+  // ranks that do not split over the processes: as one (the runtime refuses such a plan)
+  CHECK(local_topology(p, 4, 4, 3, "tcp").devices_per_machine == 4);
+}
+
+TEST_CASE("a tensor-parallel plan across two processes is priced with the link between them") {
+  auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {256, 1024, 1024, 10}, rows); };
+  plan_request tp2;
+  tp2.mode = plan_mode::manual;
+  tp2.tp = 2;
+  auto step = [&](int processes, link_cost between) {
+    machine_profile p;
+    p.cores = 2;
+    p.link = {5e9, 10e-6};
+    p.process_links["tcp"] = between;
+    plan_request r = tp2;
+    r.processes = processes;
+    auto s = prepare_planning(model, 2, 256, 2, r, p, "");
+    REQUIRE(s.ok());
+    auto c = choose_plan(*s, r);
+    REQUIRE(c.ok());
+    return c->predicted->step_s;
+  };
+  const double here = step(1, {0.1e9, 100e-6});  // one process: the process link plays no part
+  CHECK(step(1, {5e9, 10e-6}) == here);
+  CHECK(step(2, {5e9, 10e-6}) == doctest::Approx(here));  // a link as fast as the in-process one
+  CHECK(step(2, {0.1e9, 100e-6}) > here * 1.2);           // 50x slower: every tp collective pays
+  // after a loss the setup re-plans for fewer processes: one process's threads say how many
+  machine_profile p;
+  p.cores = 2;
+  p.process_links["tcp"] = {0.1e9, 100e-6};
+  plan_request r = tp2;
+  r.processes = 2;
+  auto s = prepare_planning(model, 2, 256, 2, r, p, "");
+  REQUIRE(s.ok());
+  CHECK(local_topology_of(*s, 2, 2).devices_per_machine == 1);  // 2 processes of one thread
+  CHECK(local_topology_of(*s, 2, 1).devices_per_machine == 2);  // 1 process left
+  CHECK(local_topology_of(*s, 4, 4).devices_per_machine == 1);  // 4 after a join
+}
