@@ -136,14 +136,22 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
   // (kept with the profile when there is a file to keep it in)
   if (p.processes > 1 && p.cluster_file.empty() && !profile.process_links.count(p.data_plane)) {
     auto between = actors::measure_process_link(p.data_plane);
-    if (!between) return between.error();
-    profile.process_links[p.data_plane] = *between;
-    const bool keep = std::filesystem::exists(path);
-    if (keep)
-      if (auto st = planner::save_profile(path, profile); !st) return st.error();
-    std::fprintf(stderr, "planner: the %s link between processes measured: %.2f GB/s + %.1f us%s\n",
-                 p.data_plane.c_str(), between->bandwidth_bytes_per_s / 1e9, between->latency_s * 1e6,
-                 keep ? (", saved to " + path).c_str() : "");
+    if (between) {
+      profile.process_links[p.data_plane] = *between;
+      const bool keep = std::filesystem::exists(path);
+      if (keep)
+        if (auto st = planner::save_profile(path, profile); !st) return st.error();
+      std::fprintf(stderr, "planner: the %s link between processes measured: %.2f GB/s + %.1f us%s\n",
+                   p.data_plane.c_str(), between->bandwidth_bytes_per_s / 1e9, between->latency_s * 1e6,
+                   keep ? (", saved to " + path).c_str() : "");
+    } else {  // the plan is still made, with the unmeasured figure, and the job says so
+      std::fprintf(stderr,
+                   "warning: planner: the %s link between processes was not measured (%s); it is taken as "
+                   "%.2f GB/s + %.0f us\n",
+                   p.data_plane.c_str(), between.error().message.c_str(),
+                   planner::unmeasured_process_link.bandwidth_bytes_per_s / 1e9,
+                   planner::unmeasured_process_link.latency_s * 1e6);
+    }
   }
   planner::plan_request request = p;  // the tables priced as the runtime will run them
   request.sparse_tables = job.sparse_tables && kernels::sparse_update_problem(job.optimizer).empty();
