@@ -6,10 +6,14 @@
 # ("after": the auto-chosen plan trained REFIT_RUNS times, default 3, with --plan.refit, as a
 # user's first runs do; the profile keeps the mean of their fits). Reports mean absolute % error, Spearman rank correlation, and how the auto-chosen
 # plan measured against the best measured one, and how alike two rounds of the same plans
-# rank them (the noise ceiling for the rank correlation).
+# rank them (the noise ceiling for the rank correlation). Then the same across processes: every
+# candidate for a job of 2 and of 4 processes (one thread each, --plan.processes) trained with
+# --launch.nproc, against predictions made with the profile's measured link between processes
+# (there is no "after" there: a job's refit is not saved).
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
+#   PROCS="2" bench/planner_accuracy.sh    (process counts; default "2 4"; PROCS= skips them)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
-#   RANKS=4 bench/planner_accuracy.sh      (only some rank counts; default "2 4")
+#   RANKS=4 bench/planner_accuracy.sh      (only some rank counts; default "2 4"; RANKS= skips them)
 #   REFIT_RUNS=1 bench/planner_accuracy.sh (runs refitting the "after" profile; default 3)
 #   MLP_ROUNDS=5 GPT_ROUNDS=3 bench/planner_accuracy.sh (rounds over each model's plans, median
 #                                          per plan; default 5 for mlp, 3 for gpt: one disturbed
@@ -24,6 +28,7 @@ trap 'rm -rf "$work"' EXIT
 profile="$work/profile.json"
 out="$root/bench/results/planner-accuracy-$stamp.jsonl"
 : >"$out"
+: >"$out.predictions"
 gpl=/usr/share/common-licenses/GPL-3
 threads=2
 
@@ -40,7 +45,7 @@ binary_for() { echo "$root/build/apps/$1"; }
   | head -n 1 >&2
 
 for model in ${MODELS:-mlp gpt}; do
-  for ranks in ${RANKS:-2 4}; do
+  for ranks in ${RANKS-2 4}; do
     base="$(args_for $model) --plan.ranks=$ranks --plan.max-micro-batches=8 --cluster.profile=$profile"
     bin=$(binary_for $model)
     n=$steps; [ $model = mlp ] && n=$((steps * 10))
@@ -84,6 +89,30 @@ PY
   done
 done
 
+# across processes: one thread per process, one rank each, the plans for that job
+for model in ${MODELS:-mlp gpt}; do
+  for procs in ${PROCS-2 4}; do
+    base="$(args_for $model | sed 's/--train.threads=[0-9]*/--train.threads=1/') --plan.max-micro-batches=8"
+    base="$base --cluster.profile=$profile"
+    bin=$(binary_for $model)
+    n=$steps; [ $model = mlp ] && n=$((steps * 10))
+    $bin $base --plan.processes=$procs --plan.only=true --plan.list="$work/procs.jsonl" >/dev/null
+    grep '"fits":true' "$work/procs.jsonl" >"$work/fitting.jsonl"
+    rounds=${GPT_ROUNDS:-3}; [ $model = mlp ] && rounds=${MLP_ROUNDS:-5}
+    for ((round = 1; round <= rounds; round++)); do
+      i=0
+      while IFS= read -r plan; do
+        i=$((i + 1))
+        echo "$plan" >"$work/plan-$i.json"
+        line=$($bin $base --launch.nproc=$procs --plan.refit=false --plan.file="$work/plan-$i.json" \
+                 --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
+        [ -n "$line" ] || line='{}'
+        echo "{\"model\":\"$model\",\"processes\":$procs,\"index\":$i,\"round\":$round,\"plan\":$plan,\"result\":$line}" >>"$out"
+      done <"$work/fitting.jsonl"
+    done
+  done
+done
+
 PYTHONPATH="$root/bench" $py - "$out" "$out.predictions" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -94,7 +123,7 @@ print(f"{'model':5} {'ranks':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':
       f"{'auto/best before':>16} {'auto/best after':>15}")
 for model in ("mlp", "gpt"):
     for ranks in (2, 4):
-        sel = [r for r in rows if r["model"] == model and r["ranks"] == ranks and "prediction" in r["result"]]
+        sel = [r for r in rows if r["model"] == model and r.get("ranks") == ranks and "prediction" in r["result"]]
         if not sel: continue
         runs = {}
         for r in sel: runs.setdefault(json.dumps(key(r["plan"])), []).append(r["result"]["prediction"]["measured_step_s"])
@@ -135,5 +164,33 @@ for model in ("mlp", "gpt"):
                   f"{100 * diffs[len(diffs) // 2]:.1f}%, at most {100 * diffs[-1]:.1f}%")
         for q, x in sorted(zip(p, m), key=lambda t: t[1])[:3]:
             print(f"      best measured: {q['key']}  {x * 1e3:.2f} ms (predicted {q['before'] * 1e3:.2f} -> {q['after'] * 1e3:.2f})")
+PY
+PYTHONPATH="$root/bench" $py - "$out" <<'PY'
+import json, statistics, sys
+from rank_stats import spearman
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
+procs = sorted({(r["model"], r["processes"]) for r in rows if "processes" in r})
+if procs:
+    print(f"\nacross processes (one thread each, the profile's measured link between them):")
+    print(f"{'model':5} {'procs':>5} {'plans':>5} {'MAPE':>7} {'rho':>6} {'auto/best':>9}")
+for model, n in procs:
+    sel = [r for r in rows if r.get("processes") == n and r["model"] == model and "prediction" in r["result"]]
+    if not sel: continue
+    runs, pred, first = {}, {}, None
+    for r in sel:
+        k = key(r["plan"])
+        runs.setdefault(k, []).append(r["result"]["prediction"]["measured_step_s"])
+        pred[k] = r["plan"]["predicted"]["step_s"]
+        if r["index"] == 1: first = k  # the planner's choice: its list's first line
+    ks = sorted(runs)
+    m = [statistics.median(runs[k]) for k in ks]
+    p = [pred[k] for k in ks]
+    mape = 100 * statistics.mean(abs(x - y) / y for x, y in zip(p, m))
+    best = min(m)
+    auto = statistics.median(runs[first]) / best if first else float("nan")
+    print(f"{model:5} {n:5} {len(ks):5} {mape:6.1f}% {spearman(p, m):6.2f} {auto:9.2f}")
+    for k, x, y in sorted(zip(ks, m, p), key=lambda t: t[1])[:3]:
+        print(f"      best measured: {k}  {x * 1e3:.2f} ms (predicted {y * 1e3:.2f})")
 PY
 echo "raw: $out (predictions: $out.predictions)"

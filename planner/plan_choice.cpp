@@ -113,7 +113,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();
     if (opts.mode == plan_mode::manual || !opts.file.empty()) ranks = 0;  // set from the plan in choose_plan
-    s.processes = std::max(1, opts.processes);
+    s.processes = static_cast<int>(std::clamp<std::int64_t>(opts.processes, 1, 1 << 16));
     s.data_plane = opts.data_plane;
     s.search.topo = local_topology_of(s, std::max(1, ranks), threads);
     // the runtime runs tensor-parallel groups across the processes of one machine too

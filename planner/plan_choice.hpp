@@ -48,7 +48,7 @@ struct plan_request {
   bool only = false;               // print the ranked plans and the chosen one, train nothing
   std::string file;                // a saved plan (JSON, as --plan.only prints it)
   std::int64_t ranks = 0;          // devices to plan for on this machine (0: its cores)
-  int processes = 1;               // the job's processes on this machine, each with its share of the threads
+  std::int64_t processes = 1;      // the job's processes on this machine, each with its share of the threads
   std::string data_plane = "tcp";  // what links them (tcp, ucx): the profile's link between processes
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;

@@ -29,6 +29,9 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.file", file, "train with this saved plan (JSON as --plan.only prints it)")
       .add("plan.list", list, "write every candidate plan (auto) to this file, one JSON per line, best first")
       .add("plan.ranks", ranks, "devices to plan for on this machine (0: one per core)")
+      .add("plan.processes", processes,
+           "plan a job of this many processes on this machine, each with --train.threads threads, linked by "
+           "--dist.transport (with --plan.only; a job started with --launch.nproc plans for its own processes)")
       .add("plan.max-micro-batches", max_micro_batches, "the most micro-batches the planner considers")
       .add("plan.refit", refit, "refit the cost model from this run's task times and save it with the profile")
       .add("plan.half-precision", half_precision, "plan for mixed precision (f16 FLOP/s, 2-byte activations)")
@@ -84,6 +87,7 @@ status plan_options::finish(const option_set& opts) {
       return make_error(errc::invalid_argument, "--plan.change-at: steps must be positive and ascending");
     if (change_targets[i].empty()) return make_error(errc::invalid_argument, "--plan.change-to: an empty plan");
   }
+  if (processes < 1) return make_error(errc::invalid_argument, "--plan.processes must be at least 1");
   if (auto st = checkpoint.finish(); !st) return st;
   if (auto st = trace.finish(); !st) return st;
   if (auto st = report.finish(); !st) return st;
@@ -249,10 +253,17 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     return train_serial(job, loop);
   }
   const auto planning_start = std::chrono::steady_clock::now();
-  auto prepared = prepare_planning(job, plan, job.threads);
+  if (plan.processes > 1 && !plan.only)
+    return make_error(errc::invalid_argument,
+                      "--plan.processes plans a job of several processes with --plan.only; --launch.nproc=" +
+                          std::to_string(plan.processes) + " runs one");
+  plan_options here = plan;  // --plan.processes: the job's threads, one rank per process unless told
+  here.data_plane = to_string(plan.dist.transport);
+  if (here.processes > 1 && here.ranks == 0 && here.mode == planner::plan_mode::automatic) here.ranks = here.processes;
+  auto prepared = prepare_planning(job, here, job.threads * static_cast<int>(here.processes));
   if (!prepared) return prepared.error();
   auto setup = std::make_shared<planner::planning_setup>(std::move(*prepared));
-  auto choice = planner::choose_plan(*setup, plan);
+  auto choice = planner::choose_plan(*setup, here);
   if (!choice) return choice.error();
   const double planning_s = seconds_since(planning_start);
   if (!plan.list.empty()) {
@@ -263,9 +274,11 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     std::fclose(f);
   }
   if (plan.only) {
-    std::printf("planning for %s%d %s (%s)\n",
-                !setup->cluster && plan.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
-                setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine",
+    const std::string over =
+        here.processes > 1 ? " in " + std::to_string(here.processes) + " processes (" + here.data_plane + ")" : "";
+    std::printf("planning for %s%d %s%s (%s)\n",
+                !setup->cluster && here.ranks == 0 && setup->search.topo.devices > 1 ? "1 to " : "",
+                setup->search.topo.devices, setup->cluster ? "devices" : "ranks on this machine", over.c_str(),
                 setup->cluster ? plan.cluster_file.c_str() : planner::describe(setup->profile).c_str());
     if (setup->cluster)
       std::printf("device efficiencies: %s (%s)\n", setup->devices_profile.model.c_str(),

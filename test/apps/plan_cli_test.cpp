@@ -149,6 +149,33 @@ TEST_CASE("when nothing fits, the error says what would") {
   fs::remove(tiny);
 }
 
+TEST_CASE("a job of several processes is planned with --plan.processes and the link between them") {
+  auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-plan-procs.json");
+  std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
+    "memory_bandwidth_bytes_per_s": 1e10, "refits": 0, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.6, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6},
+    "process_links": {"tcp": {"bandwidth_bytes_per_s": 1e8, "latency_s": 1e-4}}})";
+  const std::string base = "--data.name=synth --train.threads=1 --plan.only=true --cluster.profile=" + profile.string();
+  auto two = run(MLP_BINARY, base + " --plan.processes=2");
+  REQUIRE_MESSAGE(two.exit_code == 0, two.err);
+  CHECK(two.out.find("planning for 2 ranks on this machine in 2 processes (tcp)") != std::string::npos);
+  CHECK(two.out.find("between processes tcp 0.10 GB/s + 100.0 us") != std::string::npos);
+  CHECK(two.summary["plan"]["ranks"] == 2);
+  // the same ranks in one process: every group on the in-process link, so faster
+  auto one = run(MLP_BINARY, base + " --plan.ranks=2 --plan.mode=manual --plan.dp=2");
+  auto split = run(MLP_BINARY, base + " --plan.processes=2 --plan.mode=manual --plan.dp=2");
+  REQUIRE_MESSAGE((one.exit_code == 0 && split.exit_code == 0), one.err << split.err);
+  CHECK(split.summary["plan"]["predicted"]["step_s"].get<double>() >
+        one.summary["plan"]["predicted"]["step_s"].get<double>());
+  auto training = run(MLP_BINARY, "--data.name=synth --train.steps=2 --plan.processes=2");
+  CHECK(training.exit_code == 2);
+  CHECK(training.err.find("--plan.processes plans a job of several processes with --plan.only") != std::string::npos);
+  auto zero = run(MLP_BINARY, base + " --plan.processes=0");
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err.find("--plan.processes must be at least 1") != std::string::npos);
+  fs::remove(profile);
+}
+
 TEST_CASE("a job of two processes measures the link between them once and keeps it in the profile") {
   auto profile = fs::temp_directory_path() / ("cohort-" + std::to_string(::getpid()) + "-links.json");
   std::ofstream(profile) << R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
