@@ -137,7 +137,7 @@ machine_profile calibrate(int threads, const progress_fn& progress) {
   for (const char* plane : {"tcp", "ucx"}) {
     auto between = measure_process_link(plane);
     if (between)
-      p.process_links[plane] = *between;
+      p.process_links[plane].cost = *between;
     else
       std::fprintf(stderr, "calibration: no %s link between processes measured (%s)\n", plane,
                    between.error().message.c_str());

@@ -9,7 +9,7 @@
 //   planner::machine_profile profile;
 //   auto tcp = actors::measure_process_link("tcp");         // about 0.2 s
 //   if (!tcp) return tcp.error();                            // the plane cannot start here
-//   profile.process_links["tcp"] = *tcp;
+//   profile.process_links["tcp"].cost = *tcp;
 //   transport::in_process_fabric f(2);
 //   planner::link_cost here = actors::measure_link(f.endpoint(0), f.endpoint(1));
 #pragma once

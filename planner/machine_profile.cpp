@@ -86,12 +86,16 @@ result<machine_profile> load_profile(const std::string& path) {
       const std::string where = w + ".process_links." + plane;
       if (plane != "tcp" && plane != "ucx")
         return make_error(errc::invalid_argument, where + ": the data planes are tcp and ucx");
-      link_cost c;
-      COHORT_READ(c.bandwidth_bytes_per_s, cost, "bandwidth_bytes_per_s", where);
-      COHORT_READ(c.latency_s, cost, "latency_s", where);
-      if (!(c.bandwidth_bytes_per_s > 0) || !(c.latency_s >= 0) || !std::isfinite(c.bandwidth_bytes_per_s) ||
-          !std::isfinite(c.latency_s))
-        return make_error(errc::invalid_argument, where + ": bandwidth must be positive and latency at least 0");
+      process_link c;
+      COHORT_READ(c.cost.bandwidth_bytes_per_s, cost, "bandwidth_bytes_per_s", where);
+      COHORT_READ(c.cost.latency_s, cost, "latency_s", where);
+      if (cost.contains("per_step_seconds")) COHORT_READ(c.per_step_seconds, cost, "per_step_seconds", where);
+      if (cost.contains("refits")) COHORT_READ(c.refits, cost, "refits", where);
+      if (!(c.cost.bandwidth_bytes_per_s > 0) || !std::isfinite(c.cost.bandwidth_bytes_per_s) ||
+          !std::isfinite(c.cost.latency_s) || !std::isfinite(c.per_step_seconds) || c.per_step_seconds > 1)
+        return make_error(errc::invalid_argument, where +
+                                                      ": bandwidth must be positive and finite, the latency and "
+                                                      "the per-step seconds finite (at most 1 s a step)");
       p.process_links[plane] = c;
     }
   }
@@ -147,7 +151,10 @@ status save_profile(const std::string& path, const machine_profile& p) {
               {"per_rank_seconds", p.eff.per_rank_seconds}}},
             {"refits", p.refits}};
   for (const auto& [plane, c] : p.process_links)
-    j["process_links"][plane] = {{"bandwidth_bytes_per_s", c.bandwidth_bytes_per_s}, {"latency_s", c.latency_s}};
+    j["process_links"][plane] = {{"bandwidth_bytes_per_s", c.cost.bandwidth_bytes_per_s},
+                                 {"latency_s", c.cost.latency_s},
+                                 {"per_step_seconds", c.per_step_seconds},
+                                 {"refits", c.refits}};
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -183,7 +190,8 @@ topology local_topology(const machine_profile& p, int ranks, int threads, int pr
   if (processes > 1 && ranks % processes == 0) {  // a machine here is one process of the job
     t.devices_per_machine = ranks / processes;
     const auto measured = p.process_links.find(plane);
-    t.inter = measured != p.process_links.end() ? measured->second : unmeasured_process_link;
+    t.inter = measured != p.process_links.end() ? measured->second.cost : unmeasured_process_link;
+    t.per_step_seconds = measured != p.process_links.end() ? measured->second.per_step_seconds : 0;
   }
   return t;
 }
@@ -192,8 +200,9 @@ std::string describe(const machine_profile& p) {
   std::string between;
   for (const auto& [plane, c] : p.process_links) {
     char l[96];
-    std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us", between.empty() ? ", between processes " : ", ",
-                  plane.c_str(), c.bandwidth_bytes_per_s / 1e9, c.latency_s * 1e6);
+    std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us, %.0f us per step",
+                  between.empty() ? ", between processes " : ", ", plane.c_str(), c.cost.bandwidth_bytes_per_s / 1e9,
+                  c.cost.latency_s * 1e6, c.per_step_seconds * 1e6);
     between += l;
   }
   char b[640];

@@ -23,6 +23,14 @@
 
 namespace cohort::planner {
 
+/// What a job of several processes on this machine pays for their link, per data plane.
+struct process_link {
+  link_cost cost;               // an allreduce over that fabric (actors::measure_process_link)
+  double per_step_seconds = 0;  // each step's cost of being several processes, beyond the
+                                // in-process runtime's terms: refit from the job's runs
+  int refits = 0;               // multi-process runs folded into per_step_seconds
+};
+
 struct machine_profile {
   int cores = 1;
   double flops_f32_per_core = 50e9;            // one core's GEMM arithmetic rate (see gemm_bytes_per_s)
@@ -33,9 +41,9 @@ struct machine_profile {
   double cache_bandwidth_bytes_per_s = 30e9;   // one core copying within half of it
   double optimizer_bytes_per_s = 0;            // one core's AdamW update over 64 MiB (0: not measured)
   link_cost link{5e9, 10e-6};                  // in-process fabric: allreduce between threads
-  /// Between two processes of one job on this machine, by data plane ("tcp", "ucx"): an
-  /// allreduce over that fabric (actors::measure_process_link). Absent: not measured yet.
-  std::map<std::string, link_cost> process_links;
+  /// Between two processes of one job on this machine, by data plane ("tcp", "ucx"). Absent:
+  /// not measured yet.
+  std::map<std::string, process_link> process_links;
   efficiency eff;
   int refits = 0;                   // online refits folded in since calibration
   std::string source = "defaults";  // "defaults", "calibrated", or the file it came from

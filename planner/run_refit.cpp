@@ -136,6 +136,36 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   return out;
 }
 
+json refit_between_processes(const plan_choice& choice, planning_setup& setup, const task_totals& t, bool save) {
+  json out = json::object();
+  if (setup.cluster || setup.processes < 2 || !choice.predicted || t.step_seconds.empty()) return out;
+  std::vector<double> steps = t.step_seconds;
+  std::sort(steps.begin(), steps.end());
+  const double measured = steps[steps.size() / 2];
+  search_options without = setup.search;
+  without.topo = local_topology_of(setup, choice.plan.ranks(), setup.threads);
+  without.topo.per_step_seconds = 0;
+  auto p = evaluate_plan(*setup.analysis, choice.plan, without, choice.predicted->cuts, choice.predicted->recompute);
+  if (!p) return out;
+  const double excess = measured - p->step_s;
+  process_link& link = setup.profile.process_links[setup.data_plane];
+  if (link.cost.bandwidth_bytes_per_s <= 0) link.cost = without.topo.inter;  // the figure the prediction used
+  const double weight = refit_weight(link.refits + 1);
+  link.per_step_seconds = (1 - weight) * link.per_step_seconds + weight * std::max(0.0, excess);
+  ++link.refits;
+  out = {{"plane", setup.data_plane},
+         {"excess_s", excess},
+         {"per_step_seconds", link.per_step_seconds},
+         {"refits", link.refits}};
+  if (save) {
+    if (auto st = save_profile(setup.profile_path, setup.profile); !st)
+      std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());
+    else
+      out["profile"] = setup.profile_path;
+  }
+  return out;
+}
+
 online_refit::online_refit(plan_choice choice, std::shared_ptr<planning_setup> setup, bool save, std::int64_t warmup,
                            std::int64_t steps, std::int64_t early_steps)
     : choice_(std::move(choice)),

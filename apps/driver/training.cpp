@@ -141,7 +141,7 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
   if (p.processes > 1 && p.cluster_file.empty() && !profile.process_links.count(p.data_plane)) {
     auto between = actors::measure_process_link(p.data_plane);
     if (between) {
-      profile.process_links[p.data_plane] = *between;
+      profile.process_links[p.data_plane].cost = *between;
       const bool keep = std::filesystem::exists(path);
       if (keep)
         if (auto st = planner::save_profile(path, profile); !st) return st.error();

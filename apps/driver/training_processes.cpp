@@ -490,7 +490,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // data plane (TCP, UCX, another host) is a different link
     r->prediction = planner::compare_and_refit(*choice, *setup, /*save=*/false, all, false);
     r->prediction["note"] =
-        "refit from every process's task times; not saved to the profile (its link is the in-process one)";
+        "refit from every process's task times; its efficiencies are not saved (the profile's are the in-process "
+        "runtime's), what the processes cost each step beyond them is (between_processes)";
+    auto between = planner::refit_between_processes(*choice, *setup, all, p.refit);
+    if (!between.empty()) r->prediction["between_processes"] = std::move(between);
   }
   return r;
 }

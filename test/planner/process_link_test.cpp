@@ -9,6 +9,7 @@
 
 #include "planner/machine_profile.hpp"
 #include "planner/plan_choice.hpp"
+#include "planner/run_refit.hpp"
 #include "toy_models.hpp"
 
 using namespace cohort;
@@ -41,16 +42,20 @@ std::string load_error(const std::string& links) {
 TEST_CASE("links between processes are saved with the profile and read back, bad ones refused naming the field") {
   const auto path = scratch("process-links.json");
   machine_profile p;
-  p.process_links["tcp"] = {1.25e9, 30e-6};
-  p.process_links["ucx"] = {6.5e9, 2e-6};
+  p.process_links["tcp"] = {{1.25e9, 30e-6}, 150e-6, 2};
+  p.process_links["ucx"] = {{6.5e9, 2e-6}};
   REQUIRE(save_profile(path.string(), p).ok());
   auto back = load_profile(path.string());
   REQUIRE(back.ok());
   REQUIRE(back->process_links.size() == 2);
-  CHECK(back->process_links["tcp"].bandwidth_bytes_per_s == 1.25e9);
-  CHECK(back->process_links["tcp"].latency_s == 30e-6);
-  CHECK(back->process_links["ucx"].bandwidth_bytes_per_s == 6.5e9);
-  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us, ucx 6.50 GB/s + 2.0 us") != std::string::npos);
+  CHECK(back->process_links["tcp"].cost.bandwidth_bytes_per_s == 1.25e9);
+  CHECK(back->process_links["tcp"].cost.latency_s == 30e-6);
+  CHECK(back->process_links["tcp"].per_step_seconds == 150e-6);
+  CHECK(back->process_links["tcp"].refits == 2);
+  CHECK(back->process_links["ucx"].cost.bandwidth_bytes_per_s == 6.5e9);
+  CHECK(back->process_links["ucx"].per_step_seconds == 0);
+  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us, 150 us per step, ucx 6.50 GB/s + 2.0 us, "
+                             "0 us per step") != std::string::npos);
   fs::remove(path);
   // profiles written before the field: none measured
   machine_profile none;
@@ -65,6 +70,8 @@ TEST_CASE("links between processes are saved with the profile and read back, bad
             .find("profile.process_links.rdma: the data planes are tcp and ucx") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 0, "latency_s": 1e-5}})")
             .find("profile.process_links.tcp: bandwidth must be positive") != std::string::npos);
+  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5, "per_step_seconds": 5}})")
+            .find("at most 1 s a step") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": -1}})")
             .find("profile.process_links.tcp.latency_s: expected a non-negative number") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"latency_s": 1e-5}})").find("process_links.tcp") != std::string::npos);
@@ -73,7 +80,7 @@ TEST_CASE("links between processes are saved with the profile and read back, bad
 TEST_CASE("ranks spread over processes: within one the in-process link, across them the plane's") {
   machine_profile p;
   p.link = {5e9, 10e-6};
-  p.process_links["tcp"] = {1.2e9, 40e-6};
+  p.process_links["tcp"] = {{1.2e9, 40e-6}, 200e-6};
   const topology one = local_topology(p, 4, 4);
   CHECK(one.devices_per_machine == 4);
   CHECK(one.inter.bandwidth_bytes_per_s == 5e9);
@@ -83,6 +90,8 @@ TEST_CASE("ranks spread over processes: within one the in-process link, across t
   CHECK(two.intra.bandwidth_bytes_per_s == 5e9);
   CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);
   CHECK(two.inter.latency_s == 40e-6);
+  CHECK(two.per_step_seconds == 200e-6);
+  CHECK(one.per_step_seconds == 0);
   const topology unmeasured = local_topology(p, 4, 4, 2, "ucx");
   CHECK(unmeasured.inter.bandwidth_bytes_per_s == unmeasured_process_link.bandwidth_bytes_per_s);
   CHECK(unmeasured.inter.latency_s == unmeasured_process_link.latency_s);
@@ -99,7 +108,7 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
     machine_profile p;
     p.cores = 2;
     p.link = {5e9, 10e-6};
-    p.process_links["tcp"] = between;
+    p.process_links["tcp"] = {between};
     plan_request r = tp2;
     r.processes = processes;
     auto s = prepare_planning(model, 2, 256, 2, r, p, "");
@@ -115,7 +124,7 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
   // after a loss the setup re-plans for fewer processes: one process's threads say how many
   machine_profile p;
   p.cores = 2;
-  p.process_links["tcp"] = {0.1e9, 100e-6};
+  p.process_links["tcp"] = {{0.1e9, 100e-6}};
   plan_request r = tp2;
   r.processes = 2;
   auto s = prepare_planning(model, 2, 256, 2, r, p, "");
@@ -123,4 +132,54 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
   CHECK(local_topology_of(*s, 2, 2).devices_per_machine == 1);  // 2 processes of one thread
   CHECK(local_topology_of(*s, 2, 1).devices_per_machine == 2);  // 1 process left
   CHECK(local_topology_of(*s, 4, 4).devices_per_machine == 1);  // 4 after a join
+}
+
+TEST_CASE("a job's step beyond the prediction is refit as the processes' per-step cost, a running mean") {
+  auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {64, 32, 10}, rows); };
+  const auto path = scratch("refit-between.json");
+  fs::remove(path);
+  machine_profile p;
+  p.cores = 2;
+  p.process_links["tcp"] = {{1e9, 20e-6}};
+  plan_request dp2;
+  dp2.mode = plan_mode::manual;
+  dp2.dp = 2;
+  dp2.processes = 2;
+  auto s = prepare_planning(model, 2, 64, 2, dp2, p, path.string());
+  REQUIRE(s.ok());
+  auto c = choose_plan(*s, dp2);
+  REQUIRE(c.ok());
+  const double bare = c->predicted->step_s;  // no per-step term measured yet
+  auto run_taking = [&](double seconds) {
+    task_totals t;
+    t.step_seconds = {seconds, seconds, seconds};
+    t.steps = 3;
+    return refit_between_processes(*c, *s, t, /*save=*/true);
+  };
+  auto first = run_taking(bare + 300e-6);
+  CHECK(first["plane"] == "tcp");
+  CHECK(first["excess_s"].get<double>() == doctest::Approx(300e-6));
+  CHECK(first["per_step_seconds"].get<double>() == doctest::Approx(300e-6));  // the first run: all of it
+  CHECK(first["refits"] == 1);
+  auto second = run_taking(bare + 100e-6);
+  CHECK(second["per_step_seconds"].get<double>() == doctest::Approx(200e-6));  // weight 1/2
+  auto third = run_taking(bare - 50e-6);  // faster than the model without the term: counts as 0
+  CHECK(third["per_step_seconds"].get<double>() == doctest::Approx(200e-6 * 2 / 3));
+  auto saved = load_profile(path.string());
+  REQUIRE(saved.ok());
+  CHECK(saved->process_links["tcp"].refits == 3);
+  CHECK(saved->process_links["tcp"].per_step_seconds == doctest::Approx(200e-6 * 2 / 3));
+  CHECK(saved->process_links["tcp"].cost.bandwidth_bytes_per_s == 1e9);
+  // the next plan is predicted with it; a job in one process is not
+  auto again = prepare_planning(model, 2, 64, 2, dp2, *saved, "");
+  REQUIRE(again.ok());
+  auto next = choose_plan(*again, dp2);
+  REQUIRE(next.ok());
+  CHECK(next->predicted->step_s == doctest::Approx(bare + 200e-6 * 2 / 3));
+  plan_request here = dp2;
+  here.processes = 1;
+  auto one = prepare_planning(model, 2, 64, 2, here, *saved, "");
+  REQUIRE(one.ok());
+  CHECK(refit_between_processes(*c, *one, task_totals{}, false).empty());
+  fs::remove(path);
 }
