@@ -42,7 +42,7 @@ binary_for() { echo "$root/build/apps/$1"; }
 
 # a fresh measured profile for the whole run
 "$root/build/apps/mlp" --data.name=synth --plan.only=true --cluster.calibrate=true --cluster.profile="$profile" \
-  | head -n 1 >&2
+  | sed -n 1p >&2
 
 for model in ${MODELS:-mlp gpt}; do
   for ranks in ${RANKS-2 4}; do
@@ -89,14 +89,33 @@ PY
   done
 done
 
-# across processes: one thread per process, one rank each, the plans for that job
+# across processes: one thread per process, one rank each, the plans for that job; "before"
+# from the fresh profile (its measured link between processes), "after" from the profile that
+# REFIT_RUNS runs of the chosen plan refit (the processes' per-step cost)
 for model in ${MODELS:-mlp gpt}; do
   for procs in ${PROCS-2 4}; do
     base="$(args_for $model | sed 's/--train.threads=[0-9]*/--train.threads=1/') --plan.max-micro-batches=8"
-    base="$base --cluster.profile=$profile"
     bin=$(binary_for $model)
     n=$steps; [ $model = mlp ] && n=$((steps * 10))
-    $bin $base --plan.processes=$procs --plan.only=true --plan.list="$work/procs.jsonl" >/dev/null
+    cp "$profile" "$work/pbefore.json"
+    cp "$profile" "$work/pafter.json"
+    $bin $base --cluster.profile="$work/pbefore.json" --plan.processes=$procs --plan.only=true \
+      --plan.list="$work/procs.jsonl" >/dev/null
+    for ((refit_run = 1; refit_run <= ${REFIT_RUNS:-3}; refit_run++)); do
+      $bin $base --cluster.profile="$work/pafter.json" --launch.nproc=$procs --train.steps=$((n + warmup)) \
+        --train.warmup=$warmup >/dev/null 2>&1
+    done
+    $bin $base --cluster.profile="$work/pafter.json" --plan.processes=$procs --plan.only=true \
+      --plan.list="$work/procs-after.jsonl" >/dev/null
+    $py - "$work/procs.jsonl" "$work/procs-after.jsonl" "$model" "$procs" >>"$out" <<'PY'
+import json, sys
+def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
+after = {key(p): p["predicted"]["step_s"] for p in map(json.loads, open(sys.argv[2]))}
+first = json.loads(next(open(sys.argv[2])))
+for p in map(json.loads, open(sys.argv[1])):
+    print(json.dumps({"model": sys.argv[3], "processes": int(sys.argv[4]), "prediction_of": key(p),
+                      "before": p["predicted"]["step_s"], "after": after.get(key(p)), "auto_after": key(p) == key(first)}))
+PY
     grep '"fits":true' "$work/procs.jsonl" >"$work/fitting.jsonl"
     rounds=${GPT_ROUNDS:-3}; [ $model = mlp ] && rounds=${MLP_ROUNDS:-5}
     for ((round = 1; round <= rounds; round++)); do
@@ -104,8 +123,9 @@ for model in ${MODELS:-mlp gpt}; do
       while IFS= read -r plan; do
         i=$((i + 1))
         echo "$plan" >"$work/plan-$i.json"
-        line=$($bin $base --launch.nproc=$procs --plan.refit=false --plan.file="$work/plan-$i.json" \
-                 --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null | tail -n 1)
+        line=$($bin $base --cluster.profile="$work/pbefore.json" --launch.nproc=$procs --plan.refit=false \
+                 --plan.file="$work/plan-$i.json" --train.steps=$((n + warmup)) --train.warmup=$warmup 2>/dev/null |
+               tail -n 1)
         [ -n "$line" ] || line='{}'
         echo "{\"model\":\"$model\",\"processes\":$procs,\"index\":$i,\"round\":$round,\"plan\":$plan,\"result\":$line}" >>"$out"
       done <"$work/fitting.jsonl"
@@ -172,25 +192,32 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
 procs = sorted({(r["model"], r["processes"]) for r in rows if "processes" in r})
 if procs:
-    print(f"\nacross processes (one thread each, the profile's measured link between them):")
-    print(f"{'model':5} {'procs':>5} {'plans':>5} {'MAPE':>7} {'rho':>6} {'auto/best':>9}")
+    print(f"\nacross processes (one thread each; predictions before and after the refit of the processes' per-step cost):")
+    print(f"{'model':5} {'procs':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':>10} {'rho before':>10} "
+          f"{'rho after':>9} {'auto/best before':>16} {'auto/best after':>15}")
 for model, n in procs:
-    sel = [r for r in rows if r.get("processes") == n and r["model"] == model and "prediction" in r["result"]]
+    sel = [r for r in rows if r.get("processes") == n and r["model"] == model and "result" in r
+           and "prediction" in r["result"]]
+    preds = {r["prediction_of"]: r for r in rows if r.get("processes") == n and r["model"] == model and "prediction_of" in r}
     if not sel: continue
-    runs, pred, first = {}, {}, None
+    runs, first = {}, None
     for r in sel:
         k = key(r["plan"])
         runs.setdefault(k, []).append(r["result"]["prediction"]["measured_step_s"])
-        pred[k] = r["plan"]["predicted"]["step_s"]
-        if r["index"] == 1: first = k  # the planner's choice: its list's first line
-    ks = sorted(runs)
+        if r["index"] == 1: first = k  # the planner's choice: the first line of its list
+    ks = sorted(k for k in runs if k in preds and preds[k]["after"] is not None)
     m = [statistics.median(runs[k]) for k in ks]
-    p = [pred[k] for k in ks]
-    mape = 100 * statistics.mean(abs(x - y) / y for x, y in zip(p, m))
+    before = [preds[k]["before"] for k in ks]
+    after = [preds[k]["after"] for k in ks]
+    mape = lambda xs: 100 * statistics.mean(abs(x - y) / y for x, y in zip(xs, m))
     best = min(m)
-    auto = statistics.median(runs[first]) / best if first else float("nan")
-    print(f"{model:5} {n:5} {len(ks):5} {mape:6.1f}% {spearman(p, m):6.2f} {auto:9.2f}")
-    for k, x, y in sorted(zip(ks, m, p), key=lambda t: t[1])[:3]:
-        print(f"      best measured: {k}  {x * 1e3:.2f} ms (predicted {y * 1e3:.2f})")
+    auto_b = statistics.median(runs[first]) / best if first else float("nan")
+    chosen_after = next((k for k in ks if preds[k]["auto_after"]), None)
+    auto_a = statistics.median(runs[chosen_after]) / best if chosen_after else float("nan")
+    print(f"{model:5} {n:5} {len(ks):5} {mape(before):10.1f}% {mape(after):9.1f}% {spearman(before, m):10.2f} "
+          f"{spearman(after, m):9.2f} {auto_b:16.2f} {auto_a:15.2f}")
+    for k, x in sorted(zip(ks, m), key=lambda t: t[1])[:3]:
+        print(f"      best measured: {k}  {x * 1e3:.2f} ms (predicted {preds[k]['before'] * 1e3:.2f} -> "
+              f"{preds[k]['after'] * 1e3:.2f})")
 PY
 echo "raw: $out (predictions: $out.predictions)"
