@@ -142,21 +142,39 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
   std::vector<double> steps = t.step_seconds;
   std::sort(steps.begin(), steps.end());
   const double measured = steps[steps.size() / 2];
+  // the run's compute first (its forward and backward tasks run the same kernels as in one
+  // process): the excess is then what being several processes costs, not what the profile's
+  // efficiencies miss for this model
+  efficiency compute = setup.search.eff;
+  const refit_result fit = refit(stage_observations(choice.plan, choice.predicted->stages, t), compute);
+  const bool compute_refit = fit.changed && efficiency_problem(fit.eff).empty();
+  if (compute_refit) {
+    compute.gemm = fit.eff.gemm;
+    compute.memory = fit.eff.memory;
+    compute.gemm_by_flops = fit.eff.gemm_by_flops;
+    compute.per_op_seconds = fit.eff.per_op_seconds;
+  }
   search_options without = setup.search;
+  without.eff = compute;
   without.topo = local_topology_of(setup, choice.plan.ranks(), setup.threads);
   without.topo.per_step_seconds = 0;
   auto p = evaluate_plan(*setup.analysis, choice.plan, without, choice.predicted->cuts, choice.predicted->recompute);
   if (!p) return out;
   const double excess = measured - p->step_s;
+  if (compute_refit) {  // into the profile's running mean, as a run in one process would
+    setup.profile.eff = blend(setup.search.eff, compute, refit_weight(setup.profile.refits + 1));
+    ++setup.profile.refits;
+    out["compute_factor"] = fit.compute_factor;
+  }
   process_link& link = setup.profile.process_links[setup.data_plane];
   if (link.cost.bandwidth_bytes_per_s <= 0) link.cost = without.topo.inter;  // the figure the prediction used
   const double weight = refit_weight(link.refits + 1);
   link.per_step_seconds = (1 - weight) * link.per_step_seconds + weight * std::max(0.0, excess);
   ++link.refits;
-  out = {{"plane", setup.data_plane},
-         {"excess_s", excess},
-         {"per_step_seconds", link.per_step_seconds},
-         {"refits", link.refits}};
+  out["plane"] = setup.data_plane;
+  out["excess_s"] = excess;
+  out["per_step_seconds"] = link.per_step_seconds;
+  out["refits"] = link.refits;
   if (save) {
     if (auto st = save_profile(setup.profile_path, setup.profile); !st)
       std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());

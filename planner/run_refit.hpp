@@ -61,12 +61,15 @@ std::vector<task_observation> stage_observations(const parallel_plan& plan,
 nlohmann::json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool save, const task_totals& t,
                                  bool first);
 
-/// A job of several processes on this machine (setup.processes > 1): what its measured step
-/// (the median timed step) exceeds the profile's prediction without the processes' own term by
-/// — their control-plane rounds, the data plane's wake-ups — is folded into the data plane's
-/// process_link::per_step_seconds as a running mean (the n-th run with weight refit_weight(n);
-/// an excess below 0 counts as 0) and saved with the profile when `save`. Returns the summary's
-/// "between_processes": {"plane", "excess_s", "per_step_seconds", "refits", "profile" when saved}.
+/// A job of several processes on this machine (setup.processes > 1): its compute is refit from
+/// its forward and backward tasks (the same kernels as in one process; gemm, memory and per-op
+/// into the profile's running mean, the link and overhead terms untouched), and what its
+/// measured step (the median timed step) then exceeds the prediction without the processes'
+/// own term by — their control-plane rounds, the data plane's wake-ups — is folded into the data
+/// plane's process_link::per_step_seconds as a running mean (the n-th run with weight
+/// refit_weight(n); an excess below 0 counts as 0). Saved with the profile when `save`. Returns
+/// the summary's "between_processes": {"plane", "excess_s", "per_step_seconds", "refits",
+/// "compute_factor" when the compute was refit, "profile" when saved}.
 nlohmann::json refit_between_processes(const plan_choice& choice, planning_setup& setup, const task_totals& t,
                                        bool save);
 

@@ -176,6 +176,33 @@ TEST_CASE("a job's step beyond the prediction is refit as the processes' per-ste
   auto next = choose_plan(*again, dp2);
   REQUIRE(next.ok());
   CHECK(next->predicted->step_s == doctest::Approx(bare + 200e-6 * 2 / 3));
+  // a run whose tasks took twice the predicted compute: the compute is refit (into the
+  // profile's efficiencies) before the excess is taken, so the excess is the processes' alone
+  {
+    const std::size_t ranks = 2;
+    task_totals t;
+    t.steps = 3;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const auto& st = c->predicted->stages[0];
+      t.per_rank.push_back({3 * 2 * st.forward_s, 3 * 2 * st.backward_s, 3 * st.update_s});
+    }
+    machine_profile slower = *saved;
+    slower.eff.gemm /= 2, slower.eff.memory /= 2, slower.eff.per_op_seconds *= 2;
+    slower.process_links["tcp"].per_step_seconds = 0;
+    auto at_half = prepare_planning(model, 2, 64, 2, dp2, slower, "");
+    REQUIRE(at_half.ok());
+    const double compute_bound = choose_plan(*at_half, dp2)->predicted->step_s;
+    t.step_seconds = {compute_bound + 100e-6, compute_bound + 100e-6, compute_bound + 100e-6};
+    auto s2 = prepare_planning(model, 2, 64, 2, dp2, *saved, "");
+    REQUIRE(s2.ok());
+    const int refits_before = s2->profile.refits;
+    auto fourth = refit_between_processes(*c, *s2, t, /*save=*/false);
+    CHECK(fourth["compute_factor"].get<double>() == doctest::Approx(2));
+    CHECK(fourth["excess_s"].get<double>() == doctest::Approx(100e-6));
+    CHECK(s2->profile.refits == refits_before + 1);
+    CHECK(s2->profile.eff.gemm < saved->eff.gemm);   // slower compute, folded in
+    CHECK(s2->profile.eff.link == saved->eff.link);  // the link's is not a job's to refit
+  }
   plan_request here = dp2;
   here.processes = 1;
   auto one = prepare_planning(model, 2, 64, 2, here, *saved, "");
