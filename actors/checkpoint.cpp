@@ -308,6 +308,7 @@ status write_manifest(const std::string& dir, const contents& c, const std::vect
        {{"dp", c.plan.dp},
         {"tp", c.plan.tp},
         {"pp", c.plan.pp},
+        {"virtual_stages", c.plan.virtual_stages},
         {"micro_batches", c.plan.micro_batches},
         {"schedule", planner::to_string(c.plan.schedule)},
         {"shard_params", c.plan.shard_params},

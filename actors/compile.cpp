@@ -32,7 +32,7 @@ status same_structure(const stage_program& a, const stage_program& b) {
     if (x.size() != y.size()) return false;
     for (std::size_t i = 0; i < x.size(); ++i)
       if (x[i].serial != y[i].serial || x[i].peer_stage != y[i].peer_stage || x[i].local != y[i].local ||
-          x[i].backward != y[i].backward)
+          x[i].backward != y[i].backward || x[i].chunk != y[i].chunk || x[i].peer_rank != y[i].peer_rank)
         return false;
     return true;
   };
@@ -60,9 +60,12 @@ status build_shape(shaped_graph& out, const model_fn& model, std::int64_t rows, 
 status cut_stages(shaped_graph& g, const planner::parallel_plan& plan, const std::vector<std::size_t>& cuts) {
   auto st = stages_from_cuts(*g.serial, g.grads, cuts);
   if (!st) return make_error(st.error().code, "plan pp=" + std::to_string(plan.pp) + ": " + st.error().message);
-  if (st->stages != plan.pp)
+  if (st->stages != plan.stages())
     return make_error(errc::invalid_argument,
-                      "plan pp=" + std::to_string(plan.pp) + " but " + std::to_string(st->stages) + " stages were cut");
+                      "plan pp=" + std::to_string(plan.pp) +
+                          (plan.virtual_stages > 1 ? " x " + std::to_string(plan.virtual_stages) + " virtual stages"
+                                                   : std::string()) +
+                          " but " + std::to_string(st->stages) + " stages were cut");
   g.stages = std::move(*st);
   return {};
 }
@@ -70,13 +73,13 @@ status cut_stages(shaped_graph& g, const planner::parallel_plan& plan, const std
 }  // namespace
 
 result<stage_program> compiled_model::program(int stage, int tp_rank) const {
-  return partition(*serial, grads, tp, stages, stage, tp_rank);
+  return partition(*serial, grads, tp, stages, stage, tp_rank, plan.pp);
 }
 
 result<stage_program> compiled_model::program(int stage, int tp_rank, std::int64_t rows) const {
   if (rows == micro_batch) return program(stage, tp_rank);
   if (smaller && rows == smaller->micro_batch)
-    return partition(*smaller->serial, smaller->grads, smaller->tp, smaller->stages, stage, tp_rank);
+    return partition(*smaller->serial, smaller->grads, smaller->tp, smaller->stages, stage, tp_rank, plan.pp);
   return make_error(errc::invalid_argument, "no program for micro-batches of " + std::to_string(rows) +
                                                 " rows (the split of batch " + std::to_string(batch) + " has " +
                                                 std::to_string(split().smallest()) + " to " +
@@ -86,6 +89,10 @@ result<stage_program> compiled_model::program(int stage, int tp_rank, std::int64
 result<compiled_model> compile(const model_fn& model, const planner::parallel_plan& plan, std::int64_t batch,
                                const std::vector<std::size_t>& stage_cuts, compile_options options) {
   if (auto st = planner::validate(plan, batch); !st) return st.error();
+  if (plan.virtual_stages > 1 && options.sparse_tables)
+    return make_error(errc::unsupported,
+                      "plan: virtual stages (interleaved 1F1B) with sparse table gradients are not supported; "
+                      "use virtual stages 1 or dense gradients (--model.sparse=false)");
   compiled_model cm;
   cm.source = model;
   cm.options = options;
@@ -94,7 +101,7 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
   const planner::batch_split split = cm.split();
   if (auto st = build_shape(cm, model, split.largest(), plan, options); !st) return st.error();
   std::vector<std::size_t> cuts = stage_cuts;
-  if (cuts.empty() && plan.pp > 1) {  // the planner's cuts, with its default constants
+  if (cuts.empty() && plan.stages() > 1) {  // the planner's cuts, with its default constants
     auto a = planner::analyze_model(model, 0);
     if (!a) return a.error();
     planner::search_options o;
@@ -112,7 +119,12 @@ result<compiled_model> compile(const model_fn& model, const planner::parallel_pl
     if (auto st = cut_stages(*small, plan, cm.cuts); !st) return st.error();
     cm.smaller = std::move(small);
   }
-  cm.schedule = planner::build_schedule(plan.pp, plan.micro_batches, [&](int s) { return plan.buffer_size(s); });
+  cm.schedule = planner::build_schedule(plan.pp, plan.virtual_stages, plan.micro_batches,
+                                        [&](int r) { return plan.buffer_size(r); });
+  if (cm.schedule.empty())
+    return make_error(errc::invalid_argument, "plan: the pipeline schedule stalls (pp " + std::to_string(plan.pp) +
+                                                  ", virtual stages " + std::to_string(plan.virtual_stages) +
+                                                  ", micro-batches " + std::to_string(plan.micro_batches) + ")");
   // Partition every (stage, tp rank) once now, so that a plan the model cannot take fails here.
   for (int s = 0; s < plan.pp; ++s)
     for (int t = 0; t < plan.tp; ++t) {

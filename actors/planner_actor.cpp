@@ -59,6 +59,7 @@ result<double> price(const planner::planning_setup& setup, const planner::parall
   planner::plan_request q;
   q.mode = planner::plan_mode::manual;
   q.dp = plan.dp, q.tp = plan.tp, q.pp = plan.pp, q.micro_batches = plan.micro_batches;
+  q.virtual_stages = plan.virtual_stages;
   q.schedule = planner::to_string(plan.schedule);
   q.shard_params = plan.shard_params;
   q.cuts.assign(cuts.begin(), cuts.end());

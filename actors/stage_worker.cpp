@@ -48,6 +48,18 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
     dense_from = w->ranges_[i].end;
   }
   if (total > dense_from) w->dense_runs_.push_back({dense_from, total});
+  // each parameter's gradient is complete after the backward task of the chunk that computes it
+  const auto& chunks = w->program_.chunks;
+  w->chunk_params_.assign(std::max<std::size_t>(chunks.size(), 1), {});
+  for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
+    const auto& p = w->program_.params[i];
+    const value_id grad = p.sparse() ? p.sparse_values : p.grad;
+    const auto producer = static_cast<std::size_t>(std::max(w->program_.g.value(grad).producer, 0));
+    std::size_t chunk = 0;
+    for (std::size_t c = 0; c < chunks.size(); ++c)
+      if (producer >= chunks[c].backward_begin && producer < chunks[c].backward_end) chunk = c;
+    w->chunk_params_[chunk].push_back(i);
+  }
   w->flat_params_ = tensor::zeros({total});
   // the tables' ranges of the gradient buffer stay untouched (see zero_grads)
   w->flat_grads_ = w->sparse_.empty() ? tensor::zeros({total}) : tensor::empty({total});
@@ -165,13 +177,22 @@ tensor& stage_worker::input(int slot, value_id local) { return exec(slot).input(
 
 const tensor& stage_worker::value(int slot, value_id local) const { return exec(slot).value(local); }
 
-status stage_worker::forward(int slot) { return exec(slot).run(0, program_.backward_begin); }
+status stage_worker::forward(int slot, int chunk) {
+  if (program_.chunks.empty()) return exec(slot).run(0, program_.backward_begin);
+  const auto& c = program_.chunks.at(static_cast<std::size_t>(chunk));
+  return exec(slot).run(c.forward_begin, c.forward_end);
+}
 
-status stage_worker::backward(int slot, float seed) {
+status stage_worker::backward(int slot, float seed, int chunk) {
   auto& ex = exec(slot);
   const bool smaller = slot_smaller_.at(static_cast<std::size_t>(slot)) != 0;
-  if (program_.seed != no_value) ex.input(program_.seed).fill(seed);
-  if (auto st = ex.run(program_.backward_begin, program_.g.nodes().size()); !st) return st;
+  if (program_.seed != no_value && chunk == program_.loss_chunk) ex.input(program_.seed).fill(seed);
+  const std::size_t begin = program_.chunks.empty()
+                                ? program_.backward_begin
+                                : program_.chunks.at(static_cast<std::size_t>(chunk)).backward_begin;
+  const std::size_t end = program_.chunks.empty() ? program_.g.nodes().size()
+                                                  : program_.chunks.at(static_cast<std::size_t>(chunk)).backward_end;
+  if (auto st = ex.run(begin, end); !st) return st;
   if (!sparse_.empty()) {  // this backward's entries, after the earlier ones of the step
     if (backward_index_ >= backwards_)
       return make_error(errc::invalid_argument, "stage worker: more backward tasks than the step announced (" +
@@ -195,7 +216,7 @@ status stage_worker::backward(int slot, float seed) {
     ++backward_index_;
   }
   float* acc = flat_grads_.data<float>();
-  for (std::size_t i = 0; i < program_.params.size(); ++i) {
+  for (const std::size_t i : chunk_params_.at(static_cast<std::size_t>(chunk))) {
     if (program_.params[i].sparse()) continue;
     if (ex.is_bound(program_.params[i].grad)) continue;  // computed in place
     const float* g = ex.value(program_.params[i].grad).data<float>();

@@ -64,11 +64,12 @@ class stage_worker {
   /// A kept value (send, loss, parameter gradient) in `slot` after its task ran.
   const tensor& value(int slot, value_id local) const;
 
-  /// Runs the forward part of the local program in `slot`.
-  status forward(int slot);
-  /// Runs the backward part with d(loss)/d(loss) = seed and adds the parameter gradients
-  /// into flat_grads().
-  status backward(int slot, float seed);
+  /// Runs the forward part of the local program's chunk `chunk` (one unless the plan has
+  /// virtual stages) in `slot`.
+  status forward(int slot, int chunk = 0);
+  /// Runs the backward part of chunk `chunk` with d(loss)/d(loss) = seed (where the chunk
+  /// computes the loss) and adds the gradients of the parameters it completes into flat_grads().
+  status backward(int slot, float seed, int chunk = 0);
 
   /// All local parameters, in program().params order, as one buffer (their tensors are views).
   tensor& flat_params() { return flat_params_; }
@@ -118,6 +119,7 @@ class stage_worker {
   std::unique_ptr<comm_context> comm_;    // stable address: executors point at it
   tensor flat_params_, flat_grads_, grad_piece_;
   std::vector<range> ranges_;
+  std::vector<std::vector<std::size_t>> chunk_params_;  // by chunk: the params its backward completes
   bool grads_in_place_ = false;
   parameter_store views_;  // name -> view into flat_params_
   std::vector<sparse_table> sparse_;

@@ -27,6 +27,7 @@ struct task_span {
   std::int64_t end_ns = 0;      // its own work ended (a reduction's included)
   std::int64_t done_ns = 0;     // its sends to other stages, or the hand-over of its gradient, done
   std::int64_t bytes_sent = 0;  // to other stages (activations, gradients) or reduced (update)
+  int chunk = 0;                // the rank's chunk (interleaved 1F1B: its stage is chunk x pp + stage)
 };
 
 constexpr int gather_micro_batch = -2;

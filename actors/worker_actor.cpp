@@ -46,8 +46,9 @@ status worker_actor::start() {
   comm_context ctx{
       &fabric_->endpoint(s.rank), {{"tp", layout.group(s.rank, "tp")}, {"dp", layout.group(s.rank, "dp")}}, s.timeout};
   if (s.kernel_threads > 1) pool_ = std::make_unique<kernels::thread_pool>(s.kernel_threads);
-  auto w = stage_worker::create(std::move(*prog), plan.buffer_size(s.at.stage), &s.table, pool_.get(), ctx,
-                                plan.micro_batches == 1, std::move(smaller), larger_used);
+  const int slots = planner::slots_needed(s.model->schedule.at(static_cast<std::size_t>(s.at.stage)));
+  auto w = stage_worker::create(std::move(*prog), slots, &s.table, pool_.get(), ctx, plan.micro_batches == 1,
+                                std::move(smaller), larger_used);
   if (!w) return w.error();
   worker_ = std::move(*w);
   if (!s.restore)

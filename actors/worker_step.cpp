@@ -53,10 +53,10 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   report.reports_loss = prog.loss != no_value && at.tp_rank == 0;
   const planner::rank_layout layout(plan);
   auto peer = [&](int stage) { return layout.rank_of({at.dp_rank, stage, at.tp_rank}); };
-  auto receive = [&](int slot, int mb, bool backward) -> status {
+  auto receive = [&](int slot, int mb, bool backward, int chunk) -> status {
     for (const auto& r : prog.recvs) {
-      if (r.backward != backward) continue;
-      auto got = ch.recv(peer(r.peer_stage), transfer_tag(mb, r.serial), timeout);
+      if (r.backward != backward || r.chunk != chunk) continue;
+      auto got = ch.recv(peer(r.peer_rank), transfer_tag(mb, r.serial), timeout);
       if (!got) return got.error();
       tensor& dst = w.input(slot, r.local);
       if (got->shape() != dst.shape())
@@ -66,12 +66,12 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     }
     return {};
   };
-  auto send = [&](int slot, int mb, bool backward, std::int64_t& bytes) -> status {
+  auto send = [&](int slot, int mb, bool backward, int chunk, std::int64_t& bytes) -> status {
     for (const auto& s : prog.sends) {
-      if (s.backward != backward) continue;
+      if (s.backward != backward || s.chunk != chunk) continue;
       bytes += w.value(slot, s.local).numel() * static_cast<std::int64_t>(sizeof(float));
       // a copy: the slot's buffer is reused by a later micro-batch
-      if (auto st = ch.send(peer(s.peer_stage), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout);
+      if (auto st = ch.send(peer(s.peer_rank), transfer_tag(mb, s.serial), w.value(slot, s.local).clone(), timeout);
           !st)
         return st;
     }
@@ -116,28 +116,32 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     status st;
     if (t.kind == task_kind::forward) {
       w.use_smaller(slot, split.rows(at.dp_rank, t.micro_batch) < split.largest());
-      if (!prog.data_inputs.empty()) {
+      const bool reads_data =
+          std::find(prog.data_chunks.begin(), prog.data_chunks.end(), t.chunk) != prog.data_chunks.end();
+      if (reads_data) {
         auto data = io.inputs(t.micro_batch);
         if (!data) return in_task(data.error(), t, at);
-        for (const auto& [name, id] : prog.data_inputs) {
+        for (std::size_t k = 0; k < prog.data_inputs.size(); ++k) {
+          if (prog.data_chunks[k] != t.chunk) continue;
+          const auto& [name, id] = prog.data_inputs[k];
           auto it = data->find(name);
           if (it == data->end()) return in_task(make_error(errc::not_found, "no data for input '" + name + "'"), t, at);
           w.input(slot, id).copy_from(it->second);
         }
       }
-      st = receive(slot, t.micro_batch, false);
+      st = receive(slot, t.micro_batch, false, t.chunk);
       start = std::chrono::steady_clock::now();
-      if (st) st = w.forward(slot);
+      if (st) st = w.forward(slot, t.chunk);
       worked = std::chrono::steady_clock::now();
-      if (st) st = send(slot, t.micro_batch, false, bytes);
-      if (st && report.reports_loss)
+      if (st) st = send(slot, t.micro_batch, false, t.chunk, bytes);
+      if (st && report.reports_loss && t.chunk == prog.loss_chunk)
         report.loss_share += static_cast<double>(w.value(slot, prog.loss).data<float>()[0]) * seed(t.micro_batch);
     } else if (t.kind == task_kind::backward) {
-      st = receive(slot, t.micro_batch, true);
+      st = receive(slot, t.micro_batch, true, t.chunk);
       start = std::chrono::steady_clock::now();
-      if (st) st = w.backward(slot, seed(t.micro_batch));
+      if (st) st = w.backward(slot, seed(t.micro_batch), t.chunk);
       worked = std::chrono::steady_clock::now();
-      if (st) st = send(slot, t.micro_batch, true, bytes);
+      if (st) st = send(slot, t.micro_batch, true, t.chunk, bytes);
     } else {
       // The amplifier: sum gradients over the data-parallel replicas, hand over the piece.
       // Sparse tables' entries are gathered instead: every replica updates the same rows.
@@ -190,7 +194,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
         return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
       };
       report.spans.push_back({t.kind, t.micro_batch, std::min(wait_ns, ns(start)), ns(start), ns(worked),
-                              std::max(ns(worked), ns(std::chrono::steady_clock::now())), bytes});
+                              std::max(ns(worked), ns(std::chrono::steady_clock::now())), bytes, t.chunk});
     }
     if (t.kind == task_kind::forward)
       report.seconds.forward_s += took;

@@ -77,7 +77,7 @@ for model in ${MODELS:-mlp gpt}; do
     $py - "$model" "$ranks" "$work/before.jsonl" "$work/after.jsonl" >>"$out.predictions" <<'PY'
 import json, sys
 model, ranks, before, after = sys.argv[1:5]
-def key(p): return (p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"])
+def key(p): return (p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1))
 b = [json.loads(l) for l in open(before)]
 a = {key(p): p for p in map(json.loads, open(after))}
 for p in b:
@@ -109,7 +109,7 @@ for model in ${MODELS:-mlp gpt}; do
       --plan.list="$work/procs-after.jsonl" >/dev/null
     $py - "$work/procs.jsonl" "$work/procs-after.jsonl" "$model" "$procs" >>"$out" <<'PY'
 import json, sys
-def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
+def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)])
 after = {key(p): p["predicted"]["step_s"] for p in map(json.loads, open(sys.argv[2]))}
 first = json.loads(next(open(sys.argv[2])))
 for p in map(json.loads, open(sys.argv[1])):
@@ -137,7 +137,7 @@ PYTHONPATH="$root/bench" $py - "$out" "$out.predictions" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 preds = [json.loads(l) for l in open(sys.argv[2])]
-def key(p): return [p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]]
+def key(p): return [p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)]
 from rank_stats import spearman
 print(f"{'model':5} {'ranks':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':>10} {'rho before':>10} {'rho after':>9} "
       f"{'auto/best before':>16} {'auto/best after':>15}")
@@ -189,7 +189,7 @@ PYTHONPATH="$root/bench" $py - "$out" <<'PY'
 import json, statistics, sys
 from rank_stats import spearman
 rows = [json.loads(l) for l in open(sys.argv[1])]
-def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
+def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)])
 procs = sorted({(r["model"], r["processes"]) for r in rows if "processes" in r})
 if procs:
     print(f"\nacross processes (one thread each; predictions before and after the refit of the processes' per-step cost):")

@@ -39,7 +39,7 @@ done
 PYTHONPATH="$root/bench" $py - "$work" "$@" <<'PY'
 import json, os, statistics, sys
 work, files = sys.argv[1], sys.argv[2:]
-def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"]])
+def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)])
 from rank_stats import spearman
 print(f"{'model':5} {'ranks':>5} {'run':>28} {'plans':>5} {'MAPE':>6} {'rescaled':>8} {'rho':>5} {'auto/best':>9}")
 for model in ("mlp", "gpt"):

@@ -18,11 +18,18 @@ int stage_of_node(const graph& g, const gradients& gr, const stage_assignment& s
 
 class local_builder {
  public:
-  local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa, int stage,
-                std::int64_t rank)
-      : g_(g), gr_(gr), c_(c), sa_(sa), stage_(stage), rank_(rank), local_(g.num_values()) {
-    prog_.stage = stage;
-    prog_.stages = sa.stages;
+  local_builder(const graph& g, const gradients& gr, const axis_completion& c, const stage_assignment& sa,
+                int pipeline_rank, int pipeline_ranks, std::int64_t rank)
+      : g_(g),
+        gr_(gr),
+        c_(c),
+        sa_(sa),
+        stage_(pipeline_rank),
+        ranks_(pipeline_ranks),
+        rank_(rank),
+        local_(g.num_values()) {
+    prog_.stage = pipeline_rank;
+    prog_.stages = pipeline_ranks;
     prog_.tp_rank = rank;
     prog_.tp = c.degree;
   }
@@ -41,13 +48,22 @@ class local_builder {
     auto p = g_.value(v).producer;
     return p < 0 ? -1 : stage_of_node(g_, gr_, sa_, static_cast<std::size_t>(p));
   }
+  bool mine(int stage) const { return stage >= 0 && stage % ranks_ == stage_; }
+  int chunk_of(int stage) const { return stage / ranks_; }
+  /// Appends serial node i (on this rank) to the local program.
+  status emit(std::size_t i, bool backward);
+  /// The parameter gradients (and sparse tables' entries) computed so far, placed like their
+  /// parameters: after each chunk's backward nodes, so that its task leaves them ready.
+  status place_gradients();
 
   const graph& g_;
   const gradients& gr_;
   const axis_completion& c_;
   const stage_assignment& sa_;
-  int stage_;
+  int stage_;  // the pipeline rank
+  int ranks_;  // pipeline ranks: this one holds stages stage_, stage_ + ranks_, ...
   std::int64_t rank_;
+  int chunk_ = 0;  // the chunk being built
   stage_program prog_;
   std::vector<var> local_;  // by serial value id
   std::map<std::pair<value_id, std::string>, var> resharded_;
@@ -62,14 +78,16 @@ result<var> local_builder::operand(value_id v, bool for_backward) {
     prog_.params.push_back({info.name, x.id, no_value, c_.placement_of(v)});
   } else if (info.kind == value_kind::input) {
     x = prog_.g.input(info.name, local_of(v), info.type.type);
-    if (v == gr_.seed)
+    if (v == gr_.seed) {
       prog_.seed = x.id;
-    else
+    } else {
       prog_.data_inputs.emplace_back(info.name, x.id);
+      prog_.data_chunks.push_back(chunk_);
+    }
   } else {
     int from = producer_stage(v);
     x = prog_.g.input("recv." + std::to_string(v), local_of(v), info.type.type);
-    prog_.recvs.push_back({v, from, x.id, for_backward});
+    prog_.recvs.push_back({v, from, x.id, for_backward, chunk_, from % ranks_});
   }
   if (auto st = prog_.g.check(); !st) return st.error();
   local_[static_cast<std::size_t>(v)] = x;
@@ -133,113 +151,154 @@ op_attrs local_builder::localized(const node& n) const {
   }
 }
 
-result<stage_program> local_builder::build() {
-  const auto& nodes = g_.nodes();
-  bool in_backward = false;
-  prog_.backward_begin = std::numeric_limits<std::size_t>::max();
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (stage_of_node(g_, gr_, sa_, i) != stage_) continue;
-    bool backward = i >= gr_.backward_begin;
-    if (backward && !in_backward) {
-      in_backward = true;
-      prog_.backward_begin = prog_.g.nodes().size();
-    }
-    const node& n = nodes[i];
-    std::vector<var> operands;
-    for (std::size_t j = 0; j < n.inputs.size(); ++j) {
-      auto x = operand(n.inputs[j], backward);
-      if (!x) return x.error();
-      auto y = reshard(*x, n.inputs[j], c_.required[i][j]);
-      if (!y) return y.error();
-      operands.push_back(*y);
-    }
-    auto outs = prog_.g.apply(n.kind, localized(n), operands);
-    if (auto st = prog_.g.check(); !st)
-      return make_error(st.error().code, "partition: node " + std::to_string(i) + " on stage " +
-                                             std::to_string(stage_) + ", tp rank " + std::to_string(rank_) + ": " +
-                                             st.error().message);
-    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
-      shape expected = local_of(n.outputs[k]);
-      if (outs[k].shape() != expected)
-        return make_error(errc::shape_mismatch,
-                          "partition: node " + std::to_string(i) + " (" + to_string(n.kind) + ") computes " +
-                              outs[k].shape().to_string() + " locally where its placement " +
-                              to_string(c_.placement_of(n.outputs[k])) + " means " + expected.to_string());
-      local_[static_cast<std::size_t>(n.outputs[k])] = outs[k];
-    }
+status local_builder::emit(std::size_t i, bool backward) {
+  const node& n = g_.nodes()[i];
+  std::vector<var> operands;
+  for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+    auto x = operand(n.inputs[j], backward);
+    if (!x) return x.error();
+    auto y = reshard(*x, n.inputs[j], c_.required[i][j]);
+    if (!y) return y.error();
+    operands.push_back(*y);
   }
-  if (!in_backward) prog_.backward_begin = prog_.g.nodes().size();
+  auto outs = prog_.g.apply(n.kind, localized(n), operands);
+  if (auto st = prog_.g.check(); !st)
+    return make_error(st.error().code, "partition: node " + std::to_string(i) + " on stage " +
+                                           std::to_string(stage_of_node(g_, gr_, sa_, i)) + ", tp rank " +
+                                           std::to_string(rank_) + ": " + st.error().message);
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    shape expected = local_of(n.outputs[k]);
+    if (outs[k].shape() != expected)
+      return make_error(errc::shape_mismatch,
+                        "partition: node " + std::to_string(i) + " (" + to_string(n.kind) + ") computes " +
+                            outs[k].shape().to_string() + " locally where its placement " +
+                            to_string(c_.placement_of(n.outputs[k])) + " means " + expected.to_string());
+    local_[static_cast<std::size_t>(n.outputs[k])] = outs[k];
+  }
+  return {};
+}
 
-  // Parameter gradients, placed like their parameters.
+status local_builder::place_gradients() {
   for (auto [p, d] : gr_.param_grads) {
     var lp = local_[static_cast<std::size_t>(p)];
     if (!lp.valid()) continue;  // another stage's parameter
     var ld = local_[static_cast<std::size_t>(d)];
-    if (!ld.valid())
-      return make_error(
-          errc::invalid_argument,
-          "partition: the gradient of '" + g_.value(p).name +
-              "' is computed on another stage than the parameter (tied weights across stages are not supported)");
-    auto placed = reshard(ld, d, c_.placement_of(p));
-    if (!placed) return placed.error();
-    for (auto& prm : prog_.params)
-      if (prm.local == lp.id) prm.grad = placed->id;
+    if (!ld.valid()) continue;  // not computed yet (a later chunk), or elsewhere (refused at the end)
+    for (auto& prm : prog_.params) {
+      if (prm.local != lp.id || prm.grad != no_value) continue;
+      auto placed = reshard(ld, d, c_.placement_of(p));
+      if (!placed) return placed.error();
+      prm.grad = placed->id;
+    }
   }
   // Sparse table gradients: entries, their values sliced like the table's columns.
   for (const auto& sg : gr_.sparse_grads) {
     var lp = local_[static_cast<std::size_t>(sg.param)];
     if (!lp.valid()) continue;
     var rows = local_[static_cast<std::size_t>(sg.rows)], values = local_[static_cast<std::size_t>(sg.values)];
-    if (!rows.valid() || !values.valid())
-      return make_error(errc::invalid_argument, "partition: the sparse gradient of '" + g_.value(sg.param).name +
-                                                    "' is computed on another stage than the table");
-    const placement& table = c_.placement_of(sg.param);
-    const shard* sh = as_shard(table);
-    // split by rows: the entries stay whole (global rows); the owner keeps those it holds
-    const bool by_rows = sh != nullptr && sh->dim == 0;
-    auto placed = by_rows ? result<var>(values) : reshard(values, sg.values, table);
-    if (!placed) return placed.error();
-    for (auto& prm : prog_.params)
-      if (prm.local == lp.id) {
-        prm.sparse_rows = rows.id;
-        prm.sparse_values = placed->id;
-        if (by_rows)
-          prm.sparse_first_row = shard_range(g_.value(sg.param).type.shape[0], c_.degree, rank_, sh->granule).begin;
-      }
-  }
-  for (const auto& prm : prog_.params)
-    if (prm.grad == no_value && !prm.sparse())
-      return make_error(errc::invalid_argument, "partition: parameter '" + prm.name + "' is read on stage " +
-                                                    std::to_string(stage_) +
-                                                    " but differentiated elsewhere (shared across stages)");
-
-  // Values this stage produces for other stages: sent after the task that computes them.
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (stage_of_node(g_, gr_, sa_, i) == stage_) continue;
-    for (auto v : nodes[i].inputs) {
-      if (g_.value(v).producer < 0 || producer_stage(v) != stage_) continue;
-      int to = stage_of_node(g_, gr_, sa_, i);
-      bool known = std::any_of(prog_.sends.begin(), prog_.sends.end(),
-                               [&](const auto& s) { return s.serial == v && s.peer_stage == to; });
-      if (!known)
-        prog_.sends.push_back({v, to, local_[static_cast<std::size_t>(v)].id,
-                               static_cast<std::size_t>(g_.value(v).producer) >= gr_.backward_begin});
+    if (!rows.valid() || !values.valid()) continue;
+    for (auto& prm : prog_.params) {
+      if (prm.local != lp.id || prm.sparse()) continue;
+      const placement& table = c_.placement_of(sg.param);
+      const shard* sh = as_shard(table);
+      // split by rows: the entries stay whole (global rows); the owner keeps those it holds
+      const bool by_rows = sh != nullptr && sh->dim == 0;
+      auto placed_values = by_rows ? result<var>(values) : reshard(values, sg.values, table);
+      if (!placed_values) return placed_values.error();
+      prm.sparse_rows = rows.id;
+      prm.sparse_values = placed_values->id;
+      if (by_rows)
+        prm.sparse_first_row = shard_range(g_.value(sg.param).type.shape[0], c_.degree, rank_, sh->granule).begin;
     }
   }
-  if (producer_stage(gr_.loss) == stage_) prog_.loss = local_[static_cast<std::size_t>(gr_.loss)].id;
+  return {};
+}
+
+result<stage_program> local_builder::build() {
+  const auto& nodes = g_.nodes();
+  std::vector<int> my_stages;
+  for (int st = stage_; st < sa_.stages; st += ranks_) my_stages.push_back(st);
+  prog_.chunks.resize(my_stages.size());
+  // forward: chunk by chunk in stage order
+  for (std::size_t c = 0; c < my_stages.size(); ++c) {
+    chunk_ = static_cast<int>(c);
+    prog_.chunks[c].stage = my_stages[c];
+    prog_.chunks[c].forward_begin = prog_.g.nodes().size();
+    for (std::size_t i = 0; i < gr_.backward_begin; ++i)
+      if (stage_of_node(g_, gr_, sa_, i) == my_stages[c])
+        if (auto st = emit(i, false); !st) return st.error();
+    prog_.chunks[c].forward_end = prog_.g.nodes().size();
+  }
+  prog_.backward_begin = prog_.g.nodes().size();
+  // backward: chunk by chunk in reverse, each followed by the gradients it completes
+  for (std::size_t c = my_stages.size(); c-- > 0;) {
+    chunk_ = static_cast<int>(c);
+    prog_.chunks[c].backward_begin = prog_.g.nodes().size();
+    for (std::size_t i = gr_.backward_begin; i < nodes.size(); ++i)
+      if (stage_of_node(g_, gr_, sa_, i) == my_stages[c])
+        if (auto st = emit(i, true); !st) return st.error();
+    if (auto st = place_gradients(); !st) return st.error();
+    prog_.chunks[c].backward_end = prog_.g.nodes().size();
+  }
+  for (const auto& prm : prog_.params) {
+    if (prm.grad != no_value || prm.sparse()) continue;
+    const value_id p = g_.find(prm.name);
+    const bool sparse =
+        std::any_of(gr_.sparse_grads.begin(), gr_.sparse_grads.end(), [&](const auto& sg) { return sg.param == p; });
+    if (sparse)
+      return make_error(errc::invalid_argument, "partition: the sparse gradient of '" + prm.name +
+                                                    "' is computed on another stage than the table");
+    bool computed_elsewhere = false;
+    for (auto [q, d] : gr_.param_grads)
+      if (q == p) computed_elsewhere = true;
+    if (computed_elsewhere)
+      return make_error(
+          errc::invalid_argument,
+          "partition: the gradient of '" + prm.name +
+              "' is computed on another stage than the parameter (tied weights across stages are not supported)");
+    return make_error(errc::invalid_argument, "partition: parameter '" + prm.name + "' is read on stage " +
+                                                  std::to_string(stage_) +
+                                                  " but differentiated elsewhere (shared across stages)");
+  }
+
+  // Values this rank produces for other ranks: sent after the task that computes them.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const int consumer = stage_of_node(g_, gr_, sa_, i);
+    if (mine(consumer)) continue;
+    for (auto v : nodes[i].inputs) {
+      const int producer = producer_stage(v);
+      if (g_.value(v).producer < 0 || !mine(producer)) continue;
+      const int to = consumer % ranks_;
+      bool known = std::any_of(prog_.sends.begin(), prog_.sends.end(),
+                               [&](const auto& s) { return s.serial == v && s.peer_rank == to; });
+      if (!known)
+        prog_.sends.push_back({v, consumer, local_[static_cast<std::size_t>(v)].id,
+                               static_cast<std::size_t>(g_.value(v).producer) >= gr_.backward_begin, chunk_of(producer),
+                               to});
+    }
+  }
+  if (mine(producer_stage(gr_.loss))) {
+    prog_.loss = local_[static_cast<std::size_t>(gr_.loss)].id;
+    prog_.loss_chunk = chunk_of(producer_stage(gr_.loss));
+  }
   return std::move(prog_);
 }
 
 }  // namespace
 
 result<stage_program> partition(const graph& g, const gradients& gr, const axis_completion& tp,
-                                const stage_assignment& stages, int stage, std::int64_t tp_rank) {
-  if (stage < 0 || stage >= stages.stages || tp_rank < 0 || tp_rank >= tp.degree)
+                                const stage_assignment& stages, int stage, std::int64_t tp_rank, int pipeline_ranks) {
+  const int ranks = pipeline_ranks > 0 ? pipeline_ranks : stages.stages;
+  if (ranks > stages.stages || stages.stages % ranks != 0)
+    return make_error(errc::invalid_argument, "partition: " + std::to_string(stages.stages) +
+                                                  " stages do not divide over " + std::to_string(ranks) +
+                                                  " pipeline ranks");
+  if (stage < 0 || stage >= ranks || tp_rank < 0 || tp_rank >= tp.degree)
     return make_error(errc::invalid_argument, "partition: stage " + std::to_string(stage) + " or tp rank " +
                                                   std::to_string(tp_rank) + " out of range");
   if (stages.of_forward_node.size() != gr.backward_begin)
     return make_error(errc::invalid_argument, "partition: the stage assignment does not cover the forward nodes");
-  local_builder b(g, gr, tp, stages, stage, tp_rank);
+  local_builder b(g, gr, tp, stages, stage, ranks, tp_rank);
   return b.build();
 }
 

@@ -40,20 +40,36 @@ struct stage_assignment {
 /// the planner (planner::stage_cuts), the only stage cutter.
 result<stage_assignment> stages_from_cuts(const graph& g, const gradients& gr, const std::vector<std::size_t>& cuts);
 
+/// One pipeline rank's program. With one stage per rank (`stage` = the stage) it is the
+/// stage's forward nodes, then its backward nodes from backward_begin. With virtual stages
+/// (interleaved 1F1B) the rank's stages are its chunks, in the order one micro-batch runs them:
+/// every chunk's forward nodes in stage order, then their backward nodes in reverse stage
+/// order, each chunk's range listed in `chunks`; `stage` is then the pipeline rank.
 struct stage_program {
-  int stage = 0, stages = 1;
+  int stage = 0, stages = 1;  // the pipeline rank and how many there are
   std::int64_t tp_rank = 0, tp = 1;
   graph g;                         // the local program
-  std::size_t backward_begin = 0;  // first node of the backward task
+  std::size_t backward_begin = 0;  // first node of the backward tasks
   value_id loss = no_value;        // on the stage that computes the loss
   value_id seed = no_value;        // the loss gradient seed input, same stage
-  /// Data inputs of the serial graph this stage reads (by name), as local inputs.
+  int loss_chunk = 0;              // the chunk that computes the loss (and takes the seed)
+  /// Data inputs of the serial graph this stage reads (by name), as local inputs, and the
+  /// chunk whose forward task reads each (data_chunks, parallel to data_inputs).
   std::vector<std::pair<std::string, value_id>> data_inputs;
+  std::vector<int> data_chunks;
+  /// The rank's stages and where each one's forward and backward tasks are in g's nodes.
+  struct chunk {
+    int stage = 0;
+    std::size_t forward_begin = 0, forward_end = 0, backward_begin = 0, backward_end = 0;
+  };
+  std::vector<chunk> chunks;
   struct transfer {
-    value_id serial;  // the value in the serial graph
-    int peer_stage;   // where it comes from / goes to
-    value_id local;   // local input (recv) or local value (send)
-    bool backward;    // received for / sent by the backward task
+    value_id serial;    // the value in the serial graph
+    int peer_stage;     // where it comes from / goes to (the first such stage of peer_rank)
+    value_id local;     // local input (recv) or local value (send)
+    bool backward;      // received for / sent by the backward task
+    int chunk = 0;      // the chunk whose task receives / sends it
+    int peer_rank = 0;  // the pipeline rank of peer_stage
   };
   std::vector<transfer> recvs, sends;
   struct param {
@@ -74,10 +90,13 @@ struct stage_program {
   std::vector<value_id> kept() const;
 };
 
-/// The local program of `stage` on tensor-parallel rank `tp_rank`. Errors: a parameter used
+/// The local program of `stage` on tensor-parallel rank `tp_rank`. With `pipeline_ranks` > 0
+/// (fewer than the stages, which it must divide) `stage` is a pipeline rank and the program
+/// holds its stages stage, stage + pipeline_ranks, ... as chunks. Errors: a parameter used
 /// by two stages (tied weights across stages), or a placement change partitioning cannot do.
 result<stage_program> partition(const graph& g, const gradients& gr, const axis_completion& tp,
-                                const stage_assignment& stages, int stage, std::int64_t tp_rank);
+                                const stage_assignment& stages, int stage, std::int64_t tp_rank,
+                                int pipeline_ranks = 0);
 
 /// The local extent of `s` under placement `p` on rank `index` of `parts`.
 shape local_shape(const shape& s, const placement& p, std::int64_t parts, std::int64_t index);

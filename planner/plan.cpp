@@ -11,6 +11,16 @@ status validate(const parallel_plan& p, std::int64_t batch) {
     return make_error(errc::invalid_argument, "plan: batch " + std::to_string(batch) + " is smaller than dp " +
                                                   std::to_string(p.dp) + " x micro-batches " +
                                                   std::to_string(p.micro_batches) + " (every share needs a row)");
+  if (p.virtual_stages < 1)
+    return make_error(errc::invalid_argument,
+                      "plan: virtual stages must be >= 1, got " + std::to_string(p.virtual_stages));
+  if (p.virtual_stages > 1 && p.pp < 2)
+    return make_error(errc::invalid_argument,
+                      "plan: virtual stages (interleaved 1F1B) need pp >= 2, got pp " + std::to_string(p.pp));
+  if (p.virtual_stages > 1 && p.micro_batches % p.pp != 0)
+    return make_error(errc::invalid_argument, "plan: virtual stages need micro-batches in whole groups of pp (" +
+                                                  std::to_string(p.pp) + "), got " + std::to_string(p.micro_batches) +
+                                                  " micro-batches");
   if (p.shard_params && p.dp == 1)
     return make_error(errc::invalid_argument, "plan: shard-params needs dp > 1 (it splits optimizer state over dp)");
   return {};

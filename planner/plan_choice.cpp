@@ -18,6 +18,7 @@ bool matches(const parallel_plan& p, const plan_request& o) {
   if (o.tp > 0 && p.tp != o.tp) return false;
   if (o.pp > 0 && p.pp != o.pp) return false;
   if (o.micro_batches > 0 && p.micro_batches != o.micro_batches) return false;
+  if (o.virtual_stages > 0 && p.virtual_stages != o.virtual_stages) return false;
   if (!o.schedule.empty() && p.pp > 1 && to_string(p.schedule) != o.schedule) return false;
   if (o.shard_params && !p.shard_params) return false;
   return true;
@@ -29,6 +30,7 @@ std::string constraints_text(const plan_request& o) {
     if (v > 0) out += std::string(out.empty() ? "" : " ") + k + "=" + std::to_string(v);
   };
   add("dp", o.dp), add("tp", o.tp), add("pp", o.pp), add("micro-batches", o.micro_batches);
+  add("virtual-stages", o.virtual_stages);
   if (!o.schedule.empty()) out += std::string(out.empty() ? "" : " ") + "schedule=" + o.schedule;
   if (o.shard_params) out += std::string(out.empty() ? "" : " ") + "shard-params";
   return out;
@@ -85,6 +87,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   s.search.batch = batch;
   s.search.eff = s.profile.eff;
   s.search.max_micro_batches = static_cast<int>(opts.max_micro_batches);
+  if (opts.virtual_stages > 0) s.search.virtual_stages = {static_cast<int>(opts.virtual_stages)};
   if (!opts.cluster_file.empty()) {
     auto c = load_cluster_file(opts.cluster_file);
     if (!c) return c.error();
@@ -145,6 +148,7 @@ json plan_choice::to_json() const {
             {"dp", plan.dp},
             {"tp", plan.tp},
             {"pp", plan.pp},
+            {"virtual_stages", plan.virtual_stages},
             {"micro_batches", plan.micro_batches},
             {"schedule", to_string(plan.schedule)},
             {"shard_params", plan.shard_params},
@@ -189,6 +193,7 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
                                            "dp",
                                            "tp",
                                            "pp",
+                                           "virtual_stages",
                                            "micro_batches",
                                            "schedule",
                                            "shard_params",
@@ -214,6 +219,7 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
   for (auto [key, target] : {std::pair<const char*, int*>{"dp", &c.plan.dp},
                              {"tp", &c.plan.tp},
                              {"pp", &c.plan.pp},
+                             {"virtual_stages", &c.plan.virtual_stages},
                              {"micro_batches", &c.plan.micro_batches}})
     if (auto st = degree(key, *target); !st) return st.error();
   if (j.contains("recompute") && j["recompute"] != false)
@@ -243,9 +249,13 @@ result<plan_choice> plan_from_json(const json& j, const std::string& path) {
                           path + ": cuts[" + std::to_string(i) + "]: expected a positive integer");
       c.cuts.push_back(v.get<std::size_t>());
     }
-    if (!c.cuts.empty() && c.cuts.size() + 1 != static_cast<std::size_t>(c.plan.pp))
-      return make_error(errc::invalid_argument, path + ": cuts: " + std::to_string(c.cuts.size()) +
-                                                    " cuts for pp=" + std::to_string(c.plan.pp) + " (needs pp - 1)");
+    if (!c.cuts.empty() && c.cuts.size() + 1 != static_cast<std::size_t>(c.plan.stages()))
+      return make_error(errc::invalid_argument,
+                        path + ": cuts: " + std::to_string(c.cuts.size()) +
+                            " cuts for pp=" + std::to_string(c.plan.pp) +
+                            (c.plan.virtual_stages > 1
+                                 ? " x virtual_stages=" + std::to_string(c.plan.virtual_stages) + " (needs pp x v - 1)"
+                                 : std::string(" (needs pp - 1)")));
   }
   return c;
 }
@@ -268,7 +278,8 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
               .pp = static_cast<int>(std::max<std::int64_t>(1, o.pp)),
               .micro_batches = static_cast<int>(std::max<std::int64_t>(1, o.micro_batches)),
               .schedule = *sched,
-              .shard_params = o.shard_params};
+              .shard_params = o.shard_params,
+              .virtual_stages = static_cast<int>(std::max<std::int64_t>(1, o.virtual_stages))};
     for (auto cut : o.cuts) c.cuts.push_back(static_cast<std::size_t>(cut));
   } else {
     c.how = "auto";
@@ -322,7 +333,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
     if (p) {
       c.predicted = *p;
       c.cuts = p->cuts;  // the planner's cuts are the ones the run executes
-    } else if (c.plan.pp > 1 && c.cuts.empty()) {
+    } else if (c.plan.stages() > 1 && c.cuts.empty()) {
       return make_error(p.error().code,
                         "plan pp=" + std::to_string(c.plan.pp) + ": " + p.error().message);  // no cuts, no run
     }  // else a plan the model cannot take fails when compiled, with the runtime's own message

@@ -44,6 +44,8 @@ struct plan_request {
   std::int64_t dp = 0, tp = 0, pp = 0, micro_batches = 0;
   std::string schedule;  // gpipe, 1f1b; empty: the planner's choice (manual: 1f1b)
   bool shard_params = false;
+  /// Chunks per pipeline rank (interleaved 1F1B): 0 lets auto choose (1, 2 or 4; manual: 1).
+  std::int64_t virtual_stages = 0;
   std::vector<std::int64_t> cuts;  // explicit pipeline cuts (forward node indices)
   bool only = false;               // print the ranked plans and the chosen one, train nothing
   std::string file;                // a saved plan (JSON, as --plan.only prints it)
@@ -114,8 +116,8 @@ result<plan_choice> choose_plan(const planning_setup& setup, const plan_request&
 result<plan_choice> choose_plan_for(const planning_setup& setup, const plan_request& opts, int devices,
                                     int threads = 0);
 
-/// Reads a plan file ({"dp":..,"tp":..,"pp":..,"micro_batches":..,"schedule":..,
-/// "shard_params":..,"cuts":[..]}; missing keys default as on the command line).
+/// Reads a plan file ({"dp":..,"tp":..,"pp":..,"virtual_stages":..,"micro_batches":..,
+/// "schedule":..,"shard_params":..,"cuts":[..]}; missing keys default as on the command line).
 result<plan_choice> load_plan_file(const std::string& path);
 
 /// The same from JSON already parsed; `origin` prefixes the error messages.

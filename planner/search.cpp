@@ -177,6 +177,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   out.embedding_on_host = on_host;
   if (on_host && (!o.topo.host || a.boundaries.empty()))
     return make_error(errc::invalid_argument, "no host CPUs or no first layer to put on them");
+  if (on_host && p.virtual_stages > 1)
+    return make_error(errc::unsupported, "the embedding on the host is not modelled with virtual stages");
   // forward nodes [0, head) run on the host
   const std::size_t head = on_host ? a.boundaries.front() : 0;
   if (auto st = validate(p, o.batch); !st) return st.error();
@@ -217,26 +219,30 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     if (i < forward) fwd_comm_s[owner] += comm;
   }
 
+  // the stages the model is cut into: pp, or pp x v with virtual stages (rank r runs stages
+  // r, r + pp, ...: its chunks)
+  const int cut_into = p.stages();
   std::vector<std::size_t> cuts = given_cuts;
-  if (cuts.empty() && p.pp > 1) {
-    auto key = std::make_tuple(p.tp, p.pp, rows_int);
+  if (cuts.empty() && cut_into > 1) {
+    auto key = std::make_tuple(p.tp, cut_into, rows_int);
     auto c = cache.cuts.find(key);
     if (c == cache.cuts.end()) {
       std::vector<double> node_s(forward);
       for (std::size_t i = 0; i < forward; ++i) node_s[i] = fwd_s[i] + bwd_s[i];
-      auto found = balanced_cuts(a, p.pp, node_s, rows, bytes_scale / p.tp, pp_link, o.eff);
+      auto found = balanced_cuts(a, cut_into, node_s, rows, bytes_scale / p.tp, pp_link, o.eff);
       if (!found) return found.error();
       c = cache.cuts.emplace(key, std::move(*found)).first;
     }
     cuts = c->second;
   }
-  if (cuts.size() + 1 != static_cast<std::size_t>(p.pp))
-    return make_error(errc::invalid_argument,
-                      "plan has pp=" + std::to_string(p.pp) + " but " + std::to_string(cuts.size()) + " stage cuts");
+  if (cuts.size() + 1 != static_cast<std::size_t>(cut_into))
+    return make_error(errc::invalid_argument, "plan has " + std::to_string(cut_into) + " stages but " +
+                                                  std::to_string(cuts.size()) + " stage cuts");
   out.cuts = cuts;
 
   // Per stage: timings for the simulator, parameters, activations.
-  const auto stages = static_cast<std::size_t>(p.pp);
+  const auto stages = static_cast<std::size_t>(cut_into);
+  const auto ranks = static_cast<std::size_t>(p.pp);  // pipeline ranks: stage k runs on rank k % pp
   std::vector<stage_timing> timing(stages);
   std::vector<double> params(stages, 0.0), activations(stages, 0.0), layer_peak(stages, 0.0);
   // per micro-batch: sparse tables' entries, and their values alone
@@ -293,7 +299,35 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   }
   double dp_comm = 0, peak = 0;
   const double slots = a.optimizer_slots;  // bytes of optimizer state per parameter byte
-  for (std::size_t k = 0; k < stages; ++k) {
+  // micro-batches each stage holds in flight: its rank's credit, or with virtual stages what
+  // the rank's task order holds of that chunk at most
+  std::vector<double> in_flight(stages, 0.0);
+  if (p.virtual_stages == 1) {
+    for (std::size_t k = 0; k < stages; ++k) in_flight[k] = p.buffer_size(static_cast<int>(k));
+  } else {
+    const auto order = build_schedule(p.pp, p.virtual_stages, p.micro_batches, [&](int r) { return p.buffer_size(r); });
+    if (order.empty()) return make_error(errc::invalid_argument, "the pipeline schedule of " + describe(p) + " stalls");
+    for (std::size_t r = 0; r < ranks; ++r) {
+      std::vector<int> held(static_cast<std::size_t>(p.virtual_stages), 0);
+      for (const task& t : order[r]) {
+        if (t.kind == task_kind::update) continue;
+        const auto c = static_cast<std::size_t>(t.chunk);
+        held[c] += t.kind == task_kind::forward ? 1 : -1;
+        in_flight[c * ranks + r] = std::max(in_flight[c * ranks + r], static_cast<double>(held[c]));
+      }
+    }
+  }
+  // a rank's chunks as one: its parameters reduced and updated together (one flat buffer)
+  if (ranks < stages)
+    for (std::size_t k = ranks; k < stages; ++k) {
+      const std::size_t r = k % ranks;
+      params[r] += params[k], sparse_params[r] += sparse_params[k];
+      sparse_entries[r] += sparse_entries[k], sparse_values[r] += sparse_values[k];
+      params[k] = sparse_params[k] = sparse_entries[k] = sparse_values[k] = 0;
+      activations[r] += activations[k] * in_flight[k] / std::max(1.0, in_flight[r]);
+      layer_peak[r] = std::max(layer_peak[r], layer_peak[k]);
+    }
+  for (std::size_t k = 0; k < ranks; ++k) {
     double owned = p.shard_params ? params[k] / p.dp : params[k];
     // sparse tables (as the runtime does them): no dense gradient allreduced or applied; their
     // entries, every micro-batch's, all-gathered over dp, the touched rows updated (at most one
@@ -321,7 +355,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     // parameters and gradients in the compute type; master weights (mixed precision) and
     // optimizer state on the owner
     double memory = params[k] * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
-                    activations[k] * p.buffer_size(static_cast<int>(k)) + layer_peak[k];
+                    activations[k] * in_flight[k] + layer_peak[k];
     peak = std::max(peak, memory);
   }
   const std::size_t first = on_host ? 1 : 0;  // the simulator's index of the first accelerator stage
@@ -348,14 +382,24 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing.insert(timing.begin(), host_stage);
   }
   const int sim_stages = p.pp + static_cast<int>(first);
-  auto sim = simulate_step(
-      sim_stages, p.micro_batches, timing,
-      [&](int st) {
-        return p.schedule == schedule_kind::gpipe ? p.micro_batches : std::min(p.micro_batches, sim_stages - st);
-      },
-      core_sharing{o.topo.shared_cores, p.dp * p.tp});
-  // what each accelerator stage's tasks take from start to end, as the runtime measures them
-  for (std::size_t k = 0; k < stages; ++k) {
+  auto sim = p.virtual_stages > 1
+                 ? simulate_step(
+                       p.pp, p.virtual_stages, p.micro_batches, timing, [&](int r) { return p.buffer_size(r); },
+                       core_sharing{o.topo.shared_cores, p.dp * p.tp})
+                 : simulate_step(
+                       sim_stages, p.micro_batches, timing,
+                       [&](int st) {
+                         return p.schedule == schedule_kind::gpipe ? p.micro_batches
+                                                                   : std::min(p.micro_batches, sim_stages - st);
+                       },
+                       core_sharing{o.topo.shared_cores, p.dp * p.tp});
+  if (sim.task_wall_s.size() != ranks + first)
+    return make_error(errc::invalid_argument, "the pipeline schedule of " + describe(p) + " stalls");
+  // a rank's chunks are one rank of the runtime: their tensor-parallel collectives together
+  for (std::size_t k = ranks; k < stages; ++k) out.stages[k % ranks].compute_comm_s += out.stages[k].compute_comm_s;
+  out.stages.resize(ranks);
+  // what each accelerator rank's tasks take from start to end, as the runtime measures them
+  for (std::size_t k = 0; k < ranks; ++k) {
     out.stages[k].forward_s = sim.task_wall_s[k + first][0];
     out.stages[k].backward_s = sim.task_wall_s[k + first][1];
     out.stages[k].update_s = sim.task_wall_s[k + first][2];
@@ -445,7 +489,8 @@ std::string describe(const planned& p) {
 }
 
 std::string describe(const parallel_plan& p) {
-  std::string out = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " m" +
+  std::string out = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) +
+                    (p.virtual_stages > 1 ? " v" + std::to_string(p.virtual_stages) : std::string()) + " m" +
                     std::to_string(p.micro_batches);
   if (p.pp > 1) out += std::string(" ") + to_string(p.schedule);
   if (p.shard_params) out += " sharded";
@@ -488,21 +533,27 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
         // are candidates only for the memory they save
         if (pp == 1 && m > 1 && whole_batch_fits) break;
         for (int sched = 0; sched < (pp > 1 && m > 1 && o.consider_gpipe ? 2 : 1); ++sched)
-          for (int shard = 0; shard < (dp > 1 ? 2 : 1); ++shard) {
-            parallel_plan p{.dp = dp,
-                            .tp = tp,
-                            .pp = pp,
-                            .micro_batches = m,
-                            .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
-                            .shard_params = shard == 1};
-            for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
-              for (int host = 0; host < (o.topo.host && !a.boundaries.empty() ? 2 : 1); ++host) {
-                auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
-                if (!r) break;  // e.g. more stages than the model has layers
-                if (pp == 1 && m == 1 && rc == 0 && r->fits) whole_batch_fits = true;
-                (r->fits ? fitting : rejected).push_back(std::move(*r));
-              }
-          }
+          for (int v : o.virtual_stages)
+            for (int shard = 0; shard < (dp > 1 ? 2 : 1); ++shard) {
+              // interleaved 1F1B: 1F1B with micro-batches in groups of pp, a stage per layer at most
+              if (v > 1 && (pp < 2 || sched != 0 || m % pp != 0 ||
+                            static_cast<std::size_t>(pp) * static_cast<std::size_t>(v) > most_stages))
+                continue;
+              parallel_plan p{.dp = dp,
+                              .tp = tp,
+                              .pp = pp,
+                              .micro_batches = m,
+                              .schedule = sched == 0 ? schedule_kind::one_f_one_b : schedule_kind::gpipe,
+                              .shard_params = shard == 1,
+                              .virtual_stages = v};
+              for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
+                for (int host = 0; host < (o.topo.host && !a.boundaries.empty() && v == 1 ? 2 : 1); ++host) {
+                  auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
+                  if (!r) break;  // e.g. more stages than the model has layers
+                  if (pp == 1 && m == 1 && rc == 0 && r->fits) whole_batch_fits = true;
+                  (r->fits ? fitting : rejected).push_back(std::move(*r));
+                }
+            }
       }
     }
   }
@@ -522,7 +573,8 @@ std::size_t prefer_simpler_near_ties(std::vector<planned>& ranked, double within
   });
   const double limit = fastest->step_s * (1 + within);
   auto synchronisations = [](const planned& p) {
-    return std::tuple{p.plan.shard_params, p.plan.micro_batches, p.plan.schedule == schedule_kind::gpipe};
+    return std::tuple{p.plan.shard_params, p.plan.micro_batches, p.plan.schedule == schedule_kind::gpipe,
+                      p.plan.virtual_stages};
   };
   auto chosen = fastest;
   for (auto it = ranked.begin(); it != ranked.end(); ++it)

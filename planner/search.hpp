@@ -108,6 +108,9 @@ struct search_options {
   /// (--overlap-grad-reduce, --overlap-param-gather).
   bool overlap_tp_comm = false;
   bool overlap_dp_reduction = false;
+  /// Chunks per pipeline rank to consider (interleaved 1F1B where > 1: 1F1B plans whose
+  /// micro-batches come in whole groups of pp, at most one stage per layer).
+  std::vector<int> virtual_stages = {1, 2, 4};
 };
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given). `embedding_on_host`
@@ -135,7 +138,7 @@ inline constexpr double near_tie_fraction = 0.01;
 /// Breaks near ties among the fitting plans of `ranked` (sorted by step time) towards the one
 /// with the fewest synchronisations: unsharded before sharded (a sharded plan waits for the
 /// all-gather of its parameters at every step's start), then fewer micro-batches, then 1F1B
-/// before GPipe. That plan moves to the front; the others keep their order. Returns the
+/// before GPipe, then fewer virtual stages. That plan moves to the front; the others keep their order. Returns the
 /// position the fastest plan now has (0 when it stays first).
 std::size_t prefer_simpler_near_ties(std::vector<planned>& ranked, double within = near_tie_fraction);
 

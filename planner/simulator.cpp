@@ -8,11 +8,19 @@ namespace cohort::planner {
 
 simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,
                          const std::function<int(int)>& buffer_size, const core_sharing& sharing) {
-  const auto p = static_cast<std::size_t>(stages);
+  return simulate_step(stages, 1, micro_batches, timing, buffer_size, sharing);
+}
+
+simulation simulate_step(int ranks, int chunks, int micro_batches, const std::vector<stage_timing>& timing,
+                         const std::function<int(int)>& credit, const core_sharing& sharing) {
+  const auto p = static_cast<std::size_t>(ranks);
   const auto m = static_cast<std::size_t>(micro_batches);
+  const std::size_t stages = p * static_cast<std::size_t>(chunks);
   const double inf = std::numeric_limits<double>::infinity();
-  auto order = build_schedule(stages, micro_batches, buffer_size);
-  std::vector<std::vector<double>> f_end(p, std::vector<double>(m, inf)), b_end(p, std::vector<double>(m, inf));
+  auto order = build_schedule(ranks, chunks, micro_batches, credit);
+  if (order.empty() || timing.size() != stages) return {};  // validate's rules prevent both
+  std::vector<std::vector<double>> f_end(stages, std::vector<double>(m, inf)),
+      b_end(stages, std::vector<double>(m, inf));
   std::vector<std::size_t> next(p, 0);
   std::vector<bool> running(p, false);
   std::vector<double> remaining(p, 0.0), duration(p, 0.0), busy(p, 0.0), pipeline_end(p, 0.0), free_at(p, 0.0),
@@ -20,23 +28,28 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
   std::vector<std::array<double, 3>> wall(p, std::array<double, 3>{});
   double now = 0;
 
-  // When stage s's next task may start (inf: an input is not produced yet), and how long it takes.
-  auto ready_time = [&](std::size_t s) -> double {
-    const task& t = order[s][next[s]];
+  // When rank r's next task may start (inf: an input is not produced yet), and how long it
+  // takes: its chunk's stage is chunk * ranks + r; the update is every chunk's at once.
+  auto stage_of = [&](std::size_t r) { return static_cast<std::size_t>(std::max(order[r][next[r]].chunk, 0)) * p + r; };
+  auto ready_time = [&](std::size_t r) -> double {
+    const task& t = order[r][next[r]];
     const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
+    const std::size_t s = stage_of(r);
     if (t.kind == task_kind::forward)
-      return s == 0 ? free_at[s] : std::max(free_at[s], f_end[s - 1][i] + timing[s - 1].send_forward_s);
+      return s == 0 ? free_at[r] : std::max(free_at[r], f_end[s - 1][i] + timing[s - 1].send_forward_s);
     if (t.kind == task_kind::backward) {
-      if (s + 1 < p) return std::max(free_at[s], b_end[s + 1][i] + timing[s + 1].send_backward_s);
-      return std::max(free_at[s], f_end[s][i]);
+      if (s + 1 < stages) return std::max(free_at[r], b_end[s + 1][i] + timing[s + 1].send_backward_s);
+      return std::max(free_at[r], f_end[s][i]);
     }
-    return free_at[s];
+    return free_at[r];
   };
-  auto length = [&](std::size_t s) {
-    const task& t = order[s][next[s]];
-    return t.kind == task_kind::forward    ? timing[s].forward_s
-           : t.kind == task_kind::backward ? timing[s].backward_s
-                                           : timing[s].update_s;
+  auto length = [&](std::size_t r) {
+    const task& t = order[r][next[r]];
+    if (t.kind == task_kind::forward) return timing[stage_of(r)].forward_s;
+    if (t.kind == task_kind::backward) return timing[stage_of(r)].backward_s;
+    double update = 0;
+    for (std::size_t s = r; s < stages; s += p) update += timing[s].update_s;
+    return update;
   };
 
   for (;;) {
@@ -75,8 +88,8 @@ simulation simulate_step(int stages, int micro_batches, const std::vector<stage_
       if (remaining[s] > 1e-12 * std::max(1.0, duration[s])) continue;
       const task& t = order[s][next[s]];
       const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
-      if (t.kind == task_kind::forward) f_end[s][i] = now;
-      if (t.kind == task_kind::backward) b_end[s][i] = now;
+      if (t.kind == task_kind::forward) f_end[stage_of(s)][i] = now;
+      if (t.kind == task_kind::backward) b_end[stage_of(s)][i] = now;
       if (t.kind != task_kind::update) busy[s] += duration[s];
       wall[s][static_cast<std::size_t>(t.kind)] += now - started[s];
       free_at[s] = now;

@@ -6,6 +6,9 @@
 // backward. It judges schedules the closed forms cannot (uneven stages, transfers, GPipe
 // against 1F1B) and predicts plans far too big to run here.
 //
+// Interleaved 1F1B: a rank's chunks are stages of their own (with their transfers) that
+// share the rank's one compute stream, in the order the credit rule gives.
+//
 // Shared cores: when ranks outnumber the cores they run on (this machine running a 4-rank
 // plan on 2 cores), the running stages share the cores — processor sharing: each of the
 // busy ranks progresses at min(1, cores / busy ranks) of its own speed, so a stage computing
@@ -49,5 +52,12 @@ struct simulation {
 
 simulation simulate_step(int stages, int micro_batches, const std::vector<stage_timing>& timing,
                          const std::function<int(int stage)>& buffer_size, const core_sharing& sharing = {});
+
+/// Interleaved 1F1B: `ranks` compute streams, each running `chunks` stages (rank r: stages
+/// r + c * ranks; `timing` has ranks x chunks entries, by stage). busy_s and task_wall_s are
+/// per rank; a rank's update task takes its stages' update_s together. Empty when the
+/// schedule stalls or `timing` has the wrong size.
+simulation simulate_step(int ranks, int chunks, int micro_batches, const std::vector<stage_timing>& timing,
+                         const std::function<int(int rank)>& credit, const core_sharing& sharing = {});
 
 }  // namespace cohort::planner

@@ -65,6 +65,7 @@ void trace_recorder::add_spans(int rank, const planner::rank_place& at, std::int
   for (const auto& s : spans) {
     json args = {{"step", step + 1}, {"stage", at.stage}, {"dp", at.dp_rank}, {"tp", at.tp_rank}};
     if (s.micro_batch >= 0) args["micro_batch"] = s.micro_batch;
+    if (s.chunk > 0) args["chunk"] = s.chunk;  // interleaved 1F1B: the rank's chunk
     if (s.bytes_sent > 0) args["bytes"] = s.bytes_sent;
     auto complete = [&](const char* name, const char* cat, std::int64_t from, std::int64_t to) {
       events_.push_back({{"name", name},

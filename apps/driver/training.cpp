@@ -23,6 +23,9 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.pp", pp, "pipeline stages (0: the planner's choice; manual: 1)")
       .add("plan.micro-batches", micro_batches, "micro-batches per step (0: the planner's choice; manual: 1)")
       .add("plan.schedule", schedule, "gpipe or 1f1b (empty: the planner's choice; manual: 1f1b)")
+      .add("plan.virtual-stages", virtual_stages,
+           "chunks of layers per pipeline rank, interleaved 1F1B (Megatron's virtual stages: the bubble / V, V times "
+           "the transfers; micro-batches in whole groups of pp; 0: the planner's choice of 1, 2, 4; manual: 1)")
       .add("plan.shard-params", shard_params, "shard optimizer state over dp (ZeRO); under auto: require it")
       .add("plan.cuts", cuts, "pipeline cuts as forward-node indices (empty: balanced)")
       .add("plan.only", only, "print the ranked plans and the chosen one as JSON; train nothing")
@@ -69,8 +72,8 @@ status plan_options::finish(const option_set& opts) {
   if (!m) return m.error();
   mode = *m;
   if (!opts.was_set("plan.mode"))
-    for (const char* key :
-         {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params", "plan.cuts"})
+    for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
+                            "plan.cuts", "plan.virtual-stages"})
       if (opts.was_set(key)) mode = planner::plan_mode::manual;
   change_targets.clear();
   for (std::size_t at = 0; !change_to.empty() && at <= change_to.size();) {
@@ -88,6 +91,9 @@ status plan_options::finish(const option_set& opts) {
     if (change_targets[i].empty()) return make_error(errc::invalid_argument, "--plan.change-to: an empty plan");
   }
   if (processes < 1) return make_error(errc::invalid_argument, "--plan.processes must be at least 1");
+  if (virtual_stages < 0 || virtual_stages > 64)
+    return make_error(errc::invalid_argument, "--plan.virtual-stages must be 0 (the planner's choice) to 64, got " +
+                                                  std::to_string(virtual_stages));
   if (auto st = checkpoint.finish(); !st) return st;
   if (auto st = trace.finish(); !st) return st;
   if (auto st = report.finish(); !st) return st;
@@ -103,7 +109,7 @@ std::vector<actors::plan_change> plan_changes(const plan_options& p) {
     c.label = p.change_targets[i];
     planner::plan_request& r = c.request;
     r = p;  // the planner's other settings (cluster, limits) as the first plan had them
-    r.dp = r.tp = r.pp = r.micro_batches = 0;
+    r.dp = r.tp = r.pp = r.micro_batches = r.virtual_stages = 0;
     r.schedule.clear();
     r.shard_params = false;
     r.cuts.clear();

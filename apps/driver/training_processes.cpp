@@ -32,7 +32,7 @@ std::optional<planner::plan_request> replan_request(const plan_options& p) {
   if (!planners) {
     r.mode = planner::plan_mode::automatic;
     r.file.clear();
-    r.dp = r.tp = r.pp = r.micro_batches = 0;
+    r.dp = r.tp = r.pp = r.micro_batches = r.virtual_stages = 0;
     r.cuts.clear();
     r.schedule.clear();
   }

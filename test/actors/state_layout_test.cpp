@@ -45,7 +45,11 @@ std::vector<pair_case> cases() {
           {"dp2 -> pp2 m4", {.dp = 2}, {.pp = 2, .micro_batches = 4}},
           {"tp3 -> dp2 tp2 sharded", {.tp = 3}, {.dp = 2, .tp = 2, .shard_params = true}},
           {"dp2 tp2 pp2 m2 -> serial", {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2}, {}},
-          {"serial -> dp4 sharded", {}, {.dp = 4, .shard_params = true}}};
+          {"serial -> dp4 sharded", {}, {.dp = 4, .shard_params = true}},
+          {"pp2 m4 -> pp2 v2 m4", {.pp = 2, .micro_batches = 4}, {.pp = 2, .micro_batches = 4, .virtual_stages = 2}},
+          {"dp2 tp2 pp2 v2 m2 -> tp2 sharded dp2",
+           {.dp = 2, .tp = 2, .pp = 2, .micro_batches = 2, .virtual_stages = 2},
+           {.dp = 2, .tp = 2, .shard_params = true}}};
 }
 
 // Two processes, each its own thread over one in-process fabric of the old plan's ranks, each

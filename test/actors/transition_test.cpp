@@ -39,6 +39,7 @@ actors::plan_change to_plan(std::int64_t at, const parallel_plan& p) {
   c.request.dp = p.dp, c.request.tp = p.tp, c.request.pp = p.pp, c.request.micro_batches = p.micro_batches;
   c.request.schedule = planner::to_string(p.schedule);
   c.request.shard_params = p.shard_params;
+  c.request.virtual_stages = p.virtual_stages;
   return c;
 }
 
@@ -48,6 +49,23 @@ const actors::model_fn gpt = [](graph& g, std::int64_t b) {
 };
 
 }  // namespace
+
+TEST_CASE("GPT: pp2 m4, then interleaved pp2 v2 m4 from step 10, then dp2 from 20: the serial run's losses") {
+  const optimizer_config opt = adamw_config{.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f};
+  auto serial = serial_losses(gpt, 8, steps, opt, 5, gpt_data(8, 16));
+  runtime_run run;
+  run.plan = {.pp = 2, .micro_batches = 4};
+  run.changes = {to_plan(10, {.pp = 2, .micro_batches = 4, .virtual_stages = 2}), to_plan(20, {.dp = 2})};
+  run.planning = setup_for(gpt, 8, 2);
+  auto s = runtime_summary(gpt, run, 8, steps, opt, 5, gpt_data(8, 16));
+  check_same_losses(serial, std::vector<float>(s.losses.begin(), s.losses.end()), "pp2 -> pp2 v2 -> dp2");
+  REQUIRE(s.transitions.size() == 2);
+  CHECK(s.transitions[0].from == "dp1 tp1 pp2 m4 1f1b");
+  CHECK(s.transitions[0].to == "dp1 tp1 pp2 v2 m4 1f1b");
+  CHECK(s.transitions[0].plan["virtual_stages"] == 2);
+  CHECK(s.transitions[0].plan["cuts"].size() == 3);  // four stages, two per rank
+  CHECK(s.transitions[1].from == "dp1 tp1 pp2 v2 m4 1f1b");
+}
 
 TEST_CASE("MLP: dp2 sharded, then tp2 pp2 m4 from step 10: the losses equal the serial run's") {
   const optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};

@@ -87,6 +87,42 @@ TEST_CASE("a saved plan trains as saved, and a broken one is refused naming the 
   for (const auto& f : {file, bad, unknown, cuts}) fs::remove(f);
 }
 
+TEST_CASE("interleaved 1F1B from the command line: trained, saved, predicted per rank, bad values refused") {
+  const std::string plan = small_gpt + "--train.steps=3 --plan.pp=2 --plan.virtual-stages=2 --plan.micro-batches=4 ";
+  auto trained = run(GPT_BINARY, plan + "--plan.refit=false");
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.err);
+  const auto& p = trained.summary["plan"];
+  CHECK(p["virtual_stages"] == 2);
+  CHECK(p["cuts"].size() == 3);                 // four stages: 0 and 2 on rank 0, 1 and 3 on rank 1
+  CHECK(p["predicted"]["stages"].size() == 2);  // predicted per pipeline rank
+  CHECK((trained.out + trained.err).find("plan: dp1 tp1 pp2 v2 m4 1f1b") != std::string::npos);
+  CHECK(std::isfinite(trained.summary["final_loss"].get<double>()));
+  // its saved form trains as saved
+  auto file = temp_file("v2-plan.json", p.dump());
+  auto again = run(GPT_BINARY, small_gpt + "--train.steps=3 --plan.file=" + file.string());
+  REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+  CHECK(again.summary["final_loss"] == trained.summary["final_loss"]);
+  auto cuts = temp_file("v2-cuts.json", R"({"pp": 2, "virtual_stages": 2, "micro_batches": 4, "cuts": [4]})");
+  auto r = run(GPT_BINARY, small_gpt + "--plan.file=" + cuts.string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "gpt: error: " + cuts.string() + ": cuts: 1 cuts for pp=2 x virtual_stages=2 (needs pp x v - 1)\n");
+  r = run(GPT_BINARY, small_gpt + "--plan.pp=2 --plan.virtual-stages=2 --plan.micro-batches=3");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("virtual stages need micro-batches in whole groups of pp (2), got 3") != std::string::npos);
+  r = run(GPT_BINARY, small_gpt + "--plan.virtual-stages=2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("need pp >= 2") != std::string::npos);
+  r = run(GPT_BINARY, small_gpt + "--plan.virtual-stages=-1");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--plan.virtual-stages must be 0") != std::string::npos);
+  // auto with the constraint: the planner's choice among interleaved plans
+  auto chosen = run(GPT_BINARY, small_gpt + "--plan.mode=auto --plan.virtual-stages=2 --plan.only=true --plan.ranks=2");
+  REQUIRE_MESSAGE(chosen.exit_code == 0, chosen.err);
+  CHECK(chosen.summary["plan"]["virtual_stages"] == 2);
+  CHECK(chosen.summary["plan"]["pp"] == 2);
+  for (const auto& f : {file, cuts}) fs::remove(f);
+}
+
 TEST_CASE("GPT-3 175B on a 64-GPU cluster file is planned in seconds, not trained") {
   auto r =
       run(GPT_BINARY,

@@ -284,3 +284,57 @@ TEST_CASE("ranks that do not divide over the job's slots sit in near-equal block
       CHECK(b.back() < processes);
     }
 }
+
+TEST_CASE("interleaved 1F1B: four stages on two ranks shrink the bubble, a slow link makes it lose") {
+  // 8 equal layers: pp2 cut into 4 stages (rank 0: stages 0 and 2, rank 1: 1 and 3)
+  const auto& a = analyzed(
+      [](graph& g, std::int64_t r) {
+        return test::toy_mlp(g, {1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}, r);
+      },
+      1);
+  parallel_plan one{.pp = 2, .micro_batches = 4}, two = one;
+  two.virtual_stages = 2;
+  search_options fast = options(64, two_devices(1e12, 1e12));
+  auto p1 = evaluate_plan(a, one, fast);
+  auto p2 = evaluate_plan(a, two, fast);
+  REQUIRE(p1);
+  REQUIRE(p2);
+  CHECK(describe(*p2) == "dp1 tp1 pp2 v2 m4 1f1b");
+  CHECK(p2->cuts.size() == 3);
+  REQUIRE(p2->stages.size() == 2);  // per pipeline rank, as the runtime measures its workers
+  // with a free link the bubble is (pp - 1) / v of a micro-batch: 1/5 of the span for pp2 m4,
+  // 1/(2 x 4 + 1) for v2 (the stages are near equal, not exactly)
+  CHECK(p1->bubble == doctest::Approx(0.2).epsilon(0.05));
+  CHECK(p2->bubble == doctest::Approx(1.0 / 9).epsilon(0.1));
+  CHECK(p2->step_s < p1->step_s);
+  // both ranks' compute, the same work regrouped
+  const double work1 = p1->stages[0].forward_s + p1->stages[0].backward_s + p1->stages[1].forward_s +
+                       p1->stages[1].backward_s,
+               work2 = p2->stages[0].forward_s + p2->stages[0].backward_s + p2->stages[1].forward_s +
+                       p2->stages[1].backward_s;
+  CHECK(work2 == doctest::Approx(work1).epsilon(0.02));
+  // a slow link: twice the transfers cost more than the bubble saves
+  search_options slow = options(64, two_devices(1e8, 1e12));
+  auto s1 = evaluate_plan(a, one, slow);
+  auto s2 = evaluate_plan(a, two, slow);
+  REQUIRE(s1);
+  REQUIRE(s2);
+  CHECK(s2->step_s > s1->step_s);
+  // the search considers it (1F1B, micro-batches in groups of pp) and never for a plan without a pipeline
+  auto ranked = rank_plans(a, fast);
+  REQUIRE(ranked);
+  bool any = false;
+  for (const auto& p : *ranked) {
+    if (p.plan.virtual_stages == 1) continue;
+    any = true;
+    CHECK(p.plan.pp >= 2);
+    CHECK(p.plan.micro_batches % p.plan.pp == 0);
+    CHECK(p.plan.schedule == schedule_kind::one_f_one_b);
+    CHECK(p.cuts.size() + 1 == static_cast<std::size_t>(p.plan.stages()));
+  }
+  CHECK(any);
+  fast.virtual_stages = {1};
+  auto plain = rank_plans(a, fast);
+  REQUIRE(plain);
+  for (const auto& p : *plain) CHECK(p.plan.virtual_stages == 1);
+}

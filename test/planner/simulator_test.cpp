@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/cost_model.hpp"
+#include "planner/plan.hpp"
 #include "planner/simulator.hpp"
 
 using namespace cohort::planner;
@@ -78,4 +79,42 @@ TEST_CASE("shared cores: processor sharing between the stages that compute at th
   // one stage alone: sharing with nobody
   std::vector<stage_timing> one(1, stage_timing{.forward_s = 1.0, .backward_s = 2.0});
   CHECK(simulate_step(1, 3, one, one_f_one_b(1), {.cores = 1}).step_s == doctest::Approx(9.0));
+}
+
+TEST_CASE("interleaved 1F1B: the bubble shrinks by v, as Megatron's (p - 1)(f + b) / v") {
+  // the same model (f + b per micro-batch on each rank) cut into p x v equal stages
+  for (int p : {2, 4, 8})
+    for (int v : {1, 2, 4})
+      for (int groups : {1, 2, 4}) {
+        const int m = p * groups;
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        parallel_plan plan{.pp = p, .micro_batches = m, .virtual_stages = v};
+        std::vector<stage_timing> t(static_cast<std::size_t>(p * v),
+                                    stage_timing{.forward_s = 1.0 / v, .backward_s = 2.0 / v, .update_s = 0.5 / v});
+        auto r = simulate_step(p, v, m, t, [&](int rank) { return plan.buffer_size(rank); });
+        // every chunk's update at once, after the rank's last backward
+        CHECK(r.step_s == doctest::Approx(m * 3.0 + (p - 1) * 3.0 / v + 0.5));
+        REQUIRE(r.busy_s.size() == static_cast<std::size_t>(p));
+        for (double busy : r.busy_s) CHECK(busy == doctest::Approx(m * 3.0));
+        REQUIRE(r.task_wall_s.size() == static_cast<std::size_t>(p));
+        CHECK(r.task_wall_s[0][2] == doctest::Approx(0.5));
+      }
+}
+
+TEST_CASE("interleaved 1F1B pays its transfers v times") {
+  // pp2 v2 m2, 1 s per task, 0.25 s for every transfer between stages. Orders: rank 0
+  // "F0 F1 F0.1 F1.1 B0.1 B1.1 B0 B1", rank 1 "F0 F1 F0.1 B0.1 F1.1 B1.1 B0 B1". By hand, event by
+  // event: rank 0 F0 [0,1] F1 [1,2]; rank 1 F0 [1.25,2.25] F1 [2.25,3.25]; rank 0 F0.1 [2.5,3.5]
+  // F1.1 [3.5,4.5]; rank 1 F0.1 [3.75,4.75] B0.1 [4.75,5.75] F1.1 [5.75,6.75] B1.1 [6.75,7.75];
+  // rank 0 B0.1 [6,7] B1.1 [8,9]; rank 1 B0 [7.75,8.75] B1 [9.25,10.25]; rank 0 B0 [9,10] B1 [10.5,11.5].
+  parallel_plan plan{.pp = 2, .micro_batches = 2, .virtual_stages = 2};
+  auto credit = [&](int rank) { return plan.buffer_size(rank); };
+  std::vector<stage_timing> t(
+      4, stage_timing{.forward_s = 1.0, .backward_s = 1.0, .send_forward_s = 0.25, .send_backward_s = 0.25});
+  CHECK(to_string(build_schedule(2, 2, 2, credit)[0]) == "F0 F1 F0.1 F1.1 B0.1 B1.1 B0 B1 U");
+  CHECK(to_string(build_schedule(2, 2, 2, credit)[1]) == "F0 F1 F0.1 B0.1 F1.1 B1.1 B0 B1 U");
+  CHECK(simulate_step(2, 2, 2, t, credit).step_s == doctest::Approx(11.5));
+  CHECK(simulate_step(2, 2, 2, std::vector<stage_timing>(3), [](int) { return 4; }).step_s == 0);  // wrong size
 }
