@@ -88,6 +88,8 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   s.search.eff = s.profile.eff;
   s.search.max_micro_batches = static_cast<int>(opts.max_micro_batches);
   if (opts.virtual_stages > 0) s.search.virtual_stages = {static_cast<int>(opts.virtual_stages)};
+  // the runtime does not interleave sparse tables' entries: never a plan it refuses
+  if (opts.sparse_tables && opts.virtual_stages <= 0) s.search.virtual_stages = {1};
   if (!opts.cluster_file.empty()) {
     auto c = load_cluster_file(opts.cluster_file);
     if (!c) return c.error();
