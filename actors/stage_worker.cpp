@@ -15,6 +15,8 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
                                                            bool single_micro_batch,
                                                            std::optional<stage_program> smaller, bool larger_used) {
   if (slots < 1) return make_error(errc::invalid_argument, "stage worker: needs at least one slot");
+  if (program.chunks.empty())
+    return make_error(errc::invalid_argument, "stage worker: the program lists no chunk (not from partition)");
   if (!larger_used && !smaller)
     return make_error(errc::invalid_argument, "stage worker: no program to run (the larger one unused, no smaller)");
   std::unique_ptr<stage_worker> w(new stage_worker());
@@ -50,7 +52,7 @@ result<std::unique_ptr<stage_worker>> stage_worker::create(stage_program program
   if (total > dense_from) w->dense_runs_.push_back({dense_from, total});
   // each parameter's gradient is complete after the backward task of the chunk that computes it
   const auto& chunks = w->program_.chunks;
-  w->chunk_params_.assign(std::max<std::size_t>(chunks.size(), 1), {});
+  w->chunk_params_.assign(chunks.size(), {});
   for (std::size_t i = 0; i < w->program_.params.size(); ++i) {
     const auto& p = w->program_.params[i];
     const value_id grad = p.sparse() ? p.sparse_values : p.grad;
@@ -178,7 +180,6 @@ tensor& stage_worker::input(int slot, value_id local) { return exec(slot).input(
 const tensor& stage_worker::value(int slot, value_id local) const { return exec(slot).value(local); }
 
 status stage_worker::forward(int slot, int chunk) {
-  if (program_.chunks.empty()) return exec(slot).run(0, program_.backward_begin);
   const auto& c = program_.chunks.at(static_cast<std::size_t>(chunk));
   return exec(slot).run(c.forward_begin, c.forward_end);
 }
@@ -187,12 +188,8 @@ status stage_worker::backward(int slot, float seed, int chunk) {
   auto& ex = exec(slot);
   const bool smaller = slot_smaller_.at(static_cast<std::size_t>(slot)) != 0;
   if (program_.seed != no_value && chunk == program_.loss_chunk) ex.input(program_.seed).fill(seed);
-  const std::size_t begin = program_.chunks.empty()
-                                ? program_.backward_begin
-                                : program_.chunks.at(static_cast<std::size_t>(chunk)).backward_begin;
-  const std::size_t end = program_.chunks.empty() ? program_.g.nodes().size()
-                                                  : program_.chunks.at(static_cast<std::size_t>(chunk)).backward_end;
-  if (auto st = ex.run(begin, end); !st) return st;
+  const auto& c = program_.chunks.at(static_cast<std::size_t>(chunk));
+  if (auto st = ex.run(c.backward_begin, c.backward_end); !st) return st;
   if (!sparse_.empty()) {  // this backward's entries, after the earlier ones of the step
     if (backward_index_ >= backwards_)
       return make_error(errc::invalid_argument, "stage worker: more backward tasks than the step announced (" +

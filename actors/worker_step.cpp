@@ -52,7 +52,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
   step_report report;
   report.reports_loss = prog.loss != no_value && at.tp_rank == 0;
   const planner::rank_layout layout(plan);
-  auto peer = [&](int stage) { return layout.rank_of({at.dp_rank, stage, at.tp_rank}); };
+  auto peer = [&](int pipeline_rank) { return layout.rank_of({at.dp_rank, pipeline_rank, at.tp_rank}); };
   auto receive = [&](int slot, int mb, bool backward, int chunk) -> status {
     for (const auto& r : prog.recvs) {
       if (r.backward != backward || r.chunk != chunk) continue;

@@ -81,15 +81,17 @@ std::vector<std::vector<task>> build_schedule(int ranks, int chunks, int micro_b
   return order;
 }
 
-int slots_needed(const std::vector<task>& order) {
+int most_in_flight(const std::vector<task>& order, int chunk) {
   int in_flight = 0, most = 0;
   for (const task& t : order) {
-    if (t.chunk != 0) continue;
+    if (t.chunk != chunk) continue;
     if (t.kind == task_kind::forward) most = std::max(most, ++in_flight);
     if (t.kind == task_kind::backward) --in_flight;
   }
-  return std::max(most, 1);
+  return most;
 }
+
+int slots_needed(const std::vector<task>& order) { return std::max(most_in_flight(order, 0), 1); }
 
 std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,
                                               const std::function<int(int)>& buffer_size) {

@@ -54,8 +54,12 @@ std::vector<std::vector<task>> build_schedule(int stages, int micro_batches,
 std::vector<std::vector<task>> build_schedule(int ranks, int chunks, int micro_batches,
                                               const std::function<int(int rank)>& credit);
 
+/// The most micro-batches `order` holds in flight on chunk `chunk` (forwarded there, not yet
+/// backwarded there).
+int most_in_flight(const std::vector<task>& order, int chunk);
+
 /// The most micro-batches a rank holds between its first forward task of one (chunk 0) and its
-/// last backward task of it (chunk 0): the buffer slots its worker needs.
+/// last backward task of it (chunk 0): the buffer slots its worker needs (at least one).
 int slots_needed(const std::vector<task>& order);
 
 }  // namespace cohort::planner

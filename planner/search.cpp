@@ -307,15 +307,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   } else {
     const auto order = build_schedule(p.pp, p.virtual_stages, p.micro_batches, [&](int r) { return p.buffer_size(r); });
     if (order.empty()) return make_error(errc::invalid_argument, "the pipeline schedule of " + describe(p) + " stalls");
-    for (std::size_t r = 0; r < ranks; ++r) {
-      std::vector<int> held(static_cast<std::size_t>(p.virtual_stages), 0);
-      for (const task& t : order[r]) {
-        if (t.kind == task_kind::update) continue;
-        const auto c = static_cast<std::size_t>(t.chunk);
-        held[c] += t.kind == task_kind::forward ? 1 : -1;
-        in_flight[c * ranks + r] = std::max(in_flight[c * ranks + r], static_cast<double>(held[c]));
-      }
-    }
+    for (std::size_t k = 0; k < stages; ++k)
+      in_flight[k] = most_in_flight(order[k % ranks], static_cast<int>(k / ranks));
   }
   // a rank's chunks as one: its parameters reduced and updated together (one flat buffer)
   if (ranks < stages)

@@ -74,6 +74,8 @@ TEST_CASE("interleaved 1F1B order for pp2 v2 m4") {
   CHECK(to_string(order[1]) == "F0 F1 F0.1 B0.1 F1.1 B1.1 F2 B0 F3 B1 F2.1 B2.1 F3.1 B3.1 B2 B3 U");
   CHECK(slots_needed(order[0]) == 4);  // micro-batches 0-3 between their first and last task
   CHECK(slots_needed(order[1]) == 3);
+  CHECK(most_in_flight(order[0], 0) == 4);
+  CHECK(most_in_flight(order[0], 1) == 2);  // F0.1 F1.1, then one backward before the next forward
   // one chunk per rank is the plain schedule
   planner::parallel_plan plain{.pp = 4, .micro_batches = 8};
   CHECK(build_schedule(4, 1, 8, [&](int r) { return plain.buffer_size(r); }) ==
