@@ -85,6 +85,7 @@ status parameter_piece::rollback(std::int64_t new_generation, std::int64_t commi
 result<tensor> parameter_piece::fetch(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto st = apply_locked(committed, true); !st) return st.error();
+  if (!shard_ && initial_) return initial_->values;  // spawned with a state its worker has not taken yet
   if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   return shard_->params();
 }
@@ -92,12 +93,18 @@ result<tensor> parameter_piece::fetch(std::int64_t committed) {
 result<piece_state> parameter_piece::export_state(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto st = apply_locked(committed, true); !st) return st.error();
-  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  if (!shard_ && !initial_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   return copy_locked();
 }
 
 piece_state parameter_piece::copy_locked() const {
   piece_state out;
+  if (!shard_) {  // spawned with a state (a transition's or a recovery's) its worker has not attached yet
+    out.values = initial_->values.clone();
+    for (const auto& slot : initial_->slots) out.slots.push_back(slot.clone());
+    out.steps = initial_->steps;
+    return out;
+  }
   out.values = shard_->params().clone();
   for (const auto& slot : shard_->optimizer_state().slots) out.slots.push_back(slot.clone());
   out.steps = shard_->steps();
@@ -117,17 +124,17 @@ void parameter_piece::seed(piece_state state) {
 
 bool parameter_piece::holds_values() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return shard_ != nullptr;
+  return shard_ != nullptr || initial_.has_value();
 }
 
 std::int64_t parameter_piece::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return shard_ ? shard_->params().numel() : 0;
+  return shard_ ? shard_->params().numel() : initial_ ? initial_->values.numel() : 0;
 }
 
 result<piece_state> parameter_piece::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!shard_) return make_error(errc::invalid_argument, "parameters: nothing attached");
+  if (!shard_ && !initial_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   if (!delayed_.empty())
     return make_error(errc::invalid_argument, "parameters: table entries still wait (async mode): no copy");
   return copy_locked();
@@ -135,7 +142,7 @@ result<piece_state> parameter_piece::snapshot() const {
 
 std::int64_t parameter_piece::updates() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return shard_ ? shard_->steps() : 0;
+  return shard_ ? shard_->steps() : initial_ ? initial_->steps : 0;
 }
 
 status parameter_piece::with_local_rows(const std::vector<sparse_table_grad>& tables,

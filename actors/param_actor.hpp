@@ -28,6 +28,8 @@
 //   //              (export_atom, committed) => piece_state    // a plan transition takes the state
 // A parameter actor spawned with a piece_state (a plan transition's new piece) starts from it:
 // the first attach fills the worker's storage with its values, its optimizer state continues.
+// Until then an export, fetch or snapshot reads that state (a re-plan may follow a recovery
+// before the new workers have attached).
 #pragma once
 
 #include <deque>
@@ -97,7 +99,7 @@ class parameter_piece {
  private:
   /// `drain`: async mode's delayed table entries too, all of them (the state is read whole).
   status apply_locked(std::int64_t committed, bool drain = false);
-  piece_state copy_locked() const;  // values, slots and steps, copied (a shard is attached)
+  piece_state copy_locked() const;  // values, slots and steps, copied (attached, or the initial state)
 
   mutable std::mutex mutex_;
   optimizer_config optimizer_;

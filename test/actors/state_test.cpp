@@ -120,3 +120,39 @@ TEST_CASE("a parameter piece applies a gradient only once its step is committed,
   REQUIRE(copy.ok());
   CHECK(copy->to_vector() == std::vector<float>{1.f, 1.f, 1.f});
 }
+
+TEST_CASE("a piece spawned with a state reads that state until its worker attaches") {
+  // a re-plan may follow a recovery before the recovered plan's workers have attached: the
+  // transition exports the pieces as spawned (this was the job's "nothing attached" failure)
+  piece_state initial;
+  const std::vector<float> values{1.f, 2.f, 3.f}, slot(3, 0.5f);
+  initial.values = tensor::from({3}, values);
+  initial.slots = {tensor::from({3}, slot)};
+  initial.steps = 7;
+  parameter_piece s(sgd_config{.lr = 0.5f}, initial, /*generation=*/3);
+  CHECK(s.holds_values());
+  CHECK(s.size() == 3);
+  CHECK(s.updates() == 7);
+  auto exported = s.export_state(/*committed=*/6);
+  REQUIRE(exported.ok());
+  CHECK(exported->values.to_vector() == std::vector<float>{1.f, 2.f, 3.f});
+  REQUIRE(exported->slots.size() == 1);
+  CHECK(exported->slots[0].to_vector() == std::vector<float>{0.5f, 0.5f, 0.5f});
+  CHECK(exported->steps == 7);
+  exported->values.data<float>()[0] = 99.f;  // a copy: the piece's own state is untouched
+  auto snap = s.snapshot();
+  REQUIRE(snap.ok());
+  CHECK(snap->values.to_vector() == std::vector<float>{1.f, 2.f, 3.f});
+  auto fetched = s.fetch(6);
+  REQUIRE(fetched.ok());
+  CHECK(fetched->to_vector() == std::vector<float>{1.f, 2.f, 3.f});
+  // then the worker attaches and the piece is its storage
+  tensor storage = tensor::zeros({3});
+  REQUIRE(s.attach(storage).ok());
+  CHECK(storage.to_vector() == std::vector<float>{1.f, 2.f, 3.f});
+  CHECK(s.updates() == 7);
+  // a piece spawned with nothing still refuses
+  parameter_piece empty(sgd_config{.lr = 0.5f});
+  CHECK(!empty.holds_values());
+  CHECK(empty.export_state(0).error().message == "parameters: nothing attached");
+}
