@@ -51,6 +51,8 @@ def layout_text(p):
     if "error" in p:
         return "error: " + " ".join(p["error"])[:60]
     t = f"dp{p['dp']} tp{p['tp']} pp{p['pp']} m{p['micro_batches']}"
+    if p.get("virtual_stages", 1) > 1:
+        t += f" v{p['virtual_stages']}"
     if p["pp"] > 1:
         t += " " + p["schedule"]
     return t + (" sharded" if p["shard_params"] else "") + (" rc" if p.get("recompute") else "")

@@ -52,6 +52,35 @@ simulation simulate_step(int ranks, int chunks, int micro_batches, const std::ve
     return update;
   };
 
+  simulation out;
+  if (sharing.cores <= 0 || sharing.cores >= static_cast<double>(p) * sharing.ranks_per_stage) {
+    // No core shared: every task runs at full speed from the moment its input has arrived and
+    // its rank is free, so each task's times follow from those before it — the step is the
+    // longest path through the task orders, computed task by task (in sweeps over the ranks,
+    // up and then down, as activations flow up and gradients down) instead of event by event.
+    std::size_t left = 0;
+    for (const auto& o : order) left += o.size();
+    for (bool upward = true; left > 0; upward = !upward) {
+      bool progressed = false;
+      for (std::size_t k = 0; k < p; ++k) {
+        const std::size_t r = upward ? k : p - 1 - k;
+        for (; next[r] < order[r].size(); ++next[r], --left, progressed = true) {
+          const double start = ready_time(r);
+          if (start == inf) break;  // its input comes from a task not played yet
+          const task& t = order[r][next[r]];
+          const double took = length(r);
+          const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
+          if (t.kind == task_kind::forward) f_end[stage_of(r)][i] = start + took;
+          if (t.kind == task_kind::backward) b_end[stage_of(r)][i] = start + took;
+          if (t.kind == task_kind::update) pipeline_end[r] = start;
+          else busy[r] += took;
+          wall[r][static_cast<std::size_t>(t.kind)] += took;
+          free_at[r] = start + took;
+        }
+      }
+      if (!progressed) return {};  // a cycle: cannot happen with an order build_schedule gives
+    }
+  }
   for (;;) {
     // start every task whose inputs have arrived
     double next_arrival = inf;
@@ -97,7 +126,6 @@ simulation simulate_step(int ranks, int chunks, int micro_batches, const std::ve
       ++next[s];
     }
   }
-  simulation out;
   out.busy_s = busy;
   out.task_wall_s = wall;
   out.step_s = *std::max_element(free_at.begin(), free_at.end());

@@ -12,7 +12,10 @@
 // Shared cores: when ranks outnumber the cores they run on (this machine running a 4-rank
 // plan on 2 cores), the running stages share the cores — processor sharing: each of the
 // busy ranks progresses at min(1, cores / busy ranks) of its own speed, so a stage computing
-// while the others wait in the pipeline's bubble gets a whole core.
+// while the others wait in the pipeline's bubble gets a whole core. Where no core is shared
+// (a cluster's devices) the same timeline is computed directly, each task from those it waits
+// for (the longest path through the task orders): linear in the tasks, where the event loop
+// visits every rank at every event (pp 96 with 1,024 micro-batches: 196,608 tasks).
 //
 //   stage_timing t{.forward_s = 1, .backward_s = 2};
 //   auto r = simulate_step(4, 8, std::vector<stage_timing>(4, t), [](int s) { return 4 - s; });   // 1F1B
