@@ -75,21 +75,24 @@ result<std::string> text_of(const tensor& t) {
   return std::string(reinterpret_cast<const char*>(w.data() + 1), w[0]);
 }
 
-tensor pack_hello(const hello& h) { return pack_ints({h.process, h.pid, h.data_port, h.world, h.cores}); }
+tensor pack_hello(const hello& h) {
+  return pack_ints({h.process, h.pid, h.data_port, h.world, h.cores, h.standby_port});
+}
 
 result<hello> hello_of(std::uint64_t tag, const tensor& body) {
   auto v = ints_of(body);
-  if (tag != tag_of(kind::hello) || v.size() != 5) return make_error(errc::io_error, "expected a hello");
-  return hello{v[0], v[1], v[2], v[3], v[4]};
+  if (tag != tag_of(kind::hello) || v.size() != 6) return make_error(errc::io_error, "expected a hello");
+  return hello{v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
 std::string roster_text(const std::vector<node_entry>& r) {
   std::ostringstream out;
   for (const auto& n : r)
     if (n.pid == 0)  // a slot nobody has taken yet
-      out << n.process << " - 0 0 0\n";
+      out << n.process << " - 0 0 0 0\n";
     else
-      out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << '\n';
+      out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << ' '
+          << n.standby_port << '\n';
   return out.str();
 }
 
@@ -101,14 +104,16 @@ result<std::vector<node_entry>> parse_roster(const std::string& text, int world)
   std::vector<bool> seen(static_cast<std::size_t>(world), false);
   node_entry n;
   int count = 0;
-  while (in >> n.process >> n.host >> n.data_port >> n.pid >> n.cores) {
+  while (in >> n.process >> n.host >> n.data_port >> n.pid >> n.cores >> n.standby_port) {
     const bool slot_in_range = n.process >= 0 && n.process < world && !seen[static_cast<std::size_t>(n.process)];
-    const bool empty_slot = n.host == "-" && n.data_port == 0 && n.pid == 0 && n.cores == 0 && n.process != 0;
+    const bool empty_slot =
+        n.host == "-" && n.data_port == 0 && n.pid == 0 && n.cores == 0 && n.standby_port == 0 && n.process != 0;
     if (!slot_in_range || (!empty_slot && (!plausible_host(n.host) || n.data_port < 1 || n.data_port > 65535 ||
-                                           n.pid <= 0 || n.cores < 1 || n.cores > (1 << 16))))
+                                           n.pid <= 0 || n.cores < 1 || n.cores > (1 << 16) || n.standby_port < 0 ||
+                                           n.standby_port > 65535)))
       return make_error(errc::io_error, "control: malformed roster entry for process " + std::to_string(n.process));
     seen[static_cast<std::size_t>(n.process)] = true;
-    if (empty_slot) n = node_entry{n.process, "", 0, 0, 0};
+    if (empty_slot) n = node_entry{n.process, "", 0, 0, 0, 0};
     r[static_cast<std::size_t>(n.process)] = n;
     ++count;
   }
@@ -170,7 +175,8 @@ std::string joined_text(std::uint64_t epoch, const std::vector<joined_entry>& ba
   std::string out = std::to_string(epoch) + " " + std::to_string(batch.size());
   for (const auto& j : batch)
     out += " " + std::to_string(j.node.process) + " " + (j.replacement ? "r" : "j") + " " + j.node.host + " " +
-           std::to_string(j.node.data_port) + " " + std::to_string(j.node.pid) + " " + std::to_string(j.node.cores);
+           std::to_string(j.node.data_port) + " " + std::to_string(j.node.pid) + " " + std::to_string(j.node.cores) +
+           " " + std::to_string(j.node.standby_port);
   return out;
 }
 
@@ -184,11 +190,13 @@ result<std::pair<std::uint64_t, std::vector<joined_entry>>> parse_joined(const s
   for (long long i = 0; i < count; ++i) {
     joined_entry j;
     std::string how;
-    if (!(in >> j.node.process >> how >> j.node.host >> j.node.data_port >> j.node.pid >> j.node.cores))
+    if (!(in >> j.node.process >> how >> j.node.host >> j.node.data_port >> j.node.pid >> j.node.cores >>
+          j.node.standby_port))
       return malformed;
     if (j.node.process < 1 || j.node.process >= world || seen[static_cast<std::size_t>(j.node.process)] ||
         (how != "r" && how != "j") || !plausible_host(j.node.host) || j.node.data_port < 1 ||
-        j.node.data_port > 65535 || j.node.pid <= 0 || j.node.cores < 1 || j.node.cores > (1 << 16))
+        j.node.data_port > 65535 || j.node.pid <= 0 || j.node.cores < 1 || j.node.cores > (1 << 16) ||
+        j.node.standby_port < 0 || j.node.standby_port > 65535)
       return malformed;
     seen[static_cast<std::size_t>(j.node.process)] = true;
     j.replacement = how == "r";
@@ -197,6 +205,33 @@ result<std::pair<std::uint64_t, std::vector<joined_entry>>> parse_joined(const s
   std::string rest;
   if (in >> rest) return malformed;
   return std::make_pair(static_cast<std::uint64_t>(epoch), std::move(batch));
+}
+
+std::string succession_text(const succession& s) {
+  std::string out = std::to_string(s.epoch) + " " + std::to_string(s.leader) + " " + std::to_string(s.lost.size());
+  for (int p : s.lost) out += " " + std::to_string(p);
+  return out + " " + s.report;
+}
+
+result<succession> parse_succession(const std::string& text, int world) {
+  const auto malformed = make_error(errc::io_error, "control: a malformed succession '" + text.substr(0, 200) + "'");
+  std::istringstream in(text);
+  long long epoch = -1, leader = -1, count = -1;
+  if (!(in >> epoch >> leader >> count) || epoch < 1 || leader < 0 || leader >= world || count < 1 || count >= world)
+    return malformed;
+  succession s;
+  s.epoch = static_cast<std::uint64_t>(epoch);
+  s.leader = static_cast<int>(leader);
+  std::vector<bool> seen(static_cast<std::size_t>(world), false);
+  seen[static_cast<std::size_t>(leader)] = true;
+  for (long long i = 0; i < count; ++i) {
+    long long p = -1;
+    if (!(in >> p) || p < 0 || p >= world || seen[static_cast<std::size_t>(p)]) return malformed;
+    seen[static_cast<std::size_t>(p)] = true;
+    s.lost.push_back(static_cast<int>(p));
+  }
+  std::getline(in >> std::ws, s.report);
+  return s;
 }
 
 result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint64_t max_payload, milliseconds timeout,

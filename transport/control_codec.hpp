@@ -5,8 +5,10 @@
 // doubles bit for bit, text as a length word and the bytes; a gathered piece is any tensor.
 //
 //   kind       key       body                                       sent by
-//   hello      0         ints: process, pid, data port, world, cores  a node, first
-//   roster     node's p  text: "process host port pid cores" lines    the coordinator, then
+//   hello      0         ints: process, pid, data port, world, cores,  a node, first
+//                        standby port (0: none)
+//   roster     node's p  text: "process host port pid cores standby"   the coordinator, then
+//                        lines
 //   refuse     0         text: why the node is refused              the coordinator, instead
 //   heartbeat  0         empty                                      both, every heartbeat
 //   text       the key   text                                       broadcast/all-gather
@@ -21,6 +23,10 @@
 //                        installed in one change (r: a replacement, j: joined the running job)
 //   admitted   0         text: membership_text (epoch, live flags, replacements, joins so far)
 //                                                                   the coordinator, to every node after its roster
+//   follow     0         ints: process, epoch                       a node, to the successor of a
+//                                                                   lost coordinator (its standby port)
+//   took_over  0         text: succession_text                      the successor, to each node that
+//                                                                   followed it: the job goes on
 //
 //   auto listener = tcp_listener::open("127.0.0.1", 0);
 //   if (!listener) return listener.error();
@@ -60,7 +66,9 @@ enum class kind : std::uint8_t {
   fenced = 12,      // the coordinator to a node it declared lost: leave, the job went on without you
   joined = 13,      // the coordinator to the nodes: processes took lost or empty slots
   admitted = 14,    // the coordinator to a node, after its roster: the membership it joins
-  departed = 15     // the coordinator to the nodes that remain: a node left the job in good order
+  departed = 15,    // the coordinator to the nodes that remain: a node left the job in good order
+  follow = 16,      // a node to the successor of a lost coordinator: it follows, in this epoch
+  took_over = 17    // the successor to its followers: it leads now, without the processes named
 };
 
 /// The frame tag of a message: (key << 8) | kind.
@@ -90,16 +98,17 @@ struct hello {
   std::int64_t data_port = 0;
   std::int64_t world = 0;  // the world size the node expects (0: it joins a running job of any size)
   std::int64_t cores = 1;
+  std::int64_t standby_port = 0;  // where it would take over as the coordinator (0: it would not)
 };
 tensor pack_hello(const hello& h);
-/// errc::io_error "expected a hello" unless `tag` is a hello's and the body holds five integers.
+/// errc::io_error "expected a hello" unless `tag` is a hello's and the body holds six integers.
 result<hello> hello_of(std::uint64_t tag, const tensor& body);
 
 /// The most processes (slots) a job may have.
 inline constexpr int max_world = 4096;
 
-/// One line per process: "process host data_port pid cores"; a slot nobody has taken yet
-/// (pid 0: a job that processes may join later) is "process - 0 0 0".
+/// One line per process: "process host data_port pid cores standby_port"; a slot nobody has
+/// taken yet (pid 0: a job that processes may join later) is "process - 0 0 0 0".
 std::string roster_text(const std::vector<node_entry>& r);
 /// The roster of a job of `world` processes, by process (an empty slot: pid 0, no host).
 /// Errors (errc::io_error): an entry out of range, repeated, with an implausible host, port,
@@ -118,13 +127,28 @@ result<membership> parse_membership(const std::string& text, int world);
 
 /// Processes installed in one membership change (the coordinator's `joined` message to the
 /// nodes already in the job): each a replacement of a lost process or a process joining the
-/// running job. "EPOCH COUNT" then per process "P r|j HOST PORT PID CORES".
+/// running job. "EPOCH COUNT" then per process "P r|j HOST PORT PID CORES STANDBY".
 struct joined_entry {
   node_entry node;
   bool replacement = false;
 };
 std::string joined_text(std::uint64_t epoch, const std::vector<joined_entry>& batch);
 result<std::pair<std::uint64_t, std::vector<joined_entry>>> parse_joined(const std::string& text, int world);
+
+/// A succession (the successor's `took_over`): the new epoch, the new coordinator, the
+/// processes the job goes on without (the lost coordinator first, then any node that did not
+/// follow in time), and the report of the coordinator's loss as the successor saw it.
+/// "EPOCH LEADER COUNT P.. REPORT".
+struct succession {
+  std::uint64_t epoch = 0;
+  int leader = 0;
+  std::vector<int> lost;
+  std::string report;
+};
+std::string succession_text(const succession& s);
+/// Validated for a job of `world` slots: the leader and every lost process in range, distinct,
+/// at least one lost, the leader not among them.
+result<succession> parse_succession(const std::string& text, int world);
 
 struct message {
   std::uint64_t tag = 0;

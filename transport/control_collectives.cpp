@@ -1,7 +1,8 @@
 // The control plane's small collectives, every process calling them in the same order with
 // the same key: the coordinator's text to all (broadcast_text), every process's line to all
 // (all_gather_text), an exact element-wise sum (sum), and tensors gathered at the
-// coordinator by index (gather). Star-shaped through the coordinator: small messages only.
+// coordinator by index (gather). Star-shaped through the coordinator (process 0, or the node
+// that took over from it): small messages only.
 // Among the processes still in the job (keep_going), with the membership epoch in every key.
 #include <string>
 #include <vector>
@@ -24,15 +25,15 @@ result<std::string> control_plane::broadcast_text(std::uint64_t key, const std::
 
 result<std::string> control_plane::broadcast_in(std::uint64_t key, const std::string& t, std::uint64_t e) {
   key = epoch_key(key, e);
-  if (process_ == 0) {
+  if (is_leader()) {
     if (t.size() > control::small_payload - 8) return make_error(errc::invalid_argument, "control: text over 1 MiB");
     const auto live = members().live;
-    for (int p = 1; p < o_.world; ++p)
-      if (live[static_cast<std::size_t>(p)])
+    for (int p = 0; p < o_.world; ++p)
+      if (p != process_ && live[static_cast<std::size_t>(p)])
         if (auto st = send(p, tag_of(kind::text, key), control::pack_text(t)); !st) return st.error();
     return t;
   }
-  auto m = take(0, tag_of(kind::text, key), o_.join_timeout, e);
+  auto m = take(leader(), tag_of(kind::text, key), o_.join_timeout, e);
   if (!m) return m.error();
   return control::text_of(m->body);
 }
@@ -45,12 +46,15 @@ result<std::vector<std::string>> control_plane::all_gather_text(std::uint64_t ke
   auto e = call_epoch(epoch);
   if (!e) return e.error();
   const std::uint64_t part_key = epoch_key(key, *e);
-  if (process_ != 0) {
-    if (auto st = send(0, tag_of(kind::text, part_key), control::pack_text(line)); !st) return st.error();
+  if (!is_leader()) {
+    if (auto st = send(leader(), tag_of(kind::text, part_key), control::pack_text(line)); !st) return st.error();
   } else {
-    joined = line + "\n";
     const auto live = members().live;
-    for (int p = 1; p < o_.world; ++p) {
+    for (int p = 0; p < o_.world; ++p) {
+      if (p == process_) {
+        joined += line + "\n";
+        continue;
+      }
       if (!live[static_cast<std::size_t>(p)]) {  // a process no longer in the job: an empty line
         joined += "\n";
         continue;
@@ -83,17 +87,30 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
   auto e = call_epoch(epoch);
   if (!e) return e.error();
   key = epoch_key(key, *e);
-  if (process_ != 0) {
-    if (auto st = send(0, tag_of(kind::sum_part, key), control::pack_doubles(values)); !st) return st.error();
-    auto m = take(0, tag_of(kind::sum_total, key), o_.join_timeout, *e);
+  if (!is_leader()) {
+    const int lead = leader();
+    if (auto st = send(lead, tag_of(kind::sum_part, key), control::pack_doubles(values)); !st) return st.error();
+    auto m = take(lead, tag_of(kind::sum_total, key), o_.join_timeout, *e);
     if (!m) return m.error();
     auto total = control::doubles_of(m->body);
     if (total.size() != values.size()) return make_error(errc::io_error, "control: a sum of the wrong length");
     return total;
   }
-  std::vector<double> total = values;
+  // summed in process order, the coordinator's own part in its place: the same bits whoever leads
+  std::vector<double> total;
+  bool first = true;
+  auto add = [&](const std::vector<double>& part) {
+    if (first) total = part;
+    else
+      for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+    first = false;
+  };
   const auto live = members().live;
-  for (int p = 1; p < o_.world; ++p) {
+  for (int p = 0; p < o_.world; ++p) {
+    if (p == process_) {
+      add(values);
+      continue;
+    }
     if (!live[static_cast<std::size_t>(p)]) continue;
     auto m = take(p, tag_of(kind::sum_part, key), o_.join_timeout, *e);
     if (!m) return m.error();
@@ -102,10 +119,10 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
       return make_error(errc::io_error, "control: process " + std::to_string(p) + " sent " +
                                             std::to_string(part.size()) + " values to a sum of " +
                                             std::to_string(values.size()));
-    for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+    add(part);
   }
-  for (int p = 1; p < o_.world; ++p)
-    if (live[static_cast<std::size_t>(p)])
+  for (int p = 0; p < o_.world; ++p)
+    if (p != process_ && live[static_cast<std::size_t>(p)])
       if (auto st = send(p, tag_of(kind::sum_total, key), control::pack_doubles(total)); !st) return st.error();
   return total;
 }
@@ -115,9 +132,9 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
   auto e = call_epoch(std::nullopt);
   if (!e) return e.error();
   key = epoch_key(key, *e);
-  if (process_ != 0) {
+  if (!is_leader()) {
     for (const auto& [index, t] : mine) {
-      auto& pe = peers_[0];
+      auto& pe = peers_[static_cast<std::size_t>(leader())];
       const tensor c = t.is_contiguous() ? t : t.contiguous();
       std::lock_guard<std::mutex> lock(pe->write);
       if (auto st = control::write_message(pe->socket, o_.generation, tag_of(kind::piece, key),
@@ -136,7 +153,7 @@ result<std::vector<tensor>> control_plane::gather(std::uint64_t key, const std::
     have[static_cast<std::size_t>(index)] = true;
   }
   for (std::size_t i = 0; i < owner.size(); ++i) {
-    if (owner[i] == 0) continue;
+    if (owner[i] == process_) continue;
     auto m = take(owner[i], tag_of(kind::piece, key), o_.join_timeout, *e);
     if (!m) return m.error();
     const std::size_t index = m->source;

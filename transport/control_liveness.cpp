@@ -32,7 +32,8 @@ std::string lost_node::describe() const {
   if (process < 0) return reason;  // relayed by the coordinator, which named the node
   char buf[160];
   std::snprintf(buf, sizeof buf, "; last heard from it %.2f s before", silent_s);
-  std::string who = process == 0 ? "lost the coordinator (process 0, " : "lost node " + std::to_string(process) + " (";
+  std::string who = coordinator ? "lost the coordinator (process " + std::to_string(process) + ", "
+                                : "lost node " + std::to_string(process) + " (";
   return who + "pid " + std::to_string(pid) + " at " + address + ") at step " + std::to_string(step) + ": " + reason +
          buf;
 }
@@ -88,13 +89,15 @@ void control_plane::monitor() {
           pollfd waiting{pe->socket.fd(), POLLIN, 0};
           if (::poll(&waiting, 1, 0) > 0 && waiting.revents != 0) continue;
           pe->open = false;
-          declare_lost(p, "no heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
-                              " ms (the process is stopped, hung or unreachable)");
+          declare_lost(p,
+                       "no heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
+                           " ms (the process is stopped, hung or unreachable)",
+                       /*silent=*/true);
           continue;
         }
         if (auto st = send(p, tag_of(kind::heartbeat), empty_body()); !st && !pe->said_bye) {
           pe->open = false;
-          declare_lost(p, "heartbeat not delivered: " + st.error().message);
+          declare_lost(p, "heartbeat not delivered: " + st.error().message, st.error().code == errc::timeout);
         }
       }
     }
@@ -111,7 +114,7 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
       {
         std::lock_guard<std::mutex> lock(mutex_);  // finish() waits on changed_ for it
         pe.said_bye = true;
-        departed = process_ == 0 && std::find(departed_.begin(), departed_.end(), p) != departed_.end();
+        departed = is_leader() && std::find(departed_.begin(), departed_.end(), p) != departed_.end();
       }
       if (departed) (void)send(p, tag_of(kind::bye), empty_body());  // it left: its goodbye answered now
       changed_.notify_all();
@@ -121,8 +124,8 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
       auto text = control::text_of(m.body);
       std::uint64_t epoch = 0;
       int gone = -1;
-      if (p != 0 || !text || std::sscanf(text->c_str(), "%lu %d", &epoch, &gone) != 2 || gone <= 0 ||
-          gone >= o_.world || gone == process_) {
+      if (p != leader() || !text || std::sscanf(text->c_str(), "%lu %d", &epoch, &gone) != 2 || gone < 0 ||
+          gone >= o_.world || gone == process_ || gone == p) {
         pe.open = false;
         declare_lost(p, "protocol violation: a malformed departure");
         return;
@@ -142,8 +145,8 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
       auto text = control::text_of(m.body);
       std::uint64_t epoch = 0;
       int gone = -1, used = 0;
-      if (p != 0 || !text || std::sscanf(text->c_str(), "%lu %d %n", &epoch, &gone, &used) < 2 || gone <= 0 ||
-          gone >= o_.world || gone == process_) {
+      if (p != leader() || !text || std::sscanf(text->c_str(), "%lu %d %n", &epoch, &gone, &used) < 2 || gone < 0 ||
+          gone >= o_.world || gone == process_ || gone == p) {
         pe.open = false;
         declare_lost(p, "protocol violation: a malformed membership change");
         return;
@@ -169,7 +172,7 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
     }
     case kind::joined: {  // from the coordinator: processes took lost or empty slots (control::joined_text)
       auto text = control::text_of(m.body);
-      auto batch = p == 0 && text ? control::parse_joined(*text, o_.world)
+      auto batch = p == leader() && text ? control::parse_joined(*text, o_.world)
                                   : result<std::pair<std::uint64_t, std::vector<control::joined_entry>>>(
                                         make_error(errc::io_error, "not from the coordinator"));
       bool fits = batch.ok();
@@ -249,10 +252,11 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
   }
 }
 
-void control_plane::declare_lost(int p, const std::string& reason) {
+void control_plane::declare_lost(int p, const std::string& reason, bool silent) {
   lost_node n;
   std::function<void(const lost_node&)> callback;
-  const bool goes_on = o_.keep_going && process_ == 0 && p != 0;
+  const int lead = leader();
+  bool goes_on = o_.keep_going && process_ == lead && p != lead;
   std::uint64_t epoch = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -264,16 +268,30 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     n.step = step_;
     n.reason = reason;
     n.silent_s = seconds(clock::now() - pe.last_heard);
+    n.coordinator = p == lead;
+    if (goes_on && o_.succession && silent && lost_the_majority_locked()) {
+      goes_on = false;  // the others may follow a successor: this side must not go on too
+      n.reason += "; this coordinator lost touch with more than half of its processes at once, so it ends rather "
+                  "than lead a minority (the others may go on under a successor)";
+    }
     if (goes_on) {
       live_[static_cast<std::size_t>(p)] = false;
       lost_processes_.push_back(p);
       last_change_ = "process " + std::to_string(p) + " lost";
       losses_.push_back(n);
       epoch = ++epoch_;
-    } else {
+    } else if (!(n.coordinator && o_.keep_going && o_.succession)) {
       lost_ = n;
     }
     callback = on_lost_;
+  }
+  if (!goes_on && n.coordinator && o_.keep_going && o_.succession) {
+    if (succeed(n)) return;  // a successor leads the job on (it told on_lost and the waiters)
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (lost_) return;
+      lost_ = n;
+    }
   }
   if (!goes_on) changed_.notify_all();
   if (goes_on) {
@@ -281,9 +299,10 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     auto& pe = *peers_[static_cast<std::size_t>(p)];
     (void)send(p, tag_of(kind::fenced), control::pack_text("the coordinator declared it lost: " + n.describe()));
     pe.socket.shutdown();
-    for (int q = 1; q < o_.world; ++q) {
+    const auto now = members().live;
+    for (int q = 0; q < o_.world; ++q) {
       auto& other = peers_[static_cast<std::size_t>(q)];
-      if (q != p && other && other->open && members().live[static_cast<std::size_t>(q)])
+      if (q != p && q != process_ && other && other->open && now[static_cast<std::size_t>(q)])
         (void)send(q, tag_of(kind::membership),
                    control::pack_text(std::to_string(epoch) + " " + std::to_string(p) + " " + n.describe()));
     }
@@ -291,21 +310,34 @@ void control_plane::declare_lost(int p, const std::string& reason) {
     changed_.notify_all();  // after on_lost ran, as on the nodes
     return;
   }
-  if (process_ == 0)  // tell the others, so they stop instead of waiting on the lost one
-    for (int q = 1; q < o_.world; ++q)
-      if (q != p && peers_[static_cast<std::size_t>(q)] && peers_[static_cast<std::size_t>(q)]->open)
+  if (is_leader())  // tell the others, so they stop instead of waiting on the lost one
+    for (int q = 0; q < o_.world; ++q)
+      if (q != p && q != process_ && peers_[static_cast<std::size_t>(q)] && peers_[static_cast<std::size_t>(q)]->open)
         (void)send(q, tag_of(kind::abort_job), control::pack_text("the coordinator aborted the job: " + n.describe()));
   if (callback) callback(n);
 }
 
+bool control_plane::lost_the_majority_locked() {
+  // silent losses within one heartbeat timeout of each other are one burst: a partition cuts
+  // the coordinator off from the other side's processes at once, and they go silent together
+  // (a connection closed by its process's end is no partition: it does not count)
+  const auto now = clock::now();
+  int live = 0;
+  for (bool l : live_) live += l ? 1 : 0;
+  if (burst_base_ == 0 || now - burst_at_ > o_.heartbeat_timeout) burst_base_ = live;
+  burst_at_ = now;
+  const int left = live - 1;  // without p
+  return burst_base_ >= 3 && 2 * left < burst_base_;
+}
+
 status control_plane::depart(int p) {
-  if (process_ != 0) return make_error(errc::invalid_argument, "control: only the coordinator lets a node leave");
+  if (!is_leader()) return make_error(errc::invalid_argument, "control: only the coordinator lets a node leave");
   std::uint64_t epoch = 0;
   bool said_bye = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (lost_) return make_error(errc::closed, lost_->describe());
-    if (!o_.keep_going || p <= 0 || p >= o_.world || !live_[static_cast<std::size_t>(p)])
+    if (!o_.keep_going || p < 0 || p >= o_.world || p == process_ || !live_[static_cast<std::size_t>(p)])
       return make_error(errc::invalid_argument, "control: process " + std::to_string(p) + " cannot leave the job");
     live_[static_cast<std::size_t>(p)] = false;
     departed_.push_back(p);
@@ -316,8 +348,8 @@ status control_plane::depart(int p) {
   // its goodbye came before it was let go (it moved on first): answered now, or it waits
   if (said_bye) (void)send(p, tag_of(kind::bye), empty_body());
   const auto now = members();
-  for (int q = 1; q < o_.world; ++q)
-    if (now.live[static_cast<std::size_t>(q)])
+  for (int q = 0; q < o_.world; ++q)
+    if (q != process_ && now.live[static_cast<std::size_t>(q)])
       (void)send(q, tag_of(kind::departed), control::pack_text(std::to_string(epoch) + " " + std::to_string(p)));
   changed_.notify_all();
   return {};
@@ -352,14 +384,16 @@ std::optional<lost_node> control_plane::wait_lost(milliseconds timeout) const {
 
 status control_plane::finish(milliseconds timeout) {
   if (auto l = lost(); l) return make_error(errc::closed, l->describe());
-  if (process_ != 0) {
-    if (auto st = send(0, tag_of(kind::bye), empty_body()); !st) return st;
+  if (!is_leader()) {
+    const int lead = leader();
+    if (auto st = send(lead, tag_of(kind::bye), empty_body()); !st) return st;
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return peers_[0]->said_bye || lost_.has_value(); });
+    changed_.wait_for(lock, timeout,
+                      [&] { return peers_[static_cast<std::size_t>(lead)]->said_bye || lost_.has_value(); });
   } else {
     auto all_left = [&] {
-      for (int p = 1; p < o_.world; ++p)
-        if (is_live(p) && !peers_[static_cast<std::size_t>(p)]->said_bye) return false;
+      for (int p = 0; p < o_.world; ++p)
+        if (p != process_ && is_live(p) && !peers_[static_cast<std::size_t>(p)]->said_bye) return false;
       return true;
     };
     {
@@ -367,12 +401,12 @@ status control_plane::finish(milliseconds timeout) {
       changed_.wait_for(lock, timeout, [&] { return all_left() || lost_.has_value(); });
     }
     const auto now = members();
-    for (int p = 1; p < o_.world; ++p)
-      if (now.live[static_cast<std::size_t>(p)]) (void)send(p, tag_of(kind::bye), empty_body());
+    for (int p = 0; p < o_.world; ++p)
+      if (p != process_ && now.live[static_cast<std::size_t>(p)]) (void)send(p, tag_of(kind::bye), empty_body());
   }
   stopping_ = true;
   if (monitor_.joinable()) monitor_.join();
-  if (process_ == 0) dismiss_waiting();  // spares that were never needed
+  if (is_leader()) dismiss_waiting();  // spares that were never needed
   if (auto l = lost(); l) return make_error(errc::closed, l->describe());
   return {};
 }

@@ -53,7 +53,7 @@ control_plane::~control_plane() {
   stopping_ = true;
   if (admitter_.joinable()) admitter_.join();
   if (monitor_.joinable()) monitor_.join();
-  if (process_ == 0) dismiss_waiting();
+  if (is_leader()) dismiss_waiting();
 }
 
 status control_plane::send(int p, std::uint64_t tag, const tensor& body) {

@@ -20,6 +20,15 @@
 // (their keys carry the epoch, so a message from before the change is never taken for one
 // after it). A node that learns it was fenced reports it as its loss and must leave.
 //
+// With succession as well (control_options::succession), losing the coordinator does not end
+// a job of 3 or more processes: the lowest-numbered live node takes over once a strict
+// majority of the last membership has reached it on its standby port (every node offers one
+// in its hello), the others follow it, and the job goes on in a new epoch without the lost
+// coordinator (leader() names the coordinator now; collectives run through it). Without a
+// majority (two lost at once of three, a partition's smaller side) the job ends, saying so.
+// A coordinator cut off from more than half of its processes at once ends instead of leading a
+// minority, so a partition never yields two coordinators (control_succession.cpp).
+//
 // A node may also leave in good order (the coordinator's depart(): a new epoch without it, no
 // loss; membership::departed lists such processes).
 //
@@ -56,7 +65,8 @@
 //
 // The parts, one file each: the message codec (control_codec.hpp), the rendezvous
 // (control_rendezvous.cpp), liveness (control_liveness.cpp), the small collectives
-// (control_collectives.cpp); control_plane.cpp holds what they share.
+// (control_collectives.cpp), succession (control_succession.cpp); control_plane.cpp holds what
+// they share.
 //
 // Why not CAF's middleman: its BASP handshake deserializes messages from any peer that can
 // reach the port before the application sees it, so it cannot authenticate first; and its
@@ -65,6 +75,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -106,6 +117,20 @@ struct control_options {
   /// The coordinator, with keep_going: a process that joins the running job (hello world 0)
   /// is held until admit_joiners. A node joining a running job sets world 0.
   bool admit_joins = false;
+  /// With keep_going: the coordinator is not a single point of failure. Every node offers a
+  /// standby port (on `standby_host`) in its hello; when the coordinator is lost and its last
+  /// membership had at least 3 processes, the lowest-numbered live node takes over once a
+  /// strict majority of that membership (the lost coordinator counted) reaches it there — so a
+  /// partition never yields two coordinators — and the others follow it (control_succession.cpp).
+  /// A coordinator that loses touch with more than half of its processes at once (silence
+  /// within one heartbeat timeout: a partition; a closed connection is an ended process) ends
+  /// instead of leading a minority. The new coordinator admits no more processes (no replacements, no
+  /// joins: its predecessor's port is gone).
+  bool succession = false;
+  std::string standby_host = "127.0.0.1";
+  /// How long a succession may take from the loss: the others must notice it too (at most a
+  /// heartbeat timeout after the last message heard), then reach the successor.
+  milliseconds succession_timeout{0};  // 0: twice the heartbeat timeout, plus a second
 };
 
 /// The message a process waiting to join (a spare) gets when the job ends without it.
@@ -130,6 +155,7 @@ struct node_entry {
   int data_port = 0;
   std::int64_t pid = 0;
   int cores = 1;  // offered in the hello
+  int standby_port = 0;  // where it would take over as the coordinator (0: it would not)
 };
 
 struct lost_node {
@@ -139,6 +165,7 @@ struct lost_node {
   std::int64_t step = -1;  // the step in flight when it was lost
   std::string reason;
   double silent_s = 0;  // since the last message heard from it
+  bool coordinator = false;  // it was the job's coordinator then
   /// "lost node 1 (pid 4242 at 127.0.0.1:39120) at step 7: connection closed without a goodbye
   /// (the process died or was killed); last heard 0.02 s before"
   std::string describe() const;
@@ -155,6 +182,10 @@ class control_plane {
   ~control_plane();
 
   int process() const { return process_; }
+  /// The job's coordinator now: process 0, or the node that took over from a lost one
+  /// (control_options::succession).
+  int leader() const { return leader_.load(); }
+  bool is_leader() const { return leader_.load() == process_; }
   /// The job's slots: the most processes it may have (those that formed it, when it cannot grow).
   int world() const { return o_.world; }
   /// At the start, on a replacement, or joining the running job.
@@ -221,7 +252,8 @@ class control_plane {
   control_plane(const control_options& o, int process);
   void monitor();
   void handle_frame(int p, std::uint64_t tag, message m);
-  void declare_lost(int p, const std::string& reason);
+  /// `silent`: found by its silence (no heartbeat), which a partition looks like too.
+  void declare_lost(int p, const std::string& reason, bool silent = false);
   /// Keys carry the membership epoch (bits 48-55).
   static std::uint64_t epoch_key(std::uint64_t key, std::uint64_t epoch);
   /// The epoch a collective runs in: `wanted`, or the current one. Errors: `wanted` is past.
@@ -243,6 +275,16 @@ class control_plane {
   void install_batch(std::vector<admission> batch, bool replacements);
   /// Tells every process still waiting to join that the job ended without it.
   void dismiss_waiting();
+  /// On the monitor thread, a node that lost the coordinator `lost` (control_succession.cpp):
+  /// takes over, or follows the node that does; false when the job cannot go on (then the
+  /// caller ends it with `n`, whose reason says why).
+  bool succeed(lost_node& n);
+  bool take_over(lost_node& n, const std::vector<bool>& live, std::uint64_t epoch, int needed);
+  bool follow(lost_node& n, int successor, std::uint64_t epoch);
+  /// The coordinator (succession), a node gone silent: whether losing it leaves the
+  /// coordinator touching fewer than half of the processes it had before this burst of silent
+  /// losses (mutex_ held).
+  bool lost_the_majority_locked();
 
   control_options o_;
   int process_ = 0;
@@ -274,6 +316,12 @@ class control_plane {
   std::vector<admission> waiting_;   // processes waiting to join (mutex_): no slot yet
   int release_ = -1;                 // admit_joiners: how many of them the monitor installs next (mutex_)
   std::optional<tcp_listener> listener_;
+  std::optional<tcp_listener> standby_;  // a node's, with succession: where it would take over
+  std::atomic<int> leader_{0};
+  // the coordinator's burst of losses (succession): when the last one came, and how many
+  // processes were live before the first (mutex_)
+  std::chrono::steady_clock::time_point burst_at_{};
+  int burst_base_ = 0;
   std::thread admitter_;
   std::function<void(const lost_node&)> on_lost_;
 };

@@ -56,8 +56,11 @@ std::optional<control::hello> checked_hello(tcp_socket& s, const control_options
                 "the node expects " + std::to_string(h->world) + " processes; this job has " + std::to_string(initial));
     return std::nullopt;
   }
-  if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16)) {
-    refuse_node(s, o, "bad data port " + std::to_string(h->data_port) + " or core count " + std::to_string(h->cores));
+  if (h->data_port < 1 || h->data_port > 65535 || h->cores < 1 || h->cores > (1 << 16) || h->standby_port < 0 ||
+      h->standby_port > 65535) {
+    refuse_node(s, o,
+                "bad data port " + std::to_string(h->data_port) + ", core count " + std::to_string(h->cores) +
+                    " or standby port " + std::to_string(h->standby_port));
     return std::nullopt;
   }
   return *h;
@@ -79,7 +82,7 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
   std::unique_ptr<control_plane> cp(new control_plane(o, 0));
   cp->roster_.resize(static_cast<std::size_t>(o.world));
   for (int p = 0; p < o.world; ++p) cp->roster_[static_cast<std::size_t>(p)].process = p;
-  cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid()), o.cores};
+  cp->roster_[0] = {0, o.master_host, data_port, static_cast<std::int64_t>(::getpid()), o.cores, 0};
   for (int p = initial; p < o.world; ++p) cp->live_[static_cast<std::size_t>(p)] = false;
   const auto deadline = clock::now() + o.join_timeout;
   int joined = 1;
@@ -99,7 +102,8 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
         continue;
       }
       admission a;
-      a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+      a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+                 static_cast<int>(h->standby_port)};
       a.socket = std::move(*s);
       cp->waiting_.push_back(std::move(a));
       continue;
@@ -115,8 +119,8 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     auto p = std::make_unique<peer>();
     p->address = s->peer_name();
     p->pid = h->pid;
-    cp->roster_[static_cast<std::size_t>(want)] = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid,
-                                                   static_cast<int>(h->cores)};
+    cp->roster_[static_cast<std::size_t>(want)] = {want,    s->peer_host(), static_cast<int>(h->data_port), h->pid,
+                                                   static_cast<int>(h->cores), static_cast<int>(h->standby_port)};
     p->socket = std::move(*s);
     cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
     ++joined;
@@ -162,7 +166,8 @@ void control_plane::admit_loop() {
           why = "64 processes already wait to join this job";
         } else {
           admission a;
-          a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+          a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+                     static_cast<int>(h->standby_port)};
           a.socket = std::move(*s);
           waiting_.push_back(std::move(a));
           continue;
@@ -185,7 +190,8 @@ void control_plane::admit_loop() {
         if (free(want)) {
           admission a;
           a.process = want;
-          a.entry = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores)};
+          a.entry = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+                     static_cast<int>(h->standby_port)};
           a.socket = std::move(*s);
           admitted_.push_back(std::move(a));
           continue;
@@ -210,7 +216,7 @@ bool gone(tcp_socket& s) {
 
 int control_plane::joiners_waiting() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (process_ != 0) return 0;
+  if (!is_leader()) return 0;
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [](admission& a) { return gone(a.socket); }),
                  waiting_.end());
   int empty = 0;
@@ -223,7 +229,10 @@ int control_plane::joiners_waiting() {
 }
 
 result<membership> control_plane::admit_joiners(int count, milliseconds timeout) {
-  if (process_ != 0) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
+  if (!is_leader()) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
+  if (!listener_)
+    return make_error(errc::invalid_argument, process_ == 0 ? "control: this job admits no processes"
+                                                            : "control: a coordinator that took over admits no processes");
   std::unique_lock<std::mutex> lock(mutex_);
   if (lost_) return make_error(errc::closed, lost_->describe());
   release_ = std::max(0, count);
@@ -337,8 +346,9 @@ void control_plane::install_batch(std::vector<admission> batch, bool replacement
     epoch_ = next.epoch;
   }
   const std::string joined = control::joined_text(next.epoch, told);
-  for (int q = 1; q < o_.world; ++q)
-    if (before[static_cast<std::size_t>(q)]) (void)send(q, tag_of(kind::joined), control::pack_text(joined));
+  for (int q = 0; q < o_.world; ++q)
+    if (q != process_ && before[static_cast<std::size_t>(q)])
+      (void)send(q, tag_of(kind::joined), control::pack_text(joined));
   for (const auto& a : in)
     std::fprintf(stderr, "cohort: process %d (pid %lld at %s) joined the running job%s\n", a.process,
                  static_cast<long long>(a.entry.pid), a.entry.host.c_str(),
@@ -359,7 +369,15 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
     return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " +
                                           s.error().message);
   if (auto st = authenticate_client(*s, o.secret, o.auth_timeout); !st) return st.error();
-  const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores};
+  // with succession, where this node would take over as the coordinator
+  std::optional<tcp_listener> standby;
+  if (o.succession && o.keep_going) {
+    auto l = tcp_listener::open(o.standby_host, 0);
+    if (!l) return make_error(l.error().code, "control: the standby port: " + l.error().message);
+    standby.emplace(std::move(*l));
+  }
+  const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores,
+                             standby ? standby->port() : 0};
   if (auto st =
           control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
       !st)
@@ -409,6 +427,7 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   if (how == arrival::join) cp->last_change_ = "process " + std::to_string(me) + " joined";
   cp->roster_ = std::move(*r);
   cp->roster_[0].host = o.master_host;  // the coordinator is where we reached it
+  cp->standby_ = std::move(standby);
   auto p = std::make_unique<peer>();
   p->address = s->peer_name();
   p->pid = cp->roster_[0].pid;

@@ -204,34 +204,39 @@ TEST_CASE("a text body that claims more bytes than it holds, or is no i32 tensor
   }
 }
 
-TEST_CASE("a hello is five integers under the hello tag, and nothing else is taken for one") {
-  const tensor five = pack_hello({.process = 1, .pid = 2, .data_port = 3, .world = 4, .cores = 5});
-  CHECK(hello_of(tag_of(kind::hello), five).ok());
-  for (auto [tag, body] :
-       {std::pair{tag_of(kind::text), five}, std::pair{tag_of(kind::hello, 1), five},
-        std::pair{tag_of(kind::hello), pack_ints({1, 2, 3, 4})}, std::pair{tag_of(kind::hello), pack_text("hello")}}) {
+TEST_CASE("a hello is six integers under the hello tag, and nothing else is taken for one") {
+  const tensor six = pack_hello({.process = 1, .pid = 2, .data_port = 3, .world = 4, .cores = 5, .standby_port = 6});
+  CHECK(hello_of(tag_of(kind::hello), six).ok());
+  CHECK(hello_of(tag_of(kind::hello), six)->standby_port == 6);
+  for (auto [tag, body] : {std::pair{tag_of(kind::text), six}, std::pair{tag_of(kind::hello, 1), six},
+                           std::pair{tag_of(kind::hello), pack_ints({1, 2, 3, 4, 5})},
+                           std::pair{tag_of(kind::hello), pack_text("hello")}}) {
     auto h = hello_of(tag, body);
     REQUIRE_FALSE(h.ok());
     CHECK(h.error().message == "expected a hello");
   }
   // an unknown kind code is none of the kinds
-  for (int k = 1; k <= 10; ++k) CHECK_FALSE(is(0x2a, static_cast<kind>(k)));
+  for (int k = 1; k <= 17; ++k) CHECK_FALSE(is(0x2a, static_cast<kind>(k)));
 }
 
 TEST_CASE("roster text: every bad entry and a short roster are refused, naming the process") {
-  const std::string good = "0 a 1 10 1\n1 b 2 11 1\n";
+  const std::string good = "0 a 1 10 1 0\n1 b 2 11 1 4000\n";
   CHECK(parse_roster(good, 2).ok());
+  CHECK(parse_roster(good, 2)->at(1).standby_port == 4000);
   const std::pair<std::string, std::string> bad[] = {
-      {"0 a 1 10 1\n", "control: a roster of 1 processes (expected 2)"},
-      {"0 a 1 10 1\n1 b 2 11 1\n1 c 3 12 1\n", "control: malformed roster entry for process 1"},  // repeated
-      {"0 a 1 10 1\n2 b 2 11 1\n", "control: malformed roster entry for process 2"},              // out of range
-      {"0 a 1 10 1\n-1 b 2 11 1\n", "control: malformed roster entry for process -1"},
-      {"0 a 1 10 1\n1 b/c 2 11 1\n", "control: malformed roster entry for process 1"},  // a host with '/'
-      {"0 a 0 10 1\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},    // port 0
-      {"0 a 65536 10 1\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},
-      {"0 a 1 10 0\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},  // no cores
-      {"0 a 1 10 65537\n1 b 2 11 1\n", "control: malformed roster entry for process 0"},
-      {"0 a 1 10 1\n1 b two 11 1\n", "control: a roster of 1 processes (expected 2)"},  // not a number: parsing stops
+      {"0 a 1 10 1 0\n", "control: a roster of 1 processes (expected 2)"},
+      {"0 a 1 10 1 0\n1 b 2 11 1 0\n1 c 3 12 1 0\n", "control: malformed roster entry for process 1"},  // repeated
+      {"0 a 1 10 1 0\n2 b 2 11 1 0\n", "control: malformed roster entry for process 2"},  // out of range
+      {"0 a 1 10 1 0\n-1 b 2 11 1 0\n", "control: malformed roster entry for process -1"},
+      {"0 a 1 10 1 0\n1 b/c 2 11 1 0\n", "control: malformed roster entry for process 1"},  // a host with '/'
+      {"0 a 0 10 1 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},    // port 0
+      {"0 a 65536 10 1 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},
+      {"0 a 1 10 0 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},  // no cores
+      {"0 a 1 10 65537 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},
+      {"0 a 1 10 1 0\n1 b 2 11 1 65536\n", "control: malformed roster entry for process 1"},  // standby port
+      {"0 a 1 10 1 0\n1 b 2 11 1 -1\n", "control: malformed roster entry for process 1"},
+      {"0 a 1 10 1 0\n1 b two 11 1 0\n", "control: a roster of 1 processes (expected 2)"},  // not a number: parsing stops
+      {"0 a 1 10 1\n1 b 2 11 1\n", "control: a roster of 1 processes (expected 2)"},  // five fields: the old format
       {"", "control: a roster of 0 processes (expected 2)"},
   };
   for (const auto& [text, why] : bad) {
@@ -241,24 +246,45 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
     CHECK(r.error().code == errc::io_error);
     CHECK(r.error().message == why);
   }
-  CHECK_FALSE(
-      parse_roster("0 " + std::string(256, 'h') + " 1 10 1\n1 b 2 11 1\n", 2).ok());  // a host over 255 characters
+  CHECK_FALSE(parse_roster("0 " + std::string(256, 'h') + " 1 10 1 0\n1 b 2 11 1 0\n", 2)
+                  .ok());  // a host over 255 characters
 }
 
 TEST_CASE("a roster with empty slots round-trips and sizes itself, an empty slot 0 or a half-empty entry is refused") {
-  std::vector<node_entry> r{{0, "a", 1, 10, 2}, {1, "b", 2, 11, 1}, {2, "", 0, 0, 0}};
+  std::vector<node_entry> r{{0, "a", 1, 10, 2, 0}, {1, "b", 2, 11, 1, 7}, {2, "", 0, 0, 0, 0}};
   const std::string text = roster_text(r);
-  CHECK(text == "0 a 1 10 2\n1 b 2 11 1\n2 - 0 0 0\n");
+  CHECK(text == "0 a 1 10 2 0\n1 b 2 11 1 7\n2 - 0 0 0 0\n");
   auto back = parse_roster(text);  // a process joining the running job learns the size here
   REQUIRE(back);
   REQUIRE(back->size() == 3);
   CHECK((*back)[2].pid == 0);
   CHECK((*back)[2].host.empty());
   CHECK((*back)[1].host == "b");
-  CHECK(parse_roster("0 - 0 0 0\n1 b 2 11 1\n", 2).error().message == "control: malformed roster entry for process 0");
-  CHECK(parse_roster("0 a 1 10 1\n1 - 2 0 0\n", 2).error().message == "control: malformed roster entry for process 1");
-  CHECK(parse_roster("0 a 1 10 1\n1 b 2 0 1\n", 2).error().message == "control: malformed roster entry for process 1");
-  CHECK(parse_roster("0 a 1 10 1\n").error().message == "control: a roster of 1 lines");
+  CHECK((*back)[1].standby_port == 7);
+  CHECK(parse_roster("0 - 0 0 0 0\n1 b 2 11 1 0\n", 2).error().message ==
+        "control: malformed roster entry for process 0");
+  CHECK(parse_roster("0 a 1 10 1 0\n1 - 2 0 0 0\n", 2).error().message ==
+        "control: malformed roster entry for process 1");
+  CHECK(parse_roster("0 a 1 10 1 0\n1 b 2 0 1 0\n", 2).error().message ==
+        "control: malformed roster entry for process 1");
+  CHECK(parse_roster("0 a 1 10 1 0\n").error().message == "control: a roster of 1 lines");
+}
+
+TEST_CASE("a succession round-trips, and every malformed one is refused") {
+  succession s{.epoch = 5, .leader = 1, .lost = {0, 3}, .report = "lost the coordinator (process 0, pid 7)"};
+  const std::string text = succession_text(s);
+  CHECK(text == "5 1 2 0 3 lost the coordinator (process 0, pid 7)");
+  auto back = parse_succession(text, 4);
+  REQUIRE(back);
+  CHECK(back->epoch == 5);
+  CHECK(back->leader == 1);
+  CHECK(back->lost == std::vector<int>{0, 3});
+  CHECK(back->report == s.report);
+  for (const std::string bad : {"", "0 1 1 0 r", "5 4 1 0 r", "5 1 0 r", "5 1 1 1 r", "5 1 2 0 0 r", "5 1 1 4 r",
+                                "5 1 4 0 2 3 r", "5 -1 1 0 r", "5 1 2 0 x"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_succession(bad, 4).ok());
+  }
 }
 
 TEST_CASE("a membership and an admission round-trip, and every malformed one is refused") {
@@ -285,20 +311,22 @@ TEST_CASE("a membership and an admission round-trip, and every malformed one is 
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message.find("control: a malformed membership") == 0);
   }
-  const std::vector<joined_entry> batch{{{2, "h2", 5000, 42, 2}, false}, {{3, "h3", 5001, 43, 1}, true}};
+  const std::vector<joined_entry> batch{{{2, "h2", 5000, 42, 2, 6000}, false}, {{3, "h3", 5001, 43, 1, 0}, true}};
   const std::string admitted = joined_text(7, batch);
-  CHECK(admitted == "7 2 2 j h2 5000 42 2 3 r h3 5001 43 1");
+  CHECK(admitted == "7 2 2 j h2 5000 42 2 6000 3 r h3 5001 43 1 0");
   auto got = parse_joined(admitted, 4);
   REQUIRE(got);
   CHECK(got->first == 7);
   REQUIRE(got->second.size() == 2);
   CHECK(got->second[0].node.host == "h2");
+  CHECK(got->second[0].node.standby_port == 6000);
   CHECK_FALSE(got->second[0].replacement);
   CHECK(got->second[1].replacement);
   CHECK(parse_joined("7 0", 4)->second.empty());
   for (const std::string bad :
-       {"0 0", "7 1", "7 1 0 j h 1 2 1", "7 1 4 j h 1 2 1", "7 1 2 x h 1 2 1", "7 1 2 j h/ 1 2 1", "7 1 2 j h 0 2 1",
-        "7 1 2 j h 1 0 1", "7 1 2 j h 1 2 0", "7 2 2 j h 1 2 1 2 j h 1 2 1", "7 1 2 j h 1 2 1 extra", "7 4"}) {
+       {"0 0", "7 1", "7 1 0 j h 1 2 1 0", "7 1 4 j h 1 2 1 0", "7 1 2 x h 1 2 1 0", "7 1 2 j h/ 1 2 1 0",
+        "7 1 2 j h 0 2 1 0", "7 1 2 j h 1 0 1 0", "7 1 2 j h 1 2 0 0", "7 2 2 j h 1 2 1 0 2 j h 1 2 1 0",
+        "7 1 2 j h 1 2 1 0 extra", "7 4", "7 1 2 j h 1 2 1", "7 1 2 j h 1 2 1 65536"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_joined(bad, 4).ok());
   }

@@ -132,11 +132,11 @@ TEST_CASE("a node of another world size, a bad data port or core count, or no he
   control_options bigger = o;
   bigger.world = 3;
   CHECK(refusal(join_as(bigger, 1, ports.data[1].port())) == refused + "the node expects 3 processes; this job has 2");
-  CHECK(refusal(join_as(o, 1, 0)) == refused + "bad data port 0 or core count 1");
+  CHECK(refusal(join_as(o, 1, 0)) == refused + "bad data port 0, core count 1 or standby port 0");
   control_options coreless = o;
   coreless.cores = 0;
   CHECK(refusal(join_as(coreless, 1, ports.data[1].port())) ==
-        refused + "bad data port " + std::to_string(ports.data[1].port()) + " or core count 0");
+        refused + "bad data port " + std::to_string(ports.data[1].port()) + ", core count 0 or standby port 0");
 
   // a client that authenticates and then sends text instead of its hello
   auto s = tcp_socket::connect("127.0.0.1", o.master_port, 5s);
@@ -408,6 +408,142 @@ TEST_CASE("a node that leaves in good order makes a new epoch without it, no los
   CHECK(codes[0] == 0);
   CHECK(codes[1] == 0);
   CHECK(codes[2] == 0);
+}
+
+namespace {
+
+control_options succession_options() {
+  control_options o;
+  o.keep_going = true;
+  o.succession = true;
+  o.heartbeat = 100ms;
+  o.heartbeat_timeout = 800ms;
+  o.succession_timeout = 3s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("with succession a node takes over a SIGKILLed coordinator and the job goes on among the others" *
+          doctest::test_suite("failure")) {
+  // process 0 dies after the first sum; 1 takes over (2 and 3 follow it: 3 of 4, a majority),
+  // and the others' collectives, data plane and goodbyes run through it
+  auto codes = run_job(4, [](job_ports& ports, int p) -> status {
+    auto cp = join_job(ports, p, 4, succession_options());
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    std::atomic<int> heard{0};
+    c.on_lost([&](const lost_node&) { ++heard; });
+    c.set_step(5);
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p == 0) ::raise(SIGKILL);
+    auto m = c.wait_membership(0, 10s);
+    if (!m) return m.error();
+    const std::string who = "process " + std::to_string(p) + ": ";
+    if (m->epoch != 1 || m->live != std::vector<bool>{false, true, true, true} || m->lost != std::vector<int>{0})
+      return expect(false, who + "the wrong membership " + transport::control::membership_text(*m));
+    if (c.leader() != 1 || c.is_leader() != (p == 1)) return expect(false, who + "the wrong coordinator");
+    if (heard != 1) return expect(false, who + "on_lost ran " + std::to_string(heard.load()) + " times");
+    auto loss = c.last_loss();
+    if (!loss || loss->describe().find("lost the coordinator (process 0, pid ") == std::string::npos)
+      return expect(false, who + "the loss report: " + (loss ? loss->describe() : std::string("none")));
+    auto total = c.sum(1, {static_cast<double>(p)});  // the same key again: the epoch tells them apart
+    if (!total || (*total)[0] != 6.0) return expect(false, who + "the sum among the survivors");
+    auto lines = c.all_gather_text(2, "p" + std::to_string(p));
+    if (!lines || *lines != std::vector<std::string>{"", "p1", "p2", "p3"})
+      return expect(false, who + "all_gather_text");
+    auto text = c.broadcast_text(3, p == 1 ? "from the new coordinator" : "");
+    if (!text || *text != "from the new coordinator") return expect(false, who + "broadcast_text");
+    auto f = connect_data(data_plane::tcp, ports, c, {1, 2, 3});  // a data plane without process 0
+    if (!f) return f.error();
+    auto& ch = (*f)->endpoint(p - 1);
+    if (p == 1) {
+      for (int to : {1, 2})
+        if (auto st = ch.send(to, 9, tensor::full({3}, 7.f), 10s); !st) return st;
+    } else {
+      auto got = ch.recv(0, 9, 10s);
+      if (!got || got->numel() != 3 || got->data<float>()[2] != 7.f) return expect(false, who + "the data plane");
+    }
+    if (c.lost()) return expect(false, who + "the job ended");
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == -SIGKILL);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == 0);
+  CHECK(codes[3] == 0);
+}
+
+TEST_CASE("with succession the next coordinator's loss is survived too, while 3 processes remain" *
+          doctest::test_suite("failure")) {
+  // 5 processes: 0 dies, 1 takes over; then 1 dies, 2 takes over (3 of the 4 left: a majority)
+  auto codes = run_job(5, [](job_ports& ports, int p) -> status {
+    auto cp = join_job(ports, p, 5, succession_options());
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p == 0) ::raise(SIGKILL);
+    auto m = c.wait_membership(0, 10s);
+    if (!m) return m.error();
+    if (auto go = c.sum(1, {1.0}); !go || (*go)[0] != 4.0) return expect(false, "the sum after the first takeover");
+    if (p == 1) ::raise(SIGKILL);
+    m = c.wait_membership(m->epoch, 10s);
+    if (!m) return m.error();
+    if (m->live != std::vector<bool>{false, false, true, true, true} || m->lost != std::vector<int>{0, 1} ||
+        c.leader() != 2)
+      return expect(false, "process " + std::to_string(p) + ": the wrong membership after the second takeover");
+    auto total = c.sum(1, {static_cast<double>(p)});
+    if (!total || (*total)[0] != 9.0) return expect(false, "the sum after the second takeover");
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == -SIGKILL);
+  CHECK(codes[1] == -SIGKILL);
+  CHECK(codes[2] == 0);
+  CHECK(codes[3] == 0);
+  CHECK(codes[4] == 0);
+}
+
+TEST_CASE("with succession a node that cannot reach a majority ends the job instead of leading it" *
+          doctest::test_suite("failure")) {
+  // 3 processes: 0 and 2 die together; 1 alone is 1 of 3 (or, where it heard of 2's loss
+  // first, 1 of 2): no majority either way, and it says so
+  auto codes = run_job(3, [](job_ports& ports, int p) -> status {
+    auto cp = join_job(ports, p, 3, succession_options());
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p != 1) ::raise(SIGKILL);
+    auto lost = c.wait_lost(10s);
+    if (!lost) return expect(false, "process 1 went on alone");
+    if (lost->describe().find("majority") == std::string::npos || c.leader() != 0)
+      return expect(false, "the report: " + lost->describe());
+    auto after = c.sum(2, {1.0});
+    return expect(!after && after.error().code == errc::closed, "a collective after the end did not fail");
+  });
+  CHECK(codes[0] == -SIGKILL);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == -SIGKILL);
+}
+
+TEST_CASE("with succession a coordinator cut off from most of its processes at once ends rather than lead a minority" *
+          doctest::test_suite("failure")) {
+  // 3 processes: 1 and 2 stop at once (SIGSTOP: to the coordinator, silence, as a partition
+  // looks); after the first loss 2 of 3 remain, after the second 1: the coordinator ends
+  auto codes = run_job(3, [](job_ports& ports, int p) -> status {
+    auto cp = join_job(ports, p, 3, succession_options());
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p != 0) ::raise(SIGSTOP);  // stopped until the coordinator kills it
+    auto lost = c.wait_lost(10s);
+    const auto roster = c.roster();
+    for (int q : {1, 2}) ::kill(static_cast<pid_t>(roster[static_cast<std::size_t>(q)].pid), SIGKILL);
+    if (!lost) return expect(false, "the coordinator went on with 1 of 3 processes");
+    return expect(lost->describe().find("lost touch with more than half of its processes at once") != std::string::npos,
+                  "the report: " + lost->describe());
+  });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == -SIGKILL);
+  CHECK(codes[2] == -SIGKILL);
 }
 
 TEST_CASE("with keep_going a stopped node is fenced out and learns so when it wakes" * doctest::test_suite("failure")) {
