@@ -99,7 +99,8 @@ result<written> save(const store_settings& s, const contents& c, int process) {
   std::vector<bool> writes(static_cast<std::size_t>(c.processes), false);
   for (const auto& l : c.layouts)
     if (l.primary) writes[static_cast<std::size_t>(c.owner[static_cast<std::size_t>(l.rank)])] = true;
-  if (process != 0 && !writes[static_cast<std::size_t>(process)]) {
+  const int first = s.first;  // the process that assembles the checkpoint
+  if (process != first && !writes[static_cast<std::size_t>(process)]) {
     written nothing;
     nothing.step = c.step;
     return nothing;  // no piece of its own to store
@@ -108,7 +109,7 @@ result<written> save(const store_settings& s, const contents& c, int process) {
   fs::create_directories(tmp, ec);
   if (ec) return io(tmp, "cannot create: " + ec.message());
   auto fail = [&](const error& e) -> result<written> {
-    if (process == 0) fs::remove_all(tmp, ec);  // the previous checkpoints stay as they were
+    if (process == first) fs::remove_all(tmp, ec);  // the previous checkpoints stay as they were
     return e;
   };
   auto digest = write_process_file(tmp, c, process, s.progress);
@@ -116,7 +117,7 @@ result<written> save(const store_settings& s, const contents& c, int process) {
   written w;
   w.step = c.step;
   w.bytes = static_cast<std::uint64_t>(fs::file_size(tmp + "/" + process_file_name(process), ec));
-  if (process != 0) {
+  if (process != first) {
     nlohmann::json marker = {{"sha256", *digest}, {"bytes", w.bytes}};
     if (auto st = write_small_file(tmp + "/" + marker_name(process), marker.dump()); !st) return st.error();
     w.path = tmp;
@@ -124,10 +125,10 @@ result<written> save(const store_settings& s, const contents& c, int process) {
     return w;
   }
   // the first process: every other writer's file, then the manifest, then the rename
-  std::vector<file_digest> files{{process_file_name(0), w.bytes, *digest}};
+  std::vector<file_digest> files{{process_file_name(first), w.bytes, *digest}};
   const auto deadline = started + s.timeout;
-  for (int p = 1; p < c.processes; ++p) {
-    if (!writes[static_cast<std::size_t>(p)]) continue;
+  for (int p = 0; p < c.processes; ++p) {
+    if (p == first || !writes[static_cast<std::size_t>(p)]) continue;
     for (;;) {
       auto m = read_marker(tmp, p);
       if (!m) return fail(m.error());
@@ -147,7 +148,8 @@ result<written> save(const store_settings& s, const contents& c, int process) {
     }
   }
   if (auto st = write_manifest(tmp, c, files); !st) return fail(st.error());
-  for (int p = 1; p < c.processes; ++p) fs::remove(tmp + "/" + marker_name(p), ec);
+  for (int p = 0; p < c.processes; ++p)
+    if (p != first) fs::remove(tmp + "/" + marker_name(p), ec);
   if (auto st = sync_directory(tmp); !st) return fail(st.error());
   if (fs::exists(final_dir)) {  // a step written again after a resume from an older checkpoint
     const std::string old = s.dir + "/.old-" + step_dir_name(c.step);

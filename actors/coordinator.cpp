@@ -200,10 +200,10 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
   mine.leaving = job.wants_to_leave && job.wants_to_leave(a.step);
   // the seconds one of its ranks takes alone here: ranks beyond its cores share them
   mine.per_rank_s = a.busiest_s / std::max(1.0, static_cast<double>(a.local_ranks) / std::max(1, s.options.threads));
-  if (job.process == 0 && s.undo_due && !s.undoing) {  // a straggler's move made the step slower: undone
+  if (job.leads() && s.undo_due && !s.undoing) {  // a straggler's move made the step slower: undone
     mine.straggler = s.last_move.from;
     s.undoing = true;
-  } else if (job.process == 0 && s.stragglers && !s.checking) {
+  } else if (job.leads() && s.stragglers && !s.checking) {
     mine.straggler = s.stragglers->straggler();
     if (mine.straggler >= 0) {  // said once; counted again after the move, which the window's medians predict
       s.straggler_pace = s.stragglers->pace();
@@ -503,7 +503,7 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
         c.joining = o.joining.has_value();
         c.migrations = o.migrations;
-        if (o.job && o.job->process == 0 && o.stragglers.factor > 0) s.stragglers.emplace(o.stragglers);
+        if (o.job && o.job->leads() && o.stragglers.factor > 0) s.stragglers.emplace(o.stragglers);
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         if (o.joining) join_running(self);

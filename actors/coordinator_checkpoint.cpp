@@ -42,6 +42,7 @@ void write(self_ptr self, std::shared_ptr<checkpoint::contents> c, std::chrono::
   settings.timeout = s.options.timeout;
   settings.cancelled = s.writes_cancelled;
   settings.progress = s.options.checkpoint->write_progress;
+  settings.first = s.options.job && s.options.job->leader ? s.options.job->leader() : 0;
   const int process = s.options.job ? s.options.job->process : 0;
   auto out = std::make_shared<result<checkpoint::written>>(make_error(errc::closed, "not written"));
   ++s.writes_in_flight;

@@ -131,7 +131,7 @@ void grow(self_ptr self, const transition_action& a, std::chrono::steady_clock::
   const auto& job = *s.options.job;
   if (!job.await_membership || !job.share_plan)
     return fail(self, make_error(errc::invalid_argument, "joining the running job needs --fault.recover"));
-  if (job.process != 0) {  // the membership process 0 makes, then its text
+  if (!job.leads()) {  // the membership the coordinator makes, then its text
     auto members = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
     auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
     auto await = job.await_membership;

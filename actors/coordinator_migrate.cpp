@@ -76,7 +76,7 @@ nlohmann::json decide_move(const coordinator_state& s, const transition_action& 
 void migrate(self_ptr self, const transition_action& a, std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
   const std::string cause = a.migration >= 0 ? "request" : "straggler";
-  const std::string text = s.options.job->process == 0 ? decide_move(s, a).dump() : std::string();
+  const std::string text = s.options.job->leads() ? decide_move(s, a).dump() : std::string();
   auto shared = std::make_shared<result<std::string>>(make_error(errc::closed, "not shared"));
   auto share = s.options.job->share_plan;
   const std::uint64_t epoch = s.membership_epoch;
@@ -91,7 +91,7 @@ void migrate(self_ptr self, const transition_action& a, std::chrono::steady_cloc
         if (j.is_discarded() || !j.is_object()) return fail(self, malformed);
         if (j.contains("keep")) {
           if (!j["keep"].is_string()) return fail(self, malformed);
-          if (st.options.job->process == 0)
+          if (st.options.job->leads())
             std::fprintf(stderr, "\njob: no migration after step %lld: %s\n", static_cast<long long>(step),
                          j["keep"].get<std::string>().c_str());
           return execute(self, st.protocol->on_plan_kept(clock_type::now()));
@@ -115,7 +115,7 @@ void migrate(self_ptr self, const transition_action& a, std::chrono::steady_cloc
         same.choice.how = "the running job's";
         st.moving_note = m.describe();
         st.moving_why = j["why"].get<std::string>();
-        if (st.options.job->process == 0 && cause == "straggler") {
+        if (st.options.job->leads() && cause == "straggler") {
           if (j.value("undo", false)) {  // undone: no straggler is moved again in this run
             st.checking.reset();
             st.stragglers.reset();

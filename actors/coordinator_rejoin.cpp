@@ -388,7 +388,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   if (rec.replacement.empty() || s.options.joining) return go_on();
   // a replacement is in: process 0 tells it where the job is (it joined knowing nothing)
   std::string text;
-  if (s.options.job->process == 0) {
+  if (s.options.job->leads()) {
     joining_state st;
     st.plan.plan = plan;
     st.plan.cuts = s.model->cuts;

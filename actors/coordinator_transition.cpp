@@ -107,7 +107,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   auto depart = job.depart;
   auto await = job.await_membership;
   const std::uint64_t epoch = s.membership_epoch;
-  const bool first = job.process == 0;
+  const bool first = job.leads();
   auto timed = std::make_shared<std::pair<double, double>>();  // connecting, moving the state (seconds)
   auto clock = [] { return std::chrono::steady_clock::now(); };
   if (rec.cause == "join") {  // the newcomers are on no data plane yet: the new one carries the state
@@ -287,7 +287,7 @@ void share_decision(self_ptr self, const result<decided_plan>* mine, decision_fn
 // then shares the answer; elsewhere waits for process 0's.
 void decide_everywhere(self_ptr self, std::function<void(std::function<void(result<decided_plan>)>)> ask,
                        decision_fn then) {
-  if (self->state.options.job->process != 0) return share_decision(self, nullptr, std::move(then));
+  if (!self->state.options.job->leads()) return share_decision(self, nullptr, std::move(then));
   ask([=](result<decided_plan> d) { share_decision(self, &d, then); });
 }
 

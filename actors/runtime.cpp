@@ -50,7 +50,7 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
     std::error_code ec;
     std::filesystem::create_directories(o.checkpoint->dir, ec);
     if (ec) return make_error(errc::io_error, o.checkpoint->dir + ": cannot create: " + ec.message());
-    if (!o.job || o.job->process == 0) checkpoint::remove_unfinished(o.checkpoint->dir);
+    if (!o.job || o.job->leads()) checkpoint::remove_unfinished(o.checkpoint->dir);
   }
   if (o.on_start) o.on_start();
   auto shared = std::make_shared<const compiled_model>(std::move(*cm));

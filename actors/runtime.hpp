@@ -175,6 +175,11 @@ struct step_share {
 
 struct process_hooks {
   int process = 0, processes = 1;  // this process, the job's slots (the most processes it may have)
+  /// The job's coordinator now (the control plane's leader: process 0, or the process that took
+  /// over from a lost one). Null: process 0.
+  std::function<int()> leader;
+  /// Whether this process is the job's coordinator now.
+  bool leads() const { return (leader ? leader() : 0) == process; }
   std::vector<bool> live;          // the processes in the job at the start, by slot
   fabric_ptr fabric;               // the first plan's data plane
   /// This process's share of a step (its loss, whether it asks to leave, its seconds per rank;

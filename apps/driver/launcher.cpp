@@ -110,6 +110,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
       if (replacement) ::setenv("COHORT_REPLACEMENT", "1", 1);
       if (r == 0) ::setenv("COHORT_LAUNCH_STATUS", notes_path.c_str(), 1);
+      // where a process that takes over from a lost coordinator says so (the job's verdict is then its)
+      ::setenv("COHORT_LAUNCH_LEADER", (notes_path + ".leader").c_str(), 1);
       // the coordinator's port, already listening: handed over, so nothing can take it between
       // the launcher choosing it and the coordinator binding it (a replacement never gets it)
       if (r == 0 && !replacement && control_fd >= 0 && ::fcntl(control_fd, F_SETFD, 0) == 0)
@@ -117,7 +119,9 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
       else
         ::unsetenv("COHORT_CONTROL_FD");
       if (!recoveries.empty()) ::setenv("COHORT_RECOVERIES", recoveries.c_str(), 1);
-      if (r != 0) {  // one summary on stdout: the coordinator's
+      // one summary on stdout: the coordinator's (with --fault.recover whichever process leads at
+      // the end: only it prints one)
+      if (r != 0 && !o.recover) {
         int devnull = ::open("/dev/null", O_WRONLY);
         if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
       }
@@ -196,15 +200,19 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           coordinator_ended = coordinator_failed();
         }
-        std::fprintf(
-            stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
-            static_cast<int>(done), describe_exit(status).c_str(),
-            o.recover && r != 0 && !coordinator_ended ? "; the others go on without it (--fault.recover)" : "");
+        // with --fault.recover and 3 or more processes a lost coordinator has a successor
+        // (control_succession.cpp): the others go on, or end themselves without a majority
+        const bool succeeded = r == 0 && o.recover && n >= 3;
+        std::fprintf(stderr, "launch: %s %d (pid %d) %s%s\n", r < n ? "process" : "joining process", r < n ? r : r - n,
+                     static_cast<int>(done), describe_exit(status).c_str(),
+                     succeeded ? "; the next process takes over as the coordinator if a majority of the job reaches it"
+                     : o.recover && r != 0 && !coordinator_ended ? "; the others go on without it (--fault.recover)"
+                                                                 : "");
         // the coordinator reports what it saw; give it time when a node went first (with
         // --fault.recover the job goes on: nothing to stop)
         const auto grace =
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
-        if (r == 0 || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
+        if ((r == 0 && !succeeded) || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
         // --fault.replace-wait-ms: a new process takes the lost node's place in the running job
         if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && !coordinator_ended && replacements_left > 0 &&
             forwarded_signal.load() == 0) {
@@ -220,7 +228,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
           }
         }
       }
-      if (r == 0)  // the nodes follow the coordinator at once (one fenced out may never: it is stopped)
+      if (r == 0 && !(out.codes[0] != 0 && o.recover && n >= 3))  // the nodes follow the coordinator at once (one
+                                                                  // fenced out may never: it is stopped)
         kill_at = std::min(kill_at, clock::now() + std::chrono::milliseconds(out.codes[0] != 0 ? 2000
                                                                              : o.recover       ? 3000
                                                                                                : 15000));
@@ -247,8 +256,10 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
   return out;
 }
 
-int job_exit_code(const attempt_result& a, bool recover) {
-  if (a.codes[0] != 0 || recover) return a.codes[0];  // with --fault.recover the coordinator's verdict is the job's
+int job_exit_code(const attempt_result& a, bool recover, int leader) {
+  // with --fault.recover the coordinator's verdict is the job's: process 0's, or its successor's
+  if (recover && leader > 0) return a.codes[static_cast<std::size_t>(leader)];
+  if (a.codes[0] != 0 || recover) return a.codes[0];
   return a.first_failure < 0 ? 0 : a.codes[static_cast<std::size_t>(a.first_failure)];
 }
 
@@ -281,16 +292,19 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
         control.emplace(std::move(*l));
       }
     std::filesystem::remove(notes_path);
+    std::filesystem::remove(notes_path + ".leader");
     const auto a = run_attempt(argv, args, o, port, control ? control->fd() : -1, threads, attempt, notes_path,
                                recoveries.empty() ? std::string() : recoveries.dump(), replacements_left);
     control.reset();
     const attempt_notes notes = read_launch_notes(notes_path);
+    const int leader = read_launch_leader(notes_path + ".leader", n);
     std::filesystem::remove(notes_path);
+    std::filesystem::remove(notes_path + ".leader");
     if (!recoveries.empty() && notes.first_step_unix_s > 0 && recoveries.back().contains("stopped_unix_s")) {
       // this attempt's first step closes the previous recovery (the last one the attempt itself reports)
       recoveries.back()["recover_s"] = notes.first_step_unix_s - recoveries.back()["stopped_unix_s"].get<double>();
     }
-    const int code = job_exit_code(a, o.recover);
+    const int code = job_exit_code(a, o.recover, leader);
     if (code == 0 || a.interrupted || code == 2 || attempt >= o.max_restarts) {
       if (code != 0 && !a.interrupted && code != 2 && o.max_restarts > 0)
         std::fprintf(stderr, "launch: process %d %s; no restart left (--launch.max-restarts=%lld)\n", a.first_failure,

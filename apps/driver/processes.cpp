@@ -371,6 +371,8 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   c.cores = kernels::available_cores();
   c.keep_going = o.recover;
+  c.succession = o.recover;  // 3 or more processes survive losing the coordinator (control_succession.cpp)
+  c.standby_host = o.bind;
   c.admit_replacements = o.recover && o.replace_wait_ms > 0;
   c.replacement = o.replacement;
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");

@@ -121,9 +121,10 @@ metrics_file::~metrics_file() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-status metrics_file::open(const std::string& path) {
+status metrics_file::open(const std::string& path, bool append) {
   if (path.empty()) return {};
-  file_ = std::fopen(path.c_str(), "w");
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (file_ == nullptr) return make_error(errc::io_error, "cannot write metrics file '" + path + "'");
   return {};
 }

@@ -82,8 +82,8 @@ class metrics_file {
   ~metrics_file();
   metrics_file(const metrics_file&) = delete;
   metrics_file& operator=(const metrics_file&) = delete;
-  /// Opens (truncates) `path`; an empty path disables writing.
-  status open(const std::string& path);
+  /// Opens (truncates, or with `append` continues) `path`; an empty path disables writing.
+  status open(const std::string& path, bool append = false);
   void write(const json& record);
 
  private:

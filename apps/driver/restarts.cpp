@@ -1,8 +1,11 @@
 // The notes between a restarted job's attempts and its launcher.
 #include "apps/driver/restarts.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +83,26 @@ json restart_recoveries(std::int64_t resumed_step, double first_step_unix_s, con
   for (auto& r : list)
     if (r.is_object()) r.erase("stopped_unix_s");
   return list;
+}
+
+void note_leader(int process) {
+  const char* path = std::getenv("COHORT_LAUNCH_LEADER");
+  if (path == nullptr || *path == 0) return;
+  const std::string tmp = std::string(path) + ".tmp-" + std::to_string(::getpid());
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%d\n", process);
+    std::fclose(f);
+    std::rename(tmp.c_str(), path);
+  }
+}
+
+int read_launch_leader(const std::string& path, int processes) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return -1;
+  int p = -1;
+  const int read = std::fscanf(f, "%d", &p);
+  std::fclose(f);
+  return read == 1 && p >= 0 && p < processes ? p : -1;
 }
 
 }  // namespace cohort::apps

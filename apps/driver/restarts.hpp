@@ -4,7 +4,8 @@
 // had committed, its plan and why; the launcher turns that into the summary's "recoveries"
 // ({"step", "lost", "cause", "detect_s", "recover_s", "steps_redone", "plan_before",
 // "plan_after", "source": "restart"}) and hands the list to the next attempt in
-// $COHORT_RECOVERIES ($COHORT_ATTEMPT numbers the attempts). Everything read is validated.
+// $COHORT_RECOVERIES ($COHORT_ATTEMPT numbers the attempts). A process that took over from a
+// lost coordinator notes it in $COHORT_LAUNCH_LEADER. Everything read is validated.
 //
 //   // in the first process of an attempt
 //   launch_notes notes;                                  // off unless the launcher asked
@@ -49,6 +50,13 @@ struct attempt_notes {
   std::string plan, error;
 };
 attempt_notes read_launch_notes(const std::string& path);
+
+/// A process that took over as the job's coordinator (a lost coordinator's successor) says so
+/// in $COHORT_LAUNCH_LEADER (written whole, then renamed): the launcher's verdict is then its
+/// exit code, not process 0's.
+void note_leader(int process);
+/// The process that last noted it leads, or -1 (no note, or not a process of `processes`).
+int read_launch_leader(const std::string& path, int processes);
 
 /// The summary's "recoveries" of this attempt: the launcher's list with its last entry
 /// completed from this attempt (where it resumed, when its first step completed, its plan);

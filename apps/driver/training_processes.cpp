@@ -165,6 +165,14 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     choice = planner::plan_from_json(j, "the coordinator's plan");
     if (!choice) return choice.error();
     choice->how = "from the coordinator";
+    if (p.dist.recover) {  // it may take over from a lost coordinator: then its planner re-plans
+      plan_options q = p;
+      if (q.ranks == 0 && q.mode == planner::plan_mode::automatic) q.ranks = started_with;
+      q.processes = started_with;
+      q.data_plane = to_string(p.dist.transport);
+      if (auto s = prepare_planning(job, q, job.threads * started_with); s)
+        setup = std::make_shared<planner::planning_setup>(std::move(*s));
+    }
   }
   std::shared_ptr<transport::fabric> data_plane;  // a replacement's comes with the recovery it joins
   if (!joining) {
@@ -220,6 +228,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   auto customize = [&](actors::run_options& o) {
     actors::process_hooks h;
     h.process = g.process();
+    h.leader = [&g] { return g.control->leader(); };
     h.processes = world;
     h.live = joining ? joining->members.live : live_at_start;
     h.fabric = data_plane;
@@ -233,7 +242,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       values[0] = mine.loss;
       if (mine.leaving) values[1 + me] = 1.0;
       values[1 + w + me] = mine.per_rank_s;
-      if (me == 0) values[1 + 2 * w] = mine.joining, values[2 + 2 * w] = mine.straggler + 1;
+      if (g.control->is_leader()) values[1 + 2 * w] = mine.joining, values[2 + 2 * w] = mine.straggler + 1;
       auto total = g.control->sum(step_loss_key(step), values, epoch);
       if (!total) return total.error();
       const auto bad = [&](const std::string& what) {
@@ -312,6 +321,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       if (g.process() != 0) {
         install_leave_on_sigterm();
         h.wants_to_leave = [&g, after = p.dist.leave_after, rank = p.dist.leave_rank](std::int64_t step) {
+          if (g.control->is_leader()) return false;  // it took over: the job's coordinator stays
           const bool hook = after > 0 && rank == g.process() && step + 1 >= after;
           const bool term = leave_requested.load();
           static std::atomic<bool> said{false};
@@ -392,6 +402,32 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   launch_notes notes;
   auto with_notes = [&](actors::run_options& o) {
     customize(o);
+    // a node that took over from a lost coordinator (control_succession.cpp) reports from then
+    // on: the progress lines, the metrics file (continued), the summary, the launcher's verdict
+    auto took_over = [&loop, &g, &job] {
+      if (!loop.quiet || !g.control->is_leader()) return;
+      loop.quiet = false;
+      (void)loop.metrics.open(job.metrics_path, /*append=*/true);
+      note_leader(g.process());
+      auto loss = g.control->last_loss();
+      std::fprintf(stderr, "\njob: process %d took over as the job's coordinator (%s)\n", g.process(),
+                   loss ? loss->describe().c_str() : "the coordinator was lost");
+    };
+    auto transition = o.on_transition;
+    o.on_transition = [transition, took_over](const actors::transition_record& t) {
+      took_over();
+      if (transition) transition(t);
+    };
+    auto recovered = o.on_recovery;
+    o.on_recovery = [recovered, took_over](const actors::recovery_record& c) {
+      took_over();
+      if (recovered) recovered(c);
+    };
+    auto stepped = o.on_step;
+    o.on_step = [stepped, took_over](const actors::step_metrics& m) {
+      took_over();
+      if (stepped) stepped(m);
+    };
     if (!coordinator) return;
     auto inner = o.on_step;
     o.on_step = [inner, &notes](const actors::step_metrics& m) {
@@ -429,9 +465,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // control plane's frames are bounded). The refit is of the job's first plan: process 0 names
   // it with the count of timed steps (a replacement joined later and timed fewer steps), and a
   // process whose first plan was another (it joined after a change) adds zeros of that size.
+  const bool leads = g.control->is_leader();  // process 0, or the process that took over from it
   auto timed_text = g.control->broadcast_text(
       key(control_key::timed_steps),
-      coordinator ? json{{"timed", std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)},
+      leads ? json{{"timed", std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)},
                          {"ranks", choice->plan.ranks()},
                          {"plan", planner::describe(choice->plan)}}
                         .dump()
@@ -465,7 +502,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   if (loop.trace) {  // every process's events, merged on process 0 with the clocks aligned
     auto merged = gather_trace(*g.control, *loop.trace, key(control_key::trace_clock), key(control_key::trace));
     if (!merged) return merged.error();
-    if (coordinator)
+    if (leads)
       if (auto st = write_trace(p.trace.file, std::move((*merged)["events"]),
                                 {{"plan", planner::describe(choice->plan)},
                                  {"processes", g.live()},
@@ -475,7 +512,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         return st.error();
   }
   if (auto st = g.control->finish(std::chrono::seconds(30)); !st) return st.error();
-  r->report = coordinator;
+  r->report = leads;
   r->plan["processes"] = g.live();
   if (coordinator && setup && choice->predicted && totals.steps > 0) {
     planner::task_totals all = totals;

@@ -231,6 +231,32 @@ TEST_SUITE("elastic") {
     CHECK(drift <= 1e-5);
   }
 
+  TEST_CASE("gpt with the planner's plan over 3 processes: the coordinator SIGKILLed, process 1 takes over and re-plans") {
+    // process 0 holds pipeline stage 0 and is the coordinator: its rank comes back from its
+    // buddy copy, process 1 leads (2 of 3 reach it) and its planner re-plans for 2 processes
+    const std::string job =
+        "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=12 --train.steps=16 "
+        "--train.threads=1 --fault.recover=true --launch.nproc=3";
+    const std::string clean_metrics = temp_path("gpt30-clean.jsonl"), metrics = temp_path("gpt30.jsonl");
+    auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(GPT_BINARY,
+                 job + " --fault.signal=KILL --fault.signal-rank=0 --fault.signal-step=6 --metrics.file=" + metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("process 1 took over as the coordinator (1 of 1 processes followed)") != std::string::npos);
+    REQUIRE(r.summary["recoveries"].size() == 1);
+    CHECK(r.summary["recoveries"][0]["lost"] == "process 0");
+    CHECK(r.summary["recoveries"][0]["steps_redone"] == 0);
+    CHECK(r.summary["recoveries"][0]["replan"].get<std::string>().rfind("changed to ", 0) == 0);
+    const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_losses(clean_metrics);
+    REQUIRE(a.size() == b.size());
+    CHECK(std::equal(a.begin(), a.begin() + 6, b.begin()));
+    const double drift = cohort::test::max_relative_difference(a, b, 7);
+    MESSAGE("gpt " << r.summary["recoveries"][0]["plan_before"] << " -> " << r.summary["recoveries"][0]["plan_after"]
+                   << " under process 1: max relative loss difference " << drift);
+    CHECK(drift <= 1e-5);
+  }
+
   TEST_CASE("with --elastic.scale-out=never the joiners wait as spares and are told the job ended without them") {
     const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=2";
     const std::string clean_metrics = temp_path("never-clean.jsonl"), metrics = temp_path("never.jsonl");
