@@ -63,7 +63,8 @@ void process_options::add_to(option_set& opts) {
       .add("fault.recover", recover,
            "keep training when a node process is lost: the others take over its ranks, restored from a "
            "data-parallel replica or a buddy copy (--fault.replicas), and redo only the interrupted step "
-           "(not the coordinator's loss); a node that gets SIGTERM leaves in good order at the next step")
+           "(the coordinator too, with 3 or more processes: the next one takes over once a majority reaches it); "
+           "a node that gets SIGTERM leaves in good order at the next step")
       .add("fault.replan", replan,
            "after a recovered loss: auto (the planner re-plans for the processes that remain when it chose "
            "the plan; a plan the user gave is kept), always (the planner re-plans whatever the first plan "
