@@ -33,7 +33,7 @@ struct store_settings {
   /// Set when the run ends or fails: a wait for the others' files gives up at once.
   std::shared_ptr<const std::atomic<bool>> cancelled;
   progress_fn progress;  // bytes of this process's file written, of all of them
-  int first = 0;  // the process that assembles it (the job's coordinator: 0, or its successor)
+  int first = 0;         // the process that assembles it (the job's coordinator: 0, or its successor)
 };
 
 struct written {

@@ -180,8 +180,8 @@ struct process_hooks {
   std::function<int()> leader;
   /// Whether this process is the job's coordinator now.
   bool leads() const { return (leader ? leader() : 0) == process; }
-  std::vector<bool> live;          // the processes in the job at the start, by slot
-  fabric_ptr fabric;               // the first plan's data plane
+  std::vector<bool> live;  // the processes in the job at the start, by slot
+  fabric_ptr fabric;       // the first plan's data plane
   /// This process's share of a step (its loss, whether it asks to leave, its seconds per rank;
   /// process 0's count of waiting processes and its straggler) -> the job's sum (called in step
   /// order), among the processes of membership `epoch` (a later membership fails it at once).

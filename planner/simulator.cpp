@@ -72,8 +72,10 @@ simulation simulate_step(int ranks, int chunks, int micro_batches, const std::ve
           const auto i = static_cast<std::size_t>(std::max(t.micro_batch, 0));
           if (t.kind == task_kind::forward) f_end[stage_of(r)][i] = start + took;
           if (t.kind == task_kind::backward) b_end[stage_of(r)][i] = start + took;
-          if (t.kind == task_kind::update) pipeline_end[r] = start;
-          else busy[r] += took;
+          if (t.kind == task_kind::update)
+            pipeline_end[r] = start;
+          else
+            busy[r] += took;
           wall[r][static_cast<std::size_t>(t.kind)] += took;
           free_at[r] = start + took;
         }

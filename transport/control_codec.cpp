@@ -91,8 +91,8 @@ std::string roster_text(const std::vector<node_entry>& r) {
     if (n.pid == 0)  // a slot nobody has taken yet
       out << n.process << " - 0 0 0 0\n";
     else
-      out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << ' '
-          << n.standby_port << '\n';
+      out << n.process << ' ' << n.host << ' ' << n.data_port << ' ' << n.pid << ' ' << n.cores << ' ' << n.standby_port
+          << '\n';
   return out.str();
 }
 
@@ -108,9 +108,9 @@ result<std::vector<node_entry>> parse_roster(const std::string& text, int world)
     const bool slot_in_range = n.process >= 0 && n.process < world && !seen[static_cast<std::size_t>(n.process)];
     const bool empty_slot =
         n.host == "-" && n.data_port == 0 && n.pid == 0 && n.cores == 0 && n.standby_port == 0 && n.process != 0;
-    if (!slot_in_range || (!empty_slot && (!plausible_host(n.host) || n.data_port < 1 || n.data_port > 65535 ||
-                                           n.pid <= 0 || n.cores < 1 || n.cores > (1 << 16) || n.standby_port < 0 ||
-                                           n.standby_port > 65535)))
+    if (!slot_in_range ||
+        (!empty_slot && (!plausible_host(n.host) || n.data_port < 1 || n.data_port > 65535 || n.pid <= 0 ||
+                         n.cores < 1 || n.cores > (1 << 16) || n.standby_port < 0 || n.standby_port > 65535)))
       return make_error(errc::io_error, "control: malformed roster entry for process " + std::to_string(n.process));
     seen[static_cast<std::size_t>(n.process)] = true;
     if (empty_slot) n = node_entry{n.process, "", 0, 0, 0, 0};

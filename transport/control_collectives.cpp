@@ -100,7 +100,8 @@ result<std::vector<double>> control_plane::sum(std::uint64_t key, const std::vec
   std::vector<double> total;
   bool first = true;
   auto add = [&](const std::vector<double>& part) {
-    if (first) total = part;
+    if (first)
+      total = part;
     else
       for (std::size_t i = 0; i < total.size(); ++i) total[i] += part[i];
     first = false;

@@ -173,8 +173,8 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
     case kind::joined: {  // from the coordinator: processes took lost or empty slots (control::joined_text)
       auto text = control::text_of(m.body);
       auto batch = p == leader() && text ? control::parse_joined(*text, o_.world)
-                                  : result<std::pair<std::uint64_t, std::vector<control::joined_entry>>>(
-                                        make_error(errc::io_error, "not from the coordinator"));
+                                         : result<std::pair<std::uint64_t, std::vector<control::joined_entry>>>(
+                                               make_error(errc::io_error, "not from the coordinator"));
       bool fits = batch.ok();
       for (std::size_t i = 0; fits && i < batch->second.size(); ++i) fits = batch->second[i].node.process != process_;
       if (!fits) {
@@ -271,8 +271,9 @@ void control_plane::declare_lost(int p, const std::string& reason, bool silent) 
     n.coordinator = p == lead;
     if (goes_on && o_.succession && silent && lost_the_majority_locked()) {
       goes_on = false;  // the others may follow a successor: this side must not go on too
-      n.reason += "; this coordinator lost touch with more than half of its processes at once, so it ends rather "
-                  "than lead a minority (the others may go on under a successor)";
+      n.reason +=
+          "; this coordinator lost touch with more than half of its processes at once, so it ends rather "
+          "than lead a minority (the others may go on under a successor)";
     }
     if (goes_on) {
       live_[static_cast<std::size_t>(p)] = false;

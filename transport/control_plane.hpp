@@ -154,7 +154,7 @@ struct node_entry {
   std::string host;
   int data_port = 0;
   std::int64_t pid = 0;
-  int cores = 1;  // offered in the hello
+  int cores = 1;         // offered in the hello
   int standby_port = 0;  // where it would take over as the coordinator (0: it would not)
 };
 
@@ -164,7 +164,7 @@ struct lost_node {
   std::int64_t pid = 0;
   std::int64_t step = -1;  // the step in flight when it was lost
   std::string reason;
-  double silent_s = 0;  // since the last message heard from it
+  double silent_s = 0;       // since the last message heard from it
   bool coordinator = false;  // it was the job's coordinator then
   /// "lost node 1 (pid 4242 at 127.0.0.1:39120) at step 7: connection closed without a goodbye
   /// (the process died or was killed); last heard 0.02 s before"

@@ -102,7 +102,11 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
         continue;
       }
       admission a;
-      a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+      a.entry = {-1,
+                 s->peer_host(),
+                 static_cast<int>(h->data_port),
+                 h->pid,
+                 static_cast<int>(h->cores),
                  static_cast<int>(h->standby_port)};
       a.socket = std::move(*s);
       cp->waiting_.push_back(std::move(a));
@@ -119,8 +123,12 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     auto p = std::make_unique<peer>();
     p->address = s->peer_name();
     p->pid = h->pid;
-    cp->roster_[static_cast<std::size_t>(want)] = {want,    s->peer_host(), static_cast<int>(h->data_port), h->pid,
-                                                   static_cast<int>(h->cores), static_cast<int>(h->standby_port)};
+    cp->roster_[static_cast<std::size_t>(want)] = {want,
+                                                   s->peer_host(),
+                                                   static_cast<int>(h->data_port),
+                                                   h->pid,
+                                                   static_cast<int>(h->cores),
+                                                   static_cast<int>(h->standby_port)};
     p->socket = std::move(*s);
     cp->peers_[static_cast<std::size_t>(want)] = std::move(p);
     ++joined;
@@ -166,7 +174,11 @@ void control_plane::admit_loop() {
           why = "64 processes already wait to join this job";
         } else {
           admission a;
-          a.entry = {-1, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+          a.entry = {-1,
+                     s->peer_host(),
+                     static_cast<int>(h->data_port),
+                     h->pid,
+                     static_cast<int>(h->cores),
                      static_cast<int>(h->standby_port)};
           a.socket = std::move(*s);
           waiting_.push_back(std::move(a));
@@ -190,7 +202,11 @@ void control_plane::admit_loop() {
         if (free(want)) {
           admission a;
           a.process = want;
-          a.entry = {want, s->peer_host(), static_cast<int>(h->data_port), h->pid, static_cast<int>(h->cores),
+          a.entry = {want,
+                     s->peer_host(),
+                     static_cast<int>(h->data_port),
+                     h->pid,
+                     static_cast<int>(h->cores),
                      static_cast<int>(h->standby_port)};
           a.socket = std::move(*s);
           admitted_.push_back(std::move(a));
@@ -231,8 +247,9 @@ int control_plane::joiners_waiting() {
 result<membership> control_plane::admit_joiners(int count, milliseconds timeout) {
   if (!is_leader()) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
   if (!listener_)
-    return make_error(errc::invalid_argument, process_ == 0 ? "control: this job admits no processes"
-                                                            : "control: a coordinator that took over admits no processes");
+    return make_error(errc::invalid_argument, process_ == 0
+                                                  ? "control: this job admits no processes"
+                                                  : "control: a coordinator that took over admits no processes");
   std::unique_lock<std::mutex> lock(mutex_);
   if (lost_) return make_error(errc::closed, lost_->describe());
   release_ = std::max(0, count);
@@ -376,8 +393,8 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
     if (!l) return make_error(l.error().code, "control: the standby port: " + l.error().message);
     standby.emplace(std::move(*l));
   }
-  const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world, o.cores,
-                             standby ? standby->port() : 0};
+  const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world,
+                             o.cores,   standby ? standby->port() : 0};
   if (auto st =
           control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
       !st)

@@ -85,7 +85,8 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     auto m = control::read_message(*s, o_.generation, 64, std::min(o_.auth_timeout, left_until(deadline)));
     const auto v = m && control::is(m->tag, kind::follow) ? control::ints_of(m->body) : std::vector<std::int64_t>{};
     std::string why;
-    if (v.size() != 2) why = "expected a follow";
+    if (v.size() != 2)
+      why = "expected a follow";
     else if (v[0] < 0 || v[0] >= o_.world || v[0] == process_ || !live[static_cast<std::size_t>(v[0])] ||
              followers[static_cast<std::size_t>(v[0])].fd() >= 0)
       why = "process " + std::to_string(v[0]) + " is no other live process of the job";
@@ -137,7 +138,8 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
   for (int p = 0; p < o_.world; ++p)
     if (p != process_ && peers_[static_cast<std::size_t>(p)] && peers_[static_cast<std::size_t>(p)]->open &&
         live[static_cast<std::size_t>(p)])
-      if (!send(p, tag_of(kind::took_over), control::pack_text(text))) peers_[static_cast<std::size_t>(p)]->open = false;
+      if (!send(p, tag_of(kind::took_over), control::pack_text(text)))
+        peers_[static_cast<std::size_t>(p)]->open = false;
   std::function<void(const lost_node&)> callback;
   {
     std::lock_guard<std::mutex> lock(mutex_);

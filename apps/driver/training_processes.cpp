@@ -469,10 +469,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   auto timed_text = g.control->broadcast_text(
       key(control_key::timed_steps),
       leads ? json{{"timed", std::min<std::size_t>(static_cast<std::size_t>(totals.steps), 256)},
-                         {"ranks", choice->plan.ranks()},
-                         {"plan", planner::describe(choice->plan)}}
-                        .dump()
-                  : "");
+                   {"ranks", choice->plan.ranks()},
+                   {"plan", planner::describe(choice->plan)}}
+                  .dump()
+            : "");
   if (!timed_text) return timed_text.error();
   const json timed_json = json::parse(*timed_text, nullptr, /*allow_exceptions=*/false);
   if (!timed_json.is_object() || !timed_json.contains("timed") || !timed_json["timed"].is_number_unsigned() ||

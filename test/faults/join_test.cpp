@@ -79,9 +79,10 @@ TEST_SUITE("elastic") {
 
   TEST_CASE("with the planner's plan the job re-plans for the larger job") {
     const std::string clean_metrics = temp_path("auto-clean.jsonl"), metrics = temp_path("auto.jsonl");
-    auto clean = run(MLP_BINARY, mlp_job + " --launch.nproc=2 --metrics.file=" + clean_metrics);
+    const std::string job = mlp_job + cohort::test::pinned_planner();
+    auto clean = run(MLP_BINARY, job + " --launch.nproc=2 --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    auto r = run(MLP_BINARY, mlp_job +
+    auto r = run(MLP_BINARY, job +
                                  " --launch.nproc=2 --elastic.max-procs=4 --launch.joiners=2 "
                                  "--elastic.join-after=10 --elastic.scale-out=always --metrics.file=" +
                                  metrics);
@@ -213,7 +214,8 @@ TEST_SUITE("elastic") {
   TEST_CASE("gpt with the planner's plan over 3 processes: one SIGKILLed, the job re-plans for 2 and goes on") {
     const std::string job =
         "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=12 --train.steps=16 "
-        "--train.threads=1 --fault.recover=true --launch.nproc=3";
+        "--train.threads=1 --fault.recover=true --launch.nproc=3" +
+        cohort::test::pinned_planner();
     const std::string clean_metrics = temp_path("gpt32-clean.jsonl"), metrics = temp_path("gpt32.jsonl");
     auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
@@ -231,12 +233,14 @@ TEST_SUITE("elastic") {
     CHECK(drift <= 1e-5);
   }
 
-  TEST_CASE("gpt with the planner's plan over 3 processes: the coordinator SIGKILLed, process 1 takes over and re-plans") {
+  TEST_CASE(
+      "gpt with the planner's plan over 3 processes: the coordinator SIGKILLed, process 1 takes over and re-plans") {
     // process 0 holds pipeline stage 0 and is the coordinator: its rank comes back from its
     // buddy copy, process 1 leads (2 of 3 reach it) and its planner re-plans for 2 processes
     const std::string job =
         "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=12 --train.steps=16 "
-        "--train.threads=1 --fault.recover=true --launch.nproc=3";
+        "--train.threads=1 --fault.recover=true --launch.nproc=3" +
+        cohort::test::pinned_planner();
     const std::string clean_metrics = temp_path("gpt30-clean.jsonl"), metrics = temp_path("gpt30.jsonl");
     auto clean = run(GPT_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);

@@ -109,7 +109,7 @@ TEST_SUITE("elastic") {
   }
 
   TEST_CASE("with the planner's plan the job re-plans for the processes that remain") {
-    const std::string job = mlp_job + " --launch.nproc=4";
+    const std::string job = mlp_job + " --launch.nproc=4" + cohort::test::pinned_planner();
     const std::string clean_metrics = temp_path("auto-clean.jsonl"), metrics = temp_path("auto.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);

@@ -36,7 +36,8 @@ TEST_SUITE("failure") {
     // rank: then the state comes from the newest checkpoint (every 5 steps) and the losses are
     // the same up to it
     for (const job_case& c :
-         {job_case{"the planner's plan over 4 processes, one lost", " --launch.nproc=4 --checkpoint.every=5", 3, 3},
+         {job_case{"the planner's plan over 4 processes, one lost",
+                   " --launch.nproc=4 --checkpoint.every=5" + cohort::test::pinned_planner(), 3, 3},
           job_case{"dp2 over 2 processes with --fault.replan=always",
                    " --plan.dp=2 --launch.nproc=2 --fault.replan=always --checkpoint.every=5", 1, 1}}) {
       const std::string name = c.name;

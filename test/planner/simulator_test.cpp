@@ -137,8 +137,11 @@ TEST_CASE("with no core shared the direct replay equals the event-by-event simul
           if (gpipe && chunks > 1) continue;
           std::vector<stage_timing> timing(static_cast<std::size_t>(ranks * chunks));
           for (auto& t : timing)
-            t = {.forward_s = uniform(), .backward_s = 2 * uniform(), .send_forward_s = 0.2 * uniform(),
-                 .send_backward_s = 0.2 * uniform(), .update_s = uniform()};
+            t = {.forward_s = uniform(),
+                 .backward_s = 2 * uniform(),
+                 .send_forward_s = 0.2 * uniform(),
+                 .send_backward_s = 0.2 * uniform(),
+                 .update_s = uniform()};
           parallel_plan plan{.pp = ranks,
                              .micro_batches = m,
                              .schedule = gpipe ? schedule_kind::gpipe : schedule_kind::one_f_one_b,

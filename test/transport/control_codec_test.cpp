@@ -226,7 +226,7 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
   const std::pair<std::string, std::string> bad[] = {
       {"0 a 1 10 1 0\n", "control: a roster of 1 processes (expected 2)"},
       {"0 a 1 10 1 0\n1 b 2 11 1 0\n1 c 3 12 1 0\n", "control: malformed roster entry for process 1"},  // repeated
-      {"0 a 1 10 1 0\n2 b 2 11 1 0\n", "control: malformed roster entry for process 2"},  // out of range
+      {"0 a 1 10 1 0\n2 b 2 11 1 0\n", "control: malformed roster entry for process 2"},                // out of range
       {"0 a 1 10 1 0\n-1 b 2 11 1 0\n", "control: malformed roster entry for process -1"},
       {"0 a 1 10 1 0\n1 b/c 2 11 1 0\n", "control: malformed roster entry for process 1"},  // a host with '/'
       {"0 a 0 10 1 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},    // port 0
@@ -235,7 +235,8 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
       {"0 a 1 10 65537 0\n1 b 2 11 1 0\n", "control: malformed roster entry for process 0"},
       {"0 a 1 10 1 0\n1 b 2 11 1 65536\n", "control: malformed roster entry for process 1"},  // standby port
       {"0 a 1 10 1 0\n1 b 2 11 1 -1\n", "control: malformed roster entry for process 1"},
-      {"0 a 1 10 1 0\n1 b two 11 1 0\n", "control: a roster of 1 processes (expected 2)"},  // not a number: parsing stops
+      {"0 a 1 10 1 0\n1 b two 11 1 0\n",
+       "control: a roster of 1 processes (expected 2)"},                              // not a number: parsing stops
       {"0 a 1 10 1\n1 b 2 11 1\n", "control: a roster of 1 processes (expected 2)"},  // five fields: the old format
       {"", "control: a roster of 0 processes (expected 2)"},
   };
@@ -246,8 +247,8 @@ TEST_CASE("roster text: every bad entry and a short roster are refused, naming t
     CHECK(r.error().code == errc::io_error);
     CHECK(r.error().message == why);
   }
-  CHECK_FALSE(parse_roster("0 " + std::string(256, 'h') + " 1 10 1 0\n1 b 2 11 1 0\n", 2)
-                  .ok());  // a host over 255 characters
+  CHECK_FALSE(
+      parse_roster("0 " + std::string(256, 'h') + " 1 10 1 0\n1 b 2 11 1 0\n", 2).ok());  // a host over 255 characters
 }
 
 TEST_CASE("a roster with empty slots round-trips and sizes itself, an empty slot 0 or a half-empty entry is refused") {
