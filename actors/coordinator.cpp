@@ -503,7 +503,9 @@ coordinator_hdl::behavior_type coordinator(coordinator_hdl::stateful_pointer<coo
         c.replan_on_rejoin = c.rejoin && o.replan_on_loss.has_value();
         c.joining = o.joining.has_value();
         c.migrations = o.migrations;
-        if (o.job && o.job->leads() && o.stragglers.factor > 0) s.stragglers.emplace(o.stragglers);
+        // every process watches the same sums, so a process that takes over from a lost
+        // coordinator has the window it would have had; only the coordinator acts on it
+        if (o.job && o.stragglers.factor > 0) s.stragglers.emplace(o.stragglers);
         s.protocol.emplace(std::move(c));
         execute(self, s.protocol->start(clock_type::now()));
         if (o.joining) join_running(self);

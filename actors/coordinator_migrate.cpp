@@ -115,7 +115,8 @@ void migrate(self_ptr self, const transition_action& a, std::chrono::steady_cloc
         same.choice.how = "the running job's";
         st.moving_note = m.describe();
         st.moving_why = j["why"].get<std::string>();
-        if (st.options.job->leads() && cause == "straggler") {
+        // every process keeps the move's check (a successor goes on with it); the coordinator acts on it
+        if (cause == "straggler") {
           if (j.value("undo", false)) {  // undone: no straggler is moved again in this run
             st.checking.reset();
             st.stragglers.reset();

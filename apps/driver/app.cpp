@@ -62,7 +62,8 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
       .add("eval.only", eval_only_, "train nothing: evaluate the model of --init.from (as --train.steps=0)")
       .add("eval.every", eval_every_,
            "evaluate every N steps (as at the end; into the metrics file and stderr; not timed; on the "
-           "actor runtime the committed parameters are gathered on process 0 between steps)");
+           "actor runtime the committed parameters are gathered on the coordinator between steps: process 0, "
+           "or the process that took over from it)");
   if (options_.has("model.sparse"))  // apps with embedding tables
     options_
         .add("exec.mode", exec_mode_,

@@ -273,12 +273,14 @@ result<training_result> train_runtime(const training_job& job, const plan_option
   o.on_start = [&] {
     if (!job.note.empty() && !loop.quiet) std::fprintf(stderr, "%s\n", job.note.c_str());
   };
-  if (job.evaluate_every > 0 && job.evaluate) {  // every process gathers; process 0 evaluates
+  if (job.evaluate_every > 0 && job.evaluate) {  // every process gathers; the coordinator evaluates
     o.evaluate_every = job.evaluate_every;
-    if (!loop.quiet)
-      o.on_evaluate = [&job, &loop](std::int64_t steps_done, const parameter_store& params) {
-        return evaluate_between_steps(job, loop, steps_done, params);
-      };
+    // asked on every process, answered where the job's reports are: process 0, or the process
+    // that took over from it (loop.quiet turns false there)
+    o.on_evaluate = [&job, &loop](std::int64_t steps_done, const parameter_store& params) -> status {
+      if (loop.quiet) return {};
+      return evaluate_between_steps(job, loop, steps_done, params);
+    };
   }
   if (customize) customize(o);
 

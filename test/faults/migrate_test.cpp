@@ -105,6 +105,38 @@ TEST_SUITE("elastic") {
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
+  TEST_CASE("after the coordinator's loss the process that took over relieves a straggler") {
+    // dp6 over 3 processes (ranks 4 and 5 on process 2, three times slower); process 0 is
+    // SIGKILLed after step 3, before a window of 5 steps could name the straggler: process 1
+    // takes over (ranks 0 and 1 come back from their replicas and join its own) and, watching the
+    // same step sums every process watched, moves one of process 2's ranks to itself
+    const std::string job =
+        "--data.name=synth --model.dims=784,512,10 --train.batch=384 --train.steps=40 "
+        "--train.threads=1 --train.optimizer=adamw --train.lr=0.001 --fault.recover=true "
+        "--plan.refit=false --plan.dp=6 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("lead-slow-clean.jsonl"), metrics = temp_path("lead-slow.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --fault.signal=KILL --fault.signal-rank=0 --fault.signal-step=3 --fault.slow-rank=4 "
+                                 "--fault.slow-factor=3 --elastic.straggler-factor=1.5 --elastic.straggler-steps=5 "
+                                 "--metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("process 1 took over as the coordinator") != std::string::npos);
+    REQUIRE(r.summary["recoveries"].size() == 1);
+    CHECK(r.summary["recoveries"][0]["lost"] == "process 0");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE((tr.size() == 1 || tr.size() == 2));  // the move, and its undoing where it made the step slower
+    CHECK(tr[0]["cause"] == "straggler");
+    const std::string moved = tr[0]["moved"], why = tr[0]["why"];
+    MESSAGE(moved << ": " << why);
+    CHECK((moved == "rank 4: process 2 -> process 1" || moved == "rank 5: process 2 -> process 1"));
+    CHECK(why.find("process 2 runs") == 0);
+    CHECK(tr[0]["step"].get<int>() > 3);  // by process 1, after the loss
+    CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
   TEST_CASE("bad migration and straggler options exit 2 naming the option") {
     const std::string base = "--data.name=digits --train.steps=2 --train.threads=1 --launch.nproc=2";
     const std::pair<std::string, std::string> cases[] = {

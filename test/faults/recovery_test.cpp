@@ -117,8 +117,8 @@ TEST_SUITE("failure") {
   TEST_CASE("the coordinator lost among 4: process 1 takes over and the job goes on with the fault-free losses") {
     // no restart: the control plane's succession (3 of 4 reach process 1), rank 0 restored from
     // its data-parallel replicas, the metrics file continued by the new coordinator, its summary
-    // the job's and its exit code the launcher's verdict
-    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    // the job's and its exit code the launcher's verdict; it evaluates between steps as process 0 did
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4 --eval.every=10";
     const std::string clean_metrics = temp_path("lead-clean.jsonl"), metrics = temp_path("lead.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
@@ -142,6 +142,17 @@ TEST_SUITE("failure") {
     CHECK(rec[0]["steps_redone"].get<int>() <= 1);
     // the new coordinator assembles the checkpoints after the loss
     CHECK(fs::exists(dir + "/step-000030/manifest.json"));
+    // evaluations after steps 10 and 20 by process 0, after step 30 by process 1: the same figures
+    auto evaluations = [](const std::string& path) {
+      std::vector<std::pair<std::int64_t, double>> out;
+      for (const auto& e : cohort::test::metrics_events(path))
+        if (e["event"] == "evaluation")
+          out.emplace_back(e["step"].get<std::int64_t>(), e["test_accuracy"].get<double>());
+      return out;
+    };
+    const auto seen = evaluations(metrics), expected = evaluations(clean_metrics);
+    REQUIRE(expected.size() == 3);
+    CHECK(seen == expected);
   }
 
   TEST_CASE("the coordinator lost among 2: no majority, the launcher restarts the job from its checkpoint") {
