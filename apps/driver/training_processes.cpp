@@ -311,7 +311,21 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
         return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
-      if (p.dist.replace_wait_ms > 0) h.await_replacement = wait_for_change;
+      // a job that lost its coordinator admits nobody (its port is gone, and the launcher starts
+      // no replacement then): nothing to wait for
+      if (p.dist.replace_wait_ms > 0)
+        h.await_replacement = [wait_for_change, &g](
+                                  std::uint64_t epoch,
+                                  std::chrono::milliseconds timeout) -> result<actors::job_membership> {
+          if (g.control->leader() != 0) {
+            if (g.control->is_leader())
+              std::fprintf(stderr,
+                           "job: no replacement awaited (--fault.replace-wait-ms): a job whose coordinator "
+                           "was lost admits no processes\n");
+            return make_error(errc::timeout, "no replacement is admitted after the coordinator's loss");
+          }
+          return wait_for_change(epoch, timeout);
+        };
       // a node leaves in good order on SIGTERM or at --elastic.leave-after; process 0 lets it go
       h.depart = [&g](const std::vector<int>& leavers) -> status {
         for (int q : leavers)

@@ -126,10 +126,13 @@ TEST_SUITE("failure") {
     fs::remove_all(dir);
     auto r = run(MLP_BINARY, job + " --checkpoint.dir=" + dir +
                                  " --checkpoint.every=5 --launch.max-restarts=1 --fault.signal=KILL "
-                                 "--fault.signal-rank=0 --fault.signal-step=22 --metrics.file=" +
+                                 "--fault.signal-rank=0 --fault.signal-step=22 --fault.replace-wait-ms=60000 "
+                                 "--metrics.file=" +
                                  metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     CHECK(r.err.find("lost the coordinator (process 0") != std::string::npos);
+    // no replacement can join a job whose coordinator's port is gone: none is waited for
+    CHECK(r.err.find("job: no replacement awaited (--fault.replace-wait-ms)") != std::string::npos);
     CHECK(r.err.find("process 1 took over as the coordinator (2 of 2 processes followed)") != std::string::npos);
     CHECK(r.err.find("restarting all") == std::string::npos);  // nobody restarted
     CHECK(r.summary["final_loss"] == clean.summary["final_loss"]);
