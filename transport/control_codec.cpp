@@ -138,6 +138,7 @@ std::string membership_text(const membership& m) {
   for (int p : m.replaced) out += " " + std::to_string(p);
   out += " joined";
   for (int p : m.joined) out += " " + std::to_string(p);
+  if (m.leader != 0) out += " leader " + std::to_string(m.leader);  // after a succession
   return out;
 }
 
@@ -157,17 +158,24 @@ result<membership> parse_membership(const std::string& text, int world) {
   }
   if (!(in >> word) || word != "replaced") return malformed;
   std::vector<int>* list = &m.replaced;
+  bool leader = false;
   while (in >> word) {
     if (word == "joined" && list == &m.replaced) {
       list = &m.joined;
       continue;
     }
+    if (word == "leader" && list == &m.joined && !leader) {
+      if (!(in >> m.leader) || m.leader < 1 || m.leader >= world) return malformed;
+      leader = true;
+      continue;
+    }
+    if (leader) return malformed;  // nothing after the leader
     char* end = nullptr;
     const long p = std::strtol(word.c_str(), &end, 10);
     if (end == word.c_str() || *end != 0 || p < 1 || p >= world) return malformed;
     list->push_back(static_cast<int>(p));
   }
-  if (list != &m.joined || !m.live[0]) return malformed;
+  if (list != &m.joined || !m.live[static_cast<std::size_t>(m.leader)]) return malformed;
   return m;
 }
 

@@ -32,7 +32,7 @@ bool control_plane::is_live(int p) const { return p >= 0 && p < o_.world && live
 
 membership control_plane::members() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {epoch_, live_, lost_processes_, replaced_, departed_, joined_};
+  return {epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
 }
 
 std::vector<node_entry> control_plane::roster() const {
@@ -46,7 +46,7 @@ result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseco
   if (lost_) return make_error(errc::closed, lost_->describe());
   if (epoch_ <= epoch)
     return make_error(errc::timeout, "control: no membership change within " + std::to_string(timeout.count()) + " ms");
-  return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_};
+  return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
 }
 
 control_plane::~control_plane() {

@@ -144,6 +144,7 @@ struct membership {
   std::vector<int> replaced;  // every lost process whose place a replacement took, in order
   std::vector<int> departed;  // every process that left in good order (depart), in order
   std::vector<int> joined;    // every process admitted into the running job (admit_joiners), in order
+  int leader = 0;             // the coordinator: process 0, or the process that took over from it
 };
 
 /// How this process came into the job.
@@ -317,6 +318,10 @@ class control_plane {
   int release_ = -1;                 // admit_joiners: how many of them the monitor installs next (mutex_)
   std::optional<tcp_listener> listener_;
   std::optional<tcp_listener> standby_;  // a node's, with succession: where it would take over
+  // a successor that admits processes: its standby port becomes the job's listener, installed by
+  // the monitor thread (the only one that reads listener_ while the job runs)
+  std::atomic<bool> promote_standby_{false};
+  std::atomic<bool> admitting_{false};  // listener_ is set and the admitter runs
   std::atomic<int> leader_{0};
   // the coordinator's burst of losses (succession): when the last one came, and how many
   // processes were live before the first (mutex_)

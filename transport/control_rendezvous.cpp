@@ -150,7 +150,10 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
     pe.last_heard = clock::now();
   }
   cp->start_monitor();
-  if (cp->listener_) cp->admitter_ = std::thread([p = cp.get()] { p->admit_loop(); });
+  if (cp->listener_) {
+    cp->admitting_ = true;
+    cp->admitter_ = std::thread([p = cp.get()] { p->admit_loop(); });
+  }
   return cp;
 }
 
@@ -246,10 +249,7 @@ int control_plane::joiners_waiting() {
 
 result<membership> control_plane::admit_joiners(int count, milliseconds timeout) {
   if (!is_leader()) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
-  if (!listener_)
-    return make_error(errc::invalid_argument, process_ == 0
-                                                  ? "control: this job admits no processes"
-                                                  : "control: a coordinator that took over admits no processes");
+  if (!admitting_) return make_error(errc::invalid_argument, "control: this job admits no processes");
   std::unique_lock<std::mutex> lock(mutex_);
   if (lost_) return make_error(errc::closed, lost_->describe());
   release_ = std::max(0, count);
@@ -257,7 +257,7 @@ result<membership> control_plane::admit_joiners(int count, milliseconds timeout)
     return make_error(errc::timeout, "control: the joining processes were not admitted within " +
                                          std::to_string(timeout.count()) + " ms");
   if (lost_) return make_error(errc::closed, lost_->describe());
-  return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_};
+  return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
 }
 
 void control_plane::dismiss_waiting() {
@@ -340,7 +340,7 @@ void control_plane::install_batch(std::vector<admission> batch, bool replacement
   membership next;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    next = {epoch_ + 1, live_, lost_processes_, replaced_, departed_, joined_};
+    next = {epoch_ + 1, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
   }
   std::vector<control::joined_entry> told;
   for (const auto& a : in) {
@@ -442,14 +442,17 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   cp->arrived_ = how;
   if (how == arrival::replacement) cp->last_change_ = "process " + std::to_string(me) + " replaced";
   if (how == arrival::join) cp->last_change_ = "process " + std::to_string(me) + " joined";
+  // the coordinator is where we reached it: process 0, or the process that took over from it
+  const auto lead = static_cast<std::size_t>(mb.leader);
+  cp->leader_ = mb.leader;
   cp->roster_ = std::move(*r);
-  cp->roster_[0].host = o.master_host;  // the coordinator is where we reached it
+  cp->roster_[lead].host = o.master_host;
   cp->standby_ = std::move(standby);
   auto p = std::make_unique<peer>();
   p->address = s->peer_name();
-  p->pid = cp->roster_[0].pid;
+  p->pid = cp->roster_[lead].pid;
   p->socket = std::move(*s);
-  cp->peers_[0] = std::move(p);
+  cp->peers_[lead] = std::move(p);
   cp->start_monitor();
   return cp;
 }

@@ -154,6 +154,9 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     leader_ = process_;
     callback = on_lost_;
   }
+  // a replacement or a new process joins the running job here from now on (the launcher
+  // learns where from the driver's note, $COHORT_LAUNCH_LEADER)
+  if (o_.keep_going && (o_.admit_replacements || o_.admit_joins)) promote_standby_ = true;
   std::fprintf(stderr, "cohort: process %d took over as the coordinator (%d of %d processes followed)\n", process_,
                arrived, expected);
   if (callback) callback(n);
@@ -211,6 +214,7 @@ bool control_plane::follow(lost_node& n, int successor, std::uint64_t epoch) {
     if (auto& old = peers_[static_cast<std::size_t>(n.process)]; old) old->socket.shutdown();
     lost_node relayed;
     relayed.process = -1;  // named by the successor's report
+    relayed.coordinator = true;
     relayed.reason = next->report;
     relayed.step = n.step;
     std::function<void(const lost_node&)> callback;

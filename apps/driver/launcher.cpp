@@ -84,7 +84,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
   out.codes.assign(static_cast<std::size_t>(all), -1);
   // process r of the job, a process joining the running job (r >= n), or (replacement) a new
   // process in a lost node's place; -1: fork failed
-  auto start_process = [&](int r, bool replacement) -> pid_t {
+  // (a replacement after a succession joins the new coordinator: `at_host`:`at_port`)
+  auto start_process = [&](int r, bool replacement, const std::string& at_host = {}, int at_port = 0) -> pid_t {
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid != 0) return pid;
@@ -105,8 +106,8 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
         ::unsetenv("RANK");
         ::unsetenv("WORLD_SIZE");
       }
-      ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("MASTER_ADDR", (at_port > 0 ? at_host : o.master_addr).c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(at_port > 0 ? at_port : port).c_str(), 1);
       ::setenv("COHORT_ATTEMPT", std::to_string(attempt).c_str(), 1);
       if (replacement) ::setenv("COHORT_REPLACEMENT", "1", 1);
       if (r == 0) ::setenv("COHORT_LAUNCH_STATUS", notes_path.c_str(), 1);
@@ -214,9 +215,14 @@ attempt_result run_attempt(char** argv, const std::vector<std::string>& args, co
             r == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(o.heartbeat_timeout_ms + 5000);
         if ((r == 0 && !succeeded) || !o.recover) kill_at = std::min(kill_at, clock::now() + grace);
         // --fault.replace-wait-ms: a new process takes the lost node's place in the running job
-        if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && !coordinator_ended && replacements_left > 0 &&
-            forwarded_signal.load() == 0) {
-          const pid_t pid = start_process(r, true);
+        // (after a succession, at the new coordinator's standby port; a lost coordinator's place
+        // is not taken)
+        const launch_leader lead = read_launch_leader(notes_path + ".leader", n);
+        const bool to_successor = coordinator_ended && o.recover && n >= 3 && lead.process > 0 && lead.port > 0 &&
+                                  r != lead.process && out.codes[static_cast<std::size_t>(lead.process)] < 0;
+        if (r != 0 && r < n && o.recover && o.replace_wait_ms > 0 && (!coordinator_ended || to_successor) &&
+            replacements_left > 0 && forwarded_signal.load() == 0) {
+          const pid_t pid = to_successor ? start_process(r, true, lead.host, lead.port) : start_process(r, true);
           if (pid > 0) {
             --replacements_left;
             pids[static_cast<std::size_t>(r)] = pid;
@@ -297,7 +303,7 @@ int launch_processes(int argc, char** argv, const process_options& o, const opti
                                recoveries.empty() ? std::string() : recoveries.dump(), replacements_left);
     control.reset();
     const attempt_notes notes = read_launch_notes(notes_path);
-    const int leader = read_launch_leader(notes_path + ".leader", n);
+    const int leader = read_launch_leader(notes_path + ".leader", n).process;
     std::filesystem::remove(notes_path);
     std::filesystem::remove(notes_path + ".leader");
     if (!recoveries.empty() && notes.first_step_unix_s > 0 && recoveries.back().contains("stopped_unix_s")) {

@@ -85,24 +85,29 @@ json restart_recoveries(std::int64_t resumed_step, double first_step_unix_s, con
   return list;
 }
 
-void note_leader(int process) {
+void note_leader(int process, const std::string& host, int port) {
   const char* path = std::getenv("COHORT_LAUNCH_LEADER");
   if (path == nullptr || *path == 0) return;
   const std::string tmp = std::string(path) + ".tmp-" + std::to_string(::getpid());
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::fprintf(f, "%d\n", process);
+    std::fprintf(f, "%d %s %d\n", process, host.empty() ? "-" : host.c_str(), port);
     std::fclose(f);
     std::rename(tmp.c_str(), path);
   }
 }
 
-int read_launch_leader(const std::string& path, int processes) {
+launch_leader read_launch_leader(const std::string& path, int processes) {
+  launch_leader out;
   FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return -1;
-  int p = -1;
-  const int read = std::fscanf(f, "%d", &p);
+  if (f == nullptr) return out;
+  int p = -1, port = 0;
+  char host[256] = {0};
+  const int read = std::fscanf(f, "%d %255s %d", &p, host, &port);
   std::fclose(f);
-  return read == 1 && p >= 0 && p < processes ? p : -1;
+  if (read < 1 || p < 0 || p >= processes) return out;
+  out.process = p;
+  if (read == 3 && port >= 1 && port <= 65535 && std::string(host) != "-") out.host = host, out.port = port;
+  return out;
 }
 
 }  // namespace cohort::apps

@@ -52,11 +52,17 @@ struct attempt_notes {
 attempt_notes read_launch_notes(const std::string& path);
 
 /// A process that took over as the job's coordinator (a lost coordinator's successor) says so
-/// in $COHORT_LAUNCH_LEADER (written whole, then renamed): the launcher's verdict is then its
-/// exit code, not process 0's.
-void note_leader(int process);
-/// The process that last noted it leads, or -1 (no note, or not a process of `processes`).
-int read_launch_leader(const std::string& path, int processes);
+/// in $COHORT_LAUNCH_LEADER (written whole, then renamed), with where it admits processes (its
+/// standby port): the launcher's verdict is then its exit code, not process 0's, and a
+/// replacement the launcher starts joins there.
+void note_leader(int process, const std::string& host, int port);
+struct launch_leader {
+  int process = -1;  // -1: no note, or not a process of the job
+  std::string host;  // where it admits processes ("" and 0 where it does not)
+  int port = 0;
+};
+/// The process that last noted it leads (validated: a process of `processes`, a port in 1..65535).
+launch_leader read_launch_leader(const std::string& path, int processes);
 
 /// The summary's "recoveries" of this attempt: the launcher's list with its last entry
 /// completed from this attempt (where it resumed, when its first step completed, its plan);

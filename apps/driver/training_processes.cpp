@@ -311,18 +311,19 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
         return g.control->all_gather_text(key(control_key::rejoin), line, epoch);
       };
-      // a job that lost its coordinator admits nobody (its port is gone, and the launcher starts
-      // no replacement then): nothing to wait for
+      // nobody takes a lost coordinator's place (the launcher starts none for it): nothing to
+      // wait for; later losses are replaced at the new coordinator's standby port
       if (p.dist.replace_wait_ms > 0)
         h.await_replacement = [wait_for_change, &g](
                                   std::uint64_t epoch,
                                   std::chrono::milliseconds timeout) -> result<actors::job_membership> {
-          if (g.control->leader() != 0) {
+          if (auto loss = g.control->last_loss(); loss && loss->coordinator) {
             if (g.control->is_leader())
               std::fprintf(stderr,
-                           "job: no replacement awaited (--fault.replace-wait-ms): a job whose coordinator "
-                           "was lost admits no processes\n");
-            return make_error(errc::timeout, "no replacement is admitted after the coordinator's loss");
+                           "job: no replacement awaited (--fault.replace-wait-ms): a lost coordinator's "
+                           "place is not taken; replacements join process %d from now on\n",
+                           g.process());
+            return make_error(errc::timeout, "no replacement takes a lost coordinator's place");
           }
           return wait_for_change(epoch, timeout);
         };
@@ -422,7 +423,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       if (!loop.quiet || !g.control->is_leader()) return;
       loop.quiet = false;
       (void)loop.metrics.open(job.metrics_path, /*append=*/true);
-      note_leader(g.process());
+      const auto me = g.control->roster()[static_cast<std::size_t>(g.process())];
+      note_leader(g.process(), me.host, me.standby_port);
       auto loss = g.control->last_loss();
       std::fprintf(stderr, "\njob: process %d took over as the job's coordinator (%s)\n", g.process(),
                    loss ? loss->describe().c_str() : "the coordinator was lost");

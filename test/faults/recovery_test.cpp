@@ -158,6 +158,33 @@ TEST_SUITE("failure") {
     CHECK(seen == expected);
   }
 
+  TEST_CASE("after the coordinator's loss a replacement takes a later lost process's place at the new coordinator") {
+    // process 0 lost after step 8 (process 1 takes over; nobody takes process 0's place), process
+    // 3 after step 16: the launcher starts its replacement pointed at process 1's standby port
+    // (from process 1's note, $COHORT_LAUNCH_LEADER), which admits it into the running job
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("lead-repl-clean.jsonl"), metrics = temp_path("lead-repl.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --fault.replace-wait-ms=60000 --launch.max-restarts=1 --fault.signal=KILL "
+                                 "--fault.signal-rank=0,3 --fault.signal-step=8,16 --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("process 1 took over as the coordinator (2 of 2 processes followed)") != std::string::npos);
+    CHECK(r.err.find("to take process 3's place") != std::string::npos);
+    CHECK(r.err.find("cohort: process 3 (pid ") != std::string::npos);
+    CHECK(r.err.find("joined the running job in a lost process's place") != std::string::npos);
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 2);
+    CHECK(rec[0]["lost"] == "process 0");
+    CHECK_FALSE(rec[0].contains("replacement"));
+    CHECK(rec[1]["lost"] == "process 3");
+    CHECK(rec[1]["replacement"] == "process 3");
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+    CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
   TEST_CASE("the coordinator lost among 2: no majority, the launcher restarts the job from its checkpoint") {
     const std::string job = mlp_job + " --plan.dp=2 --launch.nproc=2";
     const std::string clean_metrics = temp_path("lead2-clean.jsonl");

@@ -302,11 +302,24 @@ TEST_CASE("a membership and an admission round-trip, and every malformed one is 
   CHECK(back->live == m.live);
   CHECK(back->replaced == m.replaced);
   CHECK(back->joined == m.joined);
-  for (const std::string bad : {"", "epoch 4 live 1 1 0 replaced joined", "epoch -1 live 1 1 0 1 replaced joined",
-                                "epoch 4 live 1 1 0 2 replaced joined", "epoch 4 live 0 1 0 1 replaced joined",
-                                "epoch 4 live 1 1 0 1 replaced 4 joined", "epoch 4 live 1 1 0 1 replaced 0 joined",
-                                "epoch 4 live 1 1 0 1 replaced joined x", "epoch 4 live 1 1 0 1 joined 2",
-                                "epoch 4 live 1 1 0 1 replaced 2", "era 4 live 1 1 0 1 replaced joined"}) {
+  CHECK(back->leader == 0);
+  // after a succession the coordinator is named (process 0 lost, process 1 leads)
+  m.live = {false, true, false, true};
+  m.leader = 1;
+  CHECK(membership_text(m) == "epoch 4 live 0 1 0 1 replaced 2 joined 3 1 leader 1");
+  auto led = parse_membership(membership_text(m), 4);
+  REQUIRE(led);
+  CHECK(led->leader == 1);
+  CHECK(led->joined == m.joined);
+  for (const std::string bad :
+       {"epoch 4 live 0 1 0 1 replaced joined leader 2", "epoch 4 live 0 1 0 1 replaced joined leader 0",
+        "epoch 4 live 0 1 0 1 replaced joined leader 4", "epoch 4 live 0 1 0 1 replaced joined leader",
+        "epoch 4 live 0 1 0 1 replaced joined leader 1 3", "epoch 4 live 0 1 0 1 replaced joined leader 1 leader 1",
+        "epoch 4 live 0 1 0 1 replaced leader 1 joined", "", "epoch 4 live 1 1 0 replaced joined",
+        "epoch -1 live 1 1 0 1 replaced joined", "epoch 4 live 1 1 0 2 replaced joined",
+        "epoch 4 live 0 1 0 1 replaced joined", "epoch 4 live 1 1 0 1 replaced 4 joined",
+        "epoch 4 live 1 1 0 1 replaced 0 joined", "epoch 4 live 1 1 0 1 replaced joined x",
+        "epoch 4 live 1 1 0 1 joined 2", "epoch 4 live 1 1 0 1 replaced 2", "era 4 live 1 1 0 1 replaced joined"}) {
     CAPTURE(bad);
     auto r = parse_membership(bad, 4);
     REQUIRE_FALSE(r.ok());

@@ -502,6 +502,80 @@ TEST_CASE("with succession the next coordinator's loss is survived too, while 3 
   CHECK(codes[4] == 0);
 }
 
+TEST_CASE("after a succession a replacement joins the new coordinator at its standby port in a lost node's place" *
+          doctest::test_suite("failure")) {
+  // processes 0-3 form the job (succession, replacements admitted); 0 dies after the first sum
+  // and 1 takes over, then 3 dies after the second; the 5th forked process reads where process 1
+  // admits processes (its roster entry's standby port, written to a file) and takes 3's place
+  const std::string where = temp_path("ctl", "leader-at");
+  std::filesystem::remove(where);
+  auto codes = run_job(5, [&](job_ports& ports, int p) -> status {
+    control_options o = succession_options();
+    o.admit_replacements = true;
+    if (p == 4) {
+      int port = 0;
+      for (int i = 0; i < 400 && port == 0; ++i) {  // 20 s at most
+        std::ifstream(where) >> port;
+        if (port == 0) std::this_thread::sleep_for(50ms);
+      }
+      if (port == 0) return expect(false, "process 1 never said where it admits processes");
+      o.world = 4;
+      o.process = -1;
+      o.master_port = port;
+      o.join_timeout = 20s;
+      o.replacement = true;
+      plane_result cp = make_error(errc::closed, "not joined");
+      for (int attempt = 0; attempt < 400; ++attempt) {  // until process 3 is lost
+        cp = control_plane::join(o, ports.data[4].port());
+        if (cp || cp.error().message.find("no lost process to replace") == std::string::npos) break;
+        std::this_thread::sleep_for(50ms);
+      }
+      if (!cp) return cp.error();
+      control_plane& c = **cp;
+      if (c.process() != 3) return expect(false, "the replacement is process " + std::to_string(c.process()));
+      if (c.leader() != 1) return expect(false, "the replacement's coordinator is " + std::to_string(c.leader()));
+      const auto m = c.members();
+      if (m.live != std::vector<bool>{false, true, true, true} || m.replaced != std::vector<int>{3})
+        return expect(false, "the replacement's membership " + transport::control::membership_text(m));
+      auto total = c.sum(7, {3.0});
+      if (!total || (*total)[0] != 6.0) return expect(false, "the replacement's sum");
+      auto lines = c.all_gather_text(8, "p3");
+      if (!lines || *lines != std::vector<std::string>{"", "p1", "p2", "p3"}) return expect(false, "all_gather_text");
+      return c.finish(10s);
+    }
+    auto cp = join_job(ports, p, 4, o);
+    if (!cp) return cp.error();
+    control_plane& c = **cp;
+    c.set_step(5);
+    if (auto go = c.sum(1, {1.0}); !go) return go.error();
+    if (p == 0) ::raise(SIGKILL);
+    auto m = c.wait_membership(0, 10s);
+    if (!m || m->live != std::vector<bool>{false, true, true, true} || m->leader != 1)
+      return expect(false, "process " + std::to_string(p) + ": the membership after the succession");
+    if (p == 1) std::ofstream(where) << c.roster()[1].standby_port << "\n";
+    if (auto go = c.sum(2, {1.0}); !go) return go.error();
+    if (p == 3) ::raise(SIGKILL);
+    auto lost = c.wait_membership(m->epoch, 10s);
+    if (!lost || lost->live != std::vector<bool>{false, true, true, false})
+      return expect(false, "process " + std::to_string(p) + ": the membership after losing process 3");
+    auto replaced = c.wait_membership(lost->epoch, 20s);
+    if (!replaced) return replaced.error();
+    if (replaced->live != std::vector<bool>{false, true, true, true} || replaced->replaced != std::vector<int>{3})
+      return expect(false, "process " + std::to_string(p) + ": the membership after the replacement " +
+                               transport::control::membership_text(*replaced));
+    auto total = c.sum(7, {static_cast<double>(p)});
+    if (!total || (*total)[0] != 6.0) return expect(false, "the sum with the replacement");
+    auto lines = c.all_gather_text(8, "p" + std::to_string(p));
+    if (!lines || *lines != std::vector<std::string>{"", "p1", "p2", "p3"}) return expect(false, "all_gather_text");
+    return c.finish(10s);
+  });
+  CHECK(codes[0] == -SIGKILL);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == 0);
+  CHECK(codes[3] == -SIGKILL);
+  CHECK(codes[4] == 0);
+}
+
 TEST_CASE("with succession a node that cannot reach a majority ends the job instead of leading it" *
           doctest::test_suite("failure")) {
   // 3 processes: 0 and 2 die together; 1 alone is 1 of 3 (or, where it heard of 2's loss
