@@ -51,8 +51,9 @@ result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseco
 
 control_plane::~control_plane() {
   stopping_ = true;
-  if (admitter_.joinable()) admitter_.join();
+  // the monitor first: a successor's monitor may start the admitter (control_liveness.cpp)
   if (monitor_.joinable()) monitor_.join();
+  if (admitter_.joinable()) admitter_.join();
   if (is_leader()) dismiss_waiting();
 }
 
