@@ -106,7 +106,8 @@ TEST_SUITE("elastic") {
   }
 
   TEST_CASE("after the coordinator's loss the process that took over relieves a straggler") {
-    // dp6 over 3 processes (ranks 4 and 5 on process 2, three times slower); process 0 is
+    // dp6 over 3 processes (ranks 4 and 5 on process 2, six times slower: process 1's four ranks
+    // on one core after the loss must not look slower than it on a loaded machine); process 0 is
     // SIGKILLed after step 3, before a window of 5 steps could name the straggler: process 1
     // takes over (ranks 0 and 1 come back from their replicas and join its own) and, watching the
     // same step sums every process watched, moves one of process 2's ranks to itself
@@ -119,7 +120,7 @@ TEST_SUITE("elastic") {
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
     auto r = run(MLP_BINARY, job +
                                  " --fault.signal=KILL --fault.signal-rank=0 --fault.signal-step=3 --fault.slow-rank=4 "
-                                 "--fault.slow-factor=3 --elastic.straggler-factor=1.5 --elastic.straggler-steps=5 "
+                                 "--fault.slow-factor=6 --elastic.straggler-factor=1.5 --elastic.straggler-steps=5 "
                                  "--metrics.file=" +
                                  metrics);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
