@@ -72,7 +72,8 @@ void process_options::add_to(option_set& opts) {
       .add("fault.replace-wait-ms", replace_wait_ms,
            "with --fault.recover: after a lost node wait this long for a replacement to take its place "
            "(the plan and placement then stay; the launcher starts one for every node process that dies, "
-           "while --launch.max-restarts allows); 0: the others take over at once")
+           "while --launch.max-restarts allows; after the coordinator's loss it joins the new coordinator, and "
+           "nobody takes the lost coordinator's own place); 0: the others take over at once")
       .add("fault.replicas", replicas,
            "with --fault.recover: 1 keeps a buddy copy of every piece that has no data-parallel replica "
            "on another process (a pipeline stage, a tensor-parallel rank, a sharded piece) on the next "
