@@ -5,7 +5,6 @@
 #include "actors/coordinator.hpp"
 #include "planner/rank_layout.hpp"
 
-#include <algorithm>
 #include <filesystem>
 
 namespace cohort::actors {
@@ -18,10 +17,11 @@ result<run_summary> train(caf::actor_system& sys, const model_fn& model, batch_f
     const auto& j = *o.job;
     // a replacement's fabric comes with the recovery it joins
     const bool fabric_ok = o.joining ? !j.fabric : (j.fabric && j.fabric->size() == o.plan.ranks());
+    const int lead = j.leader ? j.leader() : 0;  // process 0, or the process that took over from it
+    const bool coordinator_live = j.live.empty() || (lead >= 0 && lead < static_cast<int>(j.live.size()) &&
+                                                     j.live[static_cast<std::size_t>(lead)]);
     if (!fabric_ok || !j.sum_loss || !j.gather_pieces || !j.share_plan || !j.connect ||
-        (o.joining && !j.await_membership) || static_cast<int>(j.live.size()) != j.processes ||
-        (!j.live.empty() && !j.live[static_cast<std::size_t>(
-                                std::clamp(j.leader ? j.leader() : 0, 0, static_cast<int>(j.live.size()) - 1))]))
+        (o.joining && !j.await_membership) || static_cast<int>(j.live.size()) != j.processes || !coordinator_live)
       return make_error(errc::invalid_argument, "train: a multi-process job needs its fabric (for the plan's " +
                                                     std::to_string(o.plan.ranks()) + " ranks) and every hook");
   }
