@@ -198,8 +198,9 @@ void combine_loss(self_ptr self, const combine_loss_action& a) {
   step_share mine;
   mine.loss = a.local_loss;
   mine.leaving = job.wants_to_leave && job.wants_to_leave(a.step);
-  // the seconds one of its ranks takes alone here: ranks beyond its cores share them
-  mine.per_rank_s = a.busiest_s / std::max(1.0, static_cast<double>(a.local_ranks) / std::max(1, s.options.threads));
+  // the seconds one of its ranks takes alone here (as measured: ranks sharing the cores do not
+  // lengthen them; the best move counts the sharing)
+  mine.per_rank_s = a.busiest_s;
   if (job.leads() && s.undo_due && !s.undoing) {  // a straggler's move made the step slower: undone
     mine.straggler = s.last_move.from;
     s.undoing = true;

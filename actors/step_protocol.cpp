@@ -102,19 +102,17 @@ actions step_protocol::commit(clock_type::time_point now) {
     m.table_versions.push_back(oc ? oc->report.table_version : -1);
   }
   // a process's pace (the straggler watch's): its busiest rank's own work, the forward and
-  // backward tasks; the amplifier's reduction is left out, since it waits for the slowest peer
+  // backward tasks as that rank alone takes them (step_report::alone_s); the amplifier's
+  // reduction is left out, since it waits for the slowest peer
   double busiest = 0;
-  int local = 0;
   for (int r = 0; r < ranks_; ++r)
-    if (is_local(r) && outcomes_[static_cast<std::size_t>(r)]) {
-      const auto& t = outcomes_[static_cast<std::size_t>(r)]->report.seconds;
-      busiest = std::max(busiest, t.forward_s + t.backward_s), ++local;
-    }
+    if (is_local(r) && outcomes_[static_cast<std::size_t>(r)])
+      busiest = std::max(busiest, outcomes_[static_cast<std::size_t>(r)]->report.alone_s);
   if (cfg_.multi_process && cfg_.rejoin) {
     // the step commits once the job's loss is known: a process lost before that makes it the
     // interrupted step, redone by the processes that remain
     phase_ = phase::summing;
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest, local});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest});
     summing_ = std::move(m);
     return out;
   }
@@ -128,7 +126,7 @@ actions step_protocol::commit(clock_type::time_point now) {
   } else {
     // the job's loss is combined off the critical path: the next step starts now, the report
     // follows when the sum arrives (in step order; at most the steps in flight wait)
-    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest, local});
+    out.emplace_back(std::in_place_type<combine_loss_action>, combine_loss_action{m.step, m.loss, busiest});
     unreported_.push_back(std::move(m));
   }
   auto next = after_commit(now);

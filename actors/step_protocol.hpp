@@ -96,8 +96,7 @@ struct close_fabric_action {
 struct combine_loss_action {  // across processes: the job's loss is the sum of every process's
   std::int64_t step = 0;
   double local_loss = 0;
-  double busiest_s = 0;  // this process's busiest rank's forward and backward seconds in the step
-  int local_ranks = 0;   // its ranks
+  double busiest_s = 0;  // its busiest rank's forward and backward seconds in the step, as one rank alone
 };
 struct report_step_action {
   step_metrics metrics;

@@ -13,16 +13,6 @@
 #include "kernels/threads.hpp"
 
 namespace cohort::actors {
-namespace {
-
-double thread_cpu_seconds() {
-  timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-}  // namespace
-
 worker_actor::worker_actor(caf::actor_config& cfg, std::shared_ptr<const worker_spec> spec, fabric_ptr fabric,
                            std::int64_t generation)
     : caf::blocking_actor(cfg), spec_(std::move(spec)), fabric_(std::move(fabric)), generation_(generation) {}
@@ -155,7 +145,9 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     const double extra = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const double scale = t.total() > 0 ? 1 + extra / t.total() : 1;
     t.forward_s *= scale, t.backward_s *= scale, t.update_s *= scale;
+    r->cpu_s *= s.slow_factor;  // every CPU second of the step kept the core that many times as long
   }
+  if (r) r->alone_s = s.kernel_threads == 1 ? r->cpu_s : r->seconds.forward_s + r->seconds.backward_s;
   if (r) {
     out.report = std::move(*r);
     out.report.sparse_bytes += geo_bytes;

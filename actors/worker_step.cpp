@@ -1,9 +1,11 @@
 // The step loop of a worker: tasks in schedule order, transfers, reduction, update.
 #include "actors/worker_step.hpp"
 
-#include "transport/collectives.hpp"
+#include <time.h>
 
 #include <algorithm>
+
+#include "transport/collectives.hpp"
 
 namespace cohort::actors {
 namespace {
@@ -23,6 +25,12 @@ error in_task(const error& e, const task& t, const worker_place& at) {
 }
 
 }  // namespace
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 range owned_piece(const planner::parallel_plan& plan, std::int64_t flat_size, int dp_rank) {
   if (!plan.shard_params) return {0, flat_size};
@@ -131,7 +139,9 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       }
       st = receive(slot, t.micro_batch, false, t.chunk);
       start = std::chrono::steady_clock::now();
+      const double cpu = thread_cpu_seconds();
       if (st) st = w.forward(slot, t.chunk);
+      report.cpu_s += thread_cpu_seconds() - cpu;
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, false, t.chunk, bytes);
       if (st && report.reports_loss && t.chunk == prog.loss_chunk)
@@ -139,7 +149,9 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
     } else if (t.kind == task_kind::backward) {
       st = receive(slot, t.micro_batch, true, t.chunk);
       start = std::chrono::steady_clock::now();
+      const double cpu = thread_cpu_seconds();
       if (st) st = w.backward(slot, seed(t.micro_batch), t.chunk);
+      report.cpu_s += thread_cpu_seconds() - cpu;
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, true, t.chunk, bytes);
     } else {

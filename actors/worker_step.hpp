@@ -82,6 +82,14 @@ struct step_report {
   /// inputs; the amplifier's gradient reduction (and a sharded plan's all-gather) without the
   /// hand-over to the parameter owner.
   planner::task_seconds seconds;
+  /// The forward and backward tasks' own work in CPU seconds of the worker's thread (its
+  /// kernels' threads beside it not counted).
+  double cpu_s = 0;
+  /// What the forward and backward tasks take as one rank alone here, the straggler watch's
+  /// pace (set by the worker actor): `cpu_s` where the worker's kernels run on its thread alone
+  /// — ranks that share the cores do not lengthen it, a slower core does — else their wall
+  /// seconds (the worker has cores of its own).
+  double alone_s = 0;
   /// Each task's span, in order, when step_io::trace asked for them.
   std::vector<task_span> spans;
   /// Bytes this worker sent to exchange sparse tables' rows (sync's gather, geo's exchange).
@@ -90,6 +98,9 @@ struct step_report {
   /// in them (-1: the stage has no sparse tables). Async mode's staleness is step - version.
   std::int64_t table_version = -1;
 };
+
+/// The CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds();
 
 /// `batch` is the step's global batch: micro-batch mb of this replica has split.rows(dp_rank,
 /// mb) rows and its loss seed is their share of the batch (planner::batch_split).

@@ -127,6 +127,7 @@ TEST_SUITE("elastic") {
     CHECK(r.err.find("process 1 took over as the coordinator") != std::string::npos);
     REQUIRE(r.summary["recoveries"].size() == 1);
     CHECK(r.summary["recoveries"][0]["lost"] == "process 0");
+    INFO(r.err);  // the job's log, where a check below fails
     const auto& tr = r.summary["transitions"];
     REQUIRE((tr.size() == 1 || tr.size() == 2));  // the move, and its undoing where it made the step slower
     CHECK(tr[0]["cause"] == "straggler");
