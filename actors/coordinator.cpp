@@ -10,6 +10,7 @@
 #include "actors/comm_kernels.hpp"
 #include "actors/control_proxy.hpp"
 #include "actors/coordinator_parts.hpp"
+#include "actors/hetero_placement.hpp"
 #include "actors/param_actor.hpp"
 #include "actors/replicas.hpp"
 #include "kernels/threads.hpp"
@@ -81,6 +82,10 @@ void spawn_plan(self_ptr self, std::int64_t from_step, std::vector<piece_state>*
   // workers outnumber its cores, two peers sharing a core would hand it back and forth at
   // each collective, so each peer gets its own core (the rest of a group's time is shared).
   const bool bind_tp_peers = plan.tp > 1 && plan.tp <= cores && kernel_threads == 1 && local > cores;
+  // the heterogeneous pipeline: its two stages on disjoint halves of the cores (hetero_placement.hpp)
+  const std::vector<int> hetero_core = s.options.exchange.hetero()
+                                           ? hetero_cores(plan, local_flags(self), std::min(cores, s.options.threads))
+                                           : std::vector<int>(static_cast<std::size_t>(ranks), -1);
   // one data actor for the whole run: a new plan only cuts the same stream another way (and
   // the app's batch function is never called from two actors at once)
   const std::int64_t first_sample =
@@ -114,7 +119,7 @@ void spawn_plan(self_ptr self, std::int64_t from_step, std::vector<piece_state>*
     spec->at = layout.place_of(r);
     spec->seed = s.options.seed;
     spec->kernel_threads = kernel_threads;
-    spec->core = bind_tp_peers ? spec->at.tp_rank : -1;
+    spec->core = bind_tp_peers ? spec->at.tp_rank : hetero_core[static_cast<std::size_t>(r)];
     spec->timeout = s.options.timeout;
     spec->table = table;
     spec->coordinator = caf::actor_cast<caf::actor>(self);

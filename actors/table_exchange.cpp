@@ -21,6 +21,8 @@ std::string to_string(exchange_mode m) {
       return "async";
     case exchange_mode::geo:
       return "geo";
+    case exchange_mode::hetero:
+      return "hetero";
     default:
       return "sync";
   }
@@ -30,10 +32,8 @@ result<exchange_mode> parse_exchange_mode(const std::string& text) {
   if (text == "sync") return exchange_mode::sync;
   if (text == "geo") return exchange_mode::geo;
   if (text == "async") return exchange_mode::async;
-  if (text == "hetero")
-    return make_error(errc::invalid_argument,
-                      "--exec.mode=hetero is not built yet: sync, async or geo (docs/recommender.md, Not yet)");
-  return make_error(errc::invalid_argument, "--exec.mode must be sync, async or geo, not '" + text + "'");
+  if (text == "hetero") return exchange_mode::hetero;
+  return make_error(errc::invalid_argument, "--exec.mode must be sync, async, geo or hetero, not '" + text + "'");
 }
 
 result<delta_encoding> parse_delta_encoding(const std::string& text) {

@@ -11,7 +11,10 @@
 // parameters are all-reduced every step in both. Wherever the whole job's state is read (the
 // run's last step, a plan transition, a checkpoint) the replicas agree again: the step before
 // it exchanges first and then gathers like sync. A sharded plan (--plan.shard-params), one
-// replica or a stage without sparse tables exchange as sync.
+// replica or a stage without sparse tables exchange as sync. `hetero`, the heterogeneous
+// pipeline, is a placement, not an exchange: two pipeline stages, every table lookup in the
+// first (the planner's cut, search_options::lookups_first), the two stages' workers on
+// disjoint halves of the process's cores; its tables are exchanged as sync (exact).
 //
 //   table_exchange ex;
 //   ex.mode = exchange_mode::geo;
@@ -34,9 +37,9 @@
 
 namespace cohort::actors {
 
-enum class exchange_mode { sync, async, geo };
+enum class exchange_mode { sync, async, geo, hetero };
 std::string to_string(exchange_mode m);
-/// "sync", "async" or "geo"; an error naming --exec.mode otherwise.
+/// "sync", "async", "geo" or "hetero"; an error naming --exec.mode otherwise.
 result<exchange_mode> parse_exchange_mode(const std::string& text);
 
 struct table_exchange {
@@ -51,6 +54,7 @@ struct table_exchange {
   std::int64_t checkpoint_every = 0;
 
   bool geo() const { return mode == exchange_mode::geo; }
+  bool hetero() const { return mode == exchange_mode::hetero; }
   /// Async mode: the steps a step's table entries wait after its commit (0 otherwise).
   std::int64_t table_delay() const { return mode == exchange_mode::async ? staleness : 0; }
   /// Geo mode: the replicas exchange their kept rows before step `step` (0-based).

@@ -63,6 +63,8 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
         a->param_bytes_of_forward[i] += bytes;
         a->param_bytes += bytes;
       }
+  for (std::size_t i = 0; i < forward; ++i)
+    if (x.nodes()[i].kind == op_kind::embedding_bag) a->lookups_end = i + 1;
   auto top_scope = [](const std::string& s) { return s.substr(0, s.find('.')); };
   for (std::size_t i = 1; i < forward; ++i)
     if (top_scope(x.nodes()[i].scope) != top_scope(x.nodes()[i - 1].scope)) a->boundaries.push_back(i);

@@ -45,6 +45,10 @@ struct model_analysis {
   int optimizer_slots = 0;
   /// Layer boundaries: forward node indices where a new top-level scope starts (cut points).
   std::vector<std::size_t> boundaries;
+  /// One past the last forward node that looks up an embedding table (embedding_bag); 0: the
+  /// model looks nothing up. The heterogeneous pipeline keeps forward nodes [0, lookups_end)
+  /// in its first stage.
+  std::size_t lookups_end = 0;
   /// Bytes a pipeline cut before forward node j hands to the next stage (values produced
   /// before j and read at or after j): fixed + per_row * rows, for j in [0, forward].
   std::vector<double> cut_bytes_fixed, cut_bytes_per_row;

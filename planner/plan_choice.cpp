@@ -85,6 +85,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
   s.profile = std::move(profile);
   s.profile_path = std::move(profile_path);
   s.search.batch = batch;
+  s.search.lookups_first = opts.lookups_first;
   s.search.eff = s.profile.eff;
   s.search.max_micro_batches = static_cast<int>(opts.max_micro_batches);
   if (opts.virtual_stages > 0) s.search.virtual_stages = {static_cast<int>(opts.virtual_stages)};
@@ -331,6 +332,9 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
   if (!c.predicted) {
     // this machine: the topology of exactly the plan's ranks; a cluster file keeps its devices
     if (!s.cluster) search.topo = local_topology_of(s, c.plan.ranks(), threads);
+    if (search.lookups_first)  // a given cut the heterogeneous pipeline cannot take: no run
+      if (auto st = lookups_in_first_stage(*s.analysis, c.cuts); !st)
+        return make_error(st.error().code, "--plan.cuts: " + st.error().message);
     auto p = evaluate_plan(*s.analysis, c.plan, search, c.cuts);
     if (p) {
       c.predicted = *p;

@@ -59,6 +59,7 @@ struct plan_request {
   bool recompute = false;         // may plan activation recomputation (cluster files)
   bool always_recompute = false;  // auto: only plans that recompute (what a published run did; cluster files)
   bool sparse_tables = false;     // embedding tables take sparse gradients: priced as their entries
+  bool lookups_first = false;     // the heterogeneous pipeline: every table lookup in the first stage
   std::string assume_overlap;     // "", "none", "tp", "dp", "tp,dp": the runtime planned for overlaps these
 };
 

@@ -120,15 +120,17 @@ struct search_cache {
 };
 
 // Least loaded busiest stage, by dynamic programming over the candidate cut positions.
+// No cut before `first_cut` (the heterogeneous pipeline's lookups stay in the first stage).
 result<std::vector<std::size_t>> balanced_cuts(const model_analysis& a, int pp, const std::vector<double>& node_s,
                                                double rows, double byte_scale, const link_cost& link,
-                                               const efficiency& eff) {
+                                               const efficiency& eff, std::size_t first_cut) {
   const std::size_t forward = a.forward_nodes();
   std::vector<std::size_t> candidates = a.boundaries;
   if (candidates.size() + 1 < static_cast<std::size_t>(pp) || forward < 200) {
     candidates.clear();
     for (std::size_t i = 1; i < forward; ++i) candidates.push_back(i);
   }
+  std::erase_if(candidates, [&](std::size_t c) { return c < first_cut; });
   if (candidates.size() + 1 < static_cast<std::size_t>(pp))
     return make_error(errc::invalid_argument, "cannot cut " + std::to_string(forward) + " forward operations into " +
                                                   std::to_string(pp) + " pipeline stages");
@@ -229,7 +231,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     if (c == cache.cuts.end()) {
       std::vector<double> node_s(forward);
       for (std::size_t i = 0; i < forward; ++i) node_s[i] = fwd_s[i] + bwd_s[i];
-      auto found = balanced_cuts(a, cut_into, node_s, rows, bytes_scale / p.tp, pp_link, o.eff);
+      auto found = balanced_cuts(a, cut_into, node_s, rows, bytes_scale / p.tp, pp_link, o.eff,
+                                 o.lookups_first ? a.lookups_end : 0);
       if (!found) return found.error();
       c = cache.cuts.emplace(key, std::move(*found)).first;
     }
@@ -238,6 +241,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   if (cuts.size() + 1 != static_cast<std::size_t>(cut_into))
     return make_error(errc::invalid_argument, "plan has " + std::to_string(cut_into) + " stages but " +
                                                   std::to_string(cuts.size()) + " stage cuts");
+  if (o.lookups_first)
+    if (auto st = lookups_in_first_stage(a, cuts); !st) return st.error();
   out.cuts = cuts;
 
   // Per stage: timings for the simulator, parameters, activations.
@@ -488,6 +493,14 @@ std::string describe(const parallel_plan& p) {
   if (p.pp > 1) out += std::string(" ") + to_string(p.schedule);
   if (p.shard_params) out += " sharded";
   return out;
+}
+
+status lookups_in_first_stage(const model_analysis& a, const std::vector<std::size_t>& cuts) {
+  if (cuts.empty() || cuts.front() >= a.lookups_end) return {};
+  return make_error(errc::invalid_argument,
+                    "the heterogeneous pipeline keeps every embedding lookup in the first stage: its cut must be at "
+                    "forward node " +
+                        std::to_string(a.lookups_end) + " or later, not " + std::to_string(cuts.front()));
 }
 
 result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o) {

@@ -111,6 +111,10 @@ struct search_options {
   /// Chunks per pipeline rank to consider (interleaved 1F1B where > 1: 1F1B plans whose
   /// micro-batches come in whole groups of pp, at most one stage per layer).
   std::vector<int> virtual_stages = {1, 2, 4};
+  /// The heterogeneous pipeline (--exec.mode=hetero): every embedding lookup in the first
+  /// pipeline stage (its cut at or after model_analysis::lookups_end), the dense layers
+  /// balanced around them.
+  bool lookups_first = false;
 };
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given). `embedding_on_host`
@@ -123,6 +127,9 @@ result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, c
 /// The planner's stage cuts for `p` (forward nodes where stages 1.. begin; empty for pp = 1),
 /// as evaluate_plan chooses them: the only stage cutter in the code.
 result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o);
+/// The heterogeneous pipeline's constraint on given cuts (search_options::lookups_first), or
+/// an error naming the first forward node a cut may be at.
+status lookups_in_first_stage(const model_analysis& a, const std::vector<std::size_t>& cuts);
 
 /// Every candidate on o.topo.devices devices: fitting ones by step time, then the rejected
 /// by memory. Empty when no candidate exists at all (e.g. a batch smaller than every dp the devices allow). With

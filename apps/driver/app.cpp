@@ -70,7 +70,9 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
              "how data-parallel replicas share the tables' sparse updates: sync (gathered every step, the serial "
              "program's losses), async (a step's table updates apply --exec.staleness steps late, on every replica "
              "alike) or geo (each replica trains its own copy; the touched rows' deltas are exchanged every "
-             "--exec.geo-steps steps)")
+             "--exec.geo-steps steps); or hetero, the heterogeneous pipeline: two stages, every table lookup in the "
+             "first, the dense layers balanced around them, each stage on its own half of the cores, micro-batches "
+             "flowing through (default 8), tables exact as sync")
         .add("exec.staleness", staleness_, "async: steps a lookup's tables may lag behind the updates (S; 0 = sync)")
         .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)")
         .add("exec.geo-deltas", geo_deltas_,
@@ -105,14 +107,19 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   if (*mode != actors::exchange_mode::sync) {
     const std::string why = kernels::sparse_update_problem(train_.optimizer_rule());
     if (!j->sparse_tables || !why.empty())
-      return fail(name_,
-                  "--exec.mode=" + exec_mode_ +
-                      " exchanges the tables' touched rows: it needs sparse tables (--model.sparse) and an optimizer "
-                      "that updates touched rows alone (" +
-                      (why.empty() ? std::string("--model.sparse=false") : why) + ")",
-                  2);
+      return fail(
+          name_,
+          "--exec.mode=" + exec_mode_ +
+              (*mode == actors::exchange_mode::hetero ? " puts the tables' lookups and sparse updates on a stage "
+                                                        "of their own"
+                                                      : " exchanges the tables' touched rows") +
+              ": it needs sparse tables (--model.sparse) and an optimizer that updates touched rows alone (" +
+              (why.empty() ? std::string("--model.sparse=false") : why) + ")",
+          2);
   }
-  if (*mode != actors::exchange_mode::sync && plan_.dist.recover)
+  if (*mode == actors::exchange_mode::hetero)
+    if (auto st = hetero_plan(); !st) return fail(name_, st.error().message, 2);
+  if (*mode != actors::exchange_mode::sync && *mode != actors::exchange_mode::hetero && plan_.dist.recover)
     return fail(name_,
                 "--exec.mode=" + exec_mode_ +
                     " with --fault.recover: a rank restored from another process's copy would miss the tables' "
@@ -130,6 +137,29 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
     return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
   if (evaluate_only || j->evaluate_only) return evaluate_job(*j);
   return train_job(*j);
+}
+
+// --exec.mode=hetero: two pipeline stages (pp 2, tp 1), the planner's cut after every table
+// lookup, 8 micro-batches unless given (a manual plan's default of 1 would leave one stage idle
+// while the other works).
+status app::hetero_plan() {
+  const auto refuse = [](const std::string& why) {
+    return make_error(errc::invalid_argument,
+                      "--exec.mode=hetero runs two pipeline stages, the table lookups then the dense layers: " + why);
+  };
+  if (plan_.mode == planner::plan_mode::serial) return refuse("not with --plan.mode=serial");
+  if (!plan_.file.empty()) return refuse("not with --plan.file (give the degrees)");
+  if (plan_.pp != 0 && plan_.pp != 2) return refuse("--plan.pp must be 2, not " + std::to_string(plan_.pp));
+  if (plan_.tp > 1)
+    return refuse("--plan.tp must be 1, not " + std::to_string(plan_.tp) +
+                  " (the first stage looks its tables up whole)");
+  if (plan_.virtual_stages > 1) return refuse("--plan.virtual-stages must be 1");
+  plan_.pp = 2;
+  plan_.tp = 1;
+  if (plan_.mode == planner::plan_mode::manual && plan_.micro_batches == 0)
+    plan_.micro_batches = std::min<std::int64_t>(8, train_.batch / std::max<std::int64_t>(1, plan_.dp));
+  plan_.lookups_first = true;
+  return {};
 }
 
 // --train.steps=0 --init.from=FILE: the saved model's evaluation, nothing trained.

@@ -93,6 +93,7 @@ class app {
  private:
   int train_job(const job& j);
   int evaluate_job(const job& j);
+  status hetero_plan();  // --exec.mode=hetero's plan constraints, or why they cannot hold
 
   std::string name_;
   option_set options_;

@@ -13,29 +13,7 @@
 using cohort::test::run;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct criteo_pair {
-  fs::path train, test;
-  criteo_pair() {
-    const std::string stem = "cohort-dlrm-" + std::to_string(::getpid());
-    train = fs::temp_directory_path() / (stem + "-train.tsv");
-    test = fs::temp_directory_path() / (stem + "-test.tsv");
-    cohort::test::write_learnable_criteo(train, 4000, 1);
-    cohort::test::write_learnable_criteo(test, 1000, 2);
-  }
-  ~criteo_pair() {
-    fs::remove(train);
-    fs::remove(test);
-  }
-  std::string args() const {
-    return "--data.file=" + train.string() + " --data.test-file=" + test.string() +
-           " --model.rows=1000 --model.bottom=32,16 --model.top=32 --train.batch=64 --train.steps=250 "
-           "--train.threads=1";
-  }
-};
-
-}  // namespace
+using cohort::test::criteo_pair;
 
 TEST_CASE("dlrm learns a Criteo-format file: test AUC near the labels' 0.9 on the serial trainer and on dp2") {
   criteo_pair files;
@@ -119,8 +97,7 @@ TEST_CASE("dlrm refuses execution modes it cannot run, with exit code 2 naming t
     std::string args, message;
   };
   for (const auto& b : std::vector<bad_mode>{
-           {"--exec.mode=fast", "--exec.mode must be sync, async or geo, not 'fast'"},
-           {"--exec.mode=hetero", "--exec.mode=hetero is not built yet"},
+           {"--exec.mode=fast", "--exec.mode must be sync, async, geo or hetero, not 'fast'"},
            {"--exec.mode=async --exec.staleness=-1", "--exec.staleness must not be negative"},
            {"--exec.mode=async --model.sparse=false", "--exec.mode=async exchanges the tables' touched rows"},
            {"--exec.mode=geo --exec.geo-steps=0", "--exec.geo-steps must be positive"},
