@@ -36,7 +36,8 @@ TEST_SUITE("recommender") {
       std::string args;
       int dp, micro_batches, processes;
     };
-    for (const auto& c : {layout_case{"--plan.mode=manual --train.threads=2", 1, 8, 1},  // the default 8 micro-batches
+    for (const auto& c : {layout_case{"--plan.mode=manual --train.threads=2", 1, 2, 1},  // by default 32 rows each
+                          layout_case{"--plan.mode=manual --plan.micro-batches=8", 1, 8, 1},
                           layout_case{"--plan.mode=manual --plan.dp=2 --plan.micro-batches=2", 2, 2, 1},
                           layout_case{"--plan.mode=manual --plan.micro-batches=4 --launch.nproc=2", 1, 4, 2},
                           layout_case{"--train.threads=2", 0, 0, 1}}) {  // the planner's choice under the constraint
