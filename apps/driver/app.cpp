@@ -159,8 +159,7 @@ status app::hetero_plan() {
   plan_.pp = 2;
   plan_.tp = 1;
   if (plan_.mode == planner::plan_mode::manual && plan_.micro_batches == 0)
-    plan_.micro_batches =
-        std::clamp<std::int64_t>(train_.batch / std::max<std::int64_t>(1, plan_.dp) / 32, 1, 8);
+    plan_.micro_batches = std::clamp<std::int64_t>(train_.batch / std::max<std::int64_t>(1, plan_.dp) / 32, 1, 8);
   plan_.lookups_first = true;
   return {};
 }
