@@ -9,8 +9,10 @@
 //   planner::parallel_plan p{.dp = 1, .tp = 1, .pp = 2, .micro_batches = 8};
 //   auto cores = hetero_cores(p, {true, true}, 2);   // ranks 0 (stage 0) and 1 (stage 1) here
 //   assert((cores == std::vector<int>{0, 1}));
+//   std::puts(describe_hetero_cores(p, cores).c_str());   // "the lookups' stage on core 0, the dense stage on core 1"
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "planner/plan.hpp"
@@ -21,5 +23,8 @@ namespace cohort::actors {
 /// another process or one left unbound. `local`: the process's ranks; `cores`: how many it
 /// computes on (its --train.threads within its affinity set).
 std::vector<int> hetero_cores(const planner::parallel_plan& plan, const std::vector<bool>& local, int cores);
+/// What hetero_cores chose, for the job's log: each stage's cores (indices into the process's
+/// cores), "" where no worker is bound.
+std::string describe_hetero_cores(const planner::parallel_plan& plan, const std::vector<int>& cores);
 
 }  // namespace cohort::actors

@@ -24,6 +24,9 @@ TEST_CASE("the heterogeneous pipeline binds its two stages to disjoint halves of
   }
   CHECK(layout[0] != layout[1]);
   CHECK(layout[2] != layout[3]);
+  CHECK(describe_hetero_cores(two, layout) == "the lookups' stage on cores 0, 1, the dense stage on cores 2, 3");
+  CHECK(describe_hetero_cores(one, hetero_cores(one, {true, true}, 2)) ==
+        "the lookups' stage on core 0, the dense stage on core 1");
   // two ranks of a stage on one core each side: they share it
   const auto shared = hetero_cores(two, {true, true, true, true}, 2);
   for (int r = 0; r < 4; ++r) CHECK(shared[static_cast<std::size_t>(r)] == places.place_of(r).stage);
@@ -32,6 +35,7 @@ TEST_CASE("the heterogeneous pipeline binds its two stages to disjoint halves of
 TEST_CASE("the heterogeneous pipeline leaves workers unbound on one core, for one stage, or off pp 2") {
   planner::parallel_plan p{.dp = 1, .tp = 1, .pp = 2, .micro_batches = 8};
   CHECK(hetero_cores(p, {true, true}, 1) == std::vector<int>{-1, -1});
+  CHECK(describe_hetero_cores(p, {-1, -1}).empty());
   CHECK(hetero_cores(p, {true, false}, 4) == std::vector<int>{-1, -1});  // the other stage in another process
   CHECK(hetero_cores(p, {false, true}, 4) == std::vector<int>{-1, -1});
   planner::parallel_plan three{.dp = 1, .tp = 1, .pp = 3, .micro_batches = 8};

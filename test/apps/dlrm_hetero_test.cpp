@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "kernels/threads.hpp"
 #include "run_app.hpp"
 #include "support/criteo_files.hpp"
 #include "support/run_files.hpp"
@@ -53,6 +54,15 @@ TEST_SUITE("recommender") {
       REQUIRE(plan["cuts"].size() == 1);
       CHECK(plan["cuts"][0].get<int>() >= lookups_end);
       if (c.processes > 1) CHECK(plan["processes"] == c.processes);
+      // one process with both stages and two cores binds them apart and says so
+      if (c.args == "--plan.mode=manual --train.threads=2") {
+        if (cohort::kernels::available_cores() >= 2)
+          CHECK(
+              b.err.find("hetero: the lookups' stage on core 0, the dense stage on core 1 (of the 2 it computes on)") !=
+              std::string::npos);
+        else
+          MESSAGE("one core here: the check that the stages are bound apart is skipped");
+      }
       const double worst =
           cohort::test::worst_relative(cohort::test::metrics_losses(hetero), cohort::test::metrics_losses(serial));
       MESSAGE(c.args << ": cut at " << plan["cuts"][0] << ", max relative loss difference to serial " << worst);
