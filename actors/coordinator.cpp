@@ -83,13 +83,14 @@ void spawn_plan(self_ptr self, std::int64_t from_step, std::vector<piece_state>*
   // each collective, so each peer gets its own core (the rest of a group's time is shared).
   const bool bind_tp_peers = plan.tp > 1 && plan.tp <= cores && kernel_threads == 1 && local > cores;
   // the heterogeneous pipeline: its two stages on disjoint halves of the cores (hetero_placement.hpp)
+  const int computes_on = std::min(cores, s.options.threads);
   const std::vector<int> hetero_core = s.options.exchange.hetero()
-                                           ? hetero_cores(plan, local_flags(self), std::min(cores, s.options.threads))
+                                           ? hetero_cores(plan, local_flags(self), computes_on)
                                            : std::vector<int>(static_cast<std::size_t>(ranks), -1);
   if (const std::string bound = describe_hetero_cores(plan, hetero_core); !bound.empty())
     std::fprintf(stderr, "hetero: %s%s (of the %d it computes on)\n",
                  s.options.job ? ("process " + std::to_string(s.options.job->process) + ": ").c_str() : "",
-                 bound.c_str(), std::min(cores, s.options.threads));
+                 bound.c_str(), computes_on);
   // one data actor for the whole run: a new plan only cuts the same stream another way (and
   // the app's batch function is never called from two actors at once)
   const std::int64_t first_sample =

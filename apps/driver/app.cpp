@@ -143,7 +143,7 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
 // --exec.mode=hetero: two pipeline stages (pp 2, tp 1), the planner's cut after every table
 // lookup; a manual plan's micro-batches, unless given, as many as keep 32 rows each, at most 8
 // (its default of 1 would leave one stage idle while the other works; smaller micro-batches
-// make GEMMs too skinny to pay: B=128 ran at 23.5k samples/s with 4 of them, 17.7k with 8).
+// make GEMMs too skinny to pay: docs/recommender.md has the figures).
 status app::hetero_plan() {
   const auto refuse = [](const std::string& why) {
     return make_error(errc::invalid_argument,
