@@ -42,7 +42,7 @@ status all_gather(const kernels::kernel_call& c) {
   auto pieces = transport::all_gather_pieces(*s->ctx->channel, *s->group, c.in[0], s->options);
   if (!pieces) return pieces.error();
   for (std::int64_t r = 0; r < a.parts; ++r) {
-    range at = shard_range(a.extent, a.parts, r, a.granule);
+    range at = shard_part(shard{a.dim, a.granule, a.owner}, a.extent, a.parts, r);
     const tensor& piece = (*pieces)[static_cast<std::size_t>(r)];
     if (piece.shape()[a.dim] != at.size())
       return make_error(errc::invalid_argument, "all_gather: rank " + std::to_string(r) + " sent a piece of " +
@@ -62,7 +62,7 @@ status reduce_scatter(const kernels::kernel_call& c) {
   const auto& a = std::get<collective_attrs>(c.op.attrs);
   tensor whole = c.in[0].clone();
   if (auto st = transport::allreduce(*s->ctx->channel, *s->group, whole, s->options); !st) return st;
-  range mine = shard_range(a.extent, a.parts, a.index, a.granule);
+  range mine = shard_part(shard{a.dim, a.granule, a.owner}, a.extent, a.parts, a.index);
   c.out[0].copy_from(whole.slice(a.dim, mine.begin, mine.end));
   return {};
 }

@@ -172,7 +172,7 @@ result<parameter_store> assemble_parameters(const compiled_model& cm, const std:
         const shape& whole = cm.serial->value(cm.serial->find(prm.name)).type.shape;
         if (const shard* sh = as_shard(prm.tp)) {
           auto [it, fresh] = full.try_emplace(prm.name, tensor::zeros(whole));
-          range r = shard_range(whole[sh->dim], p.tp, t, sh->granule);
+          range r = shard_part(*sh, whole[sh->dim], p.tp, t);
           it->second.slice(sh->dim, r.begin, r.end).copy_from(mine);
         } else if (mine.shape() == whole) {
           full.try_emplace(prm.name, mine);  // a view of the piece, no copy (the first tp rank's)

@@ -126,7 +126,7 @@ status stage_worker::load_initial_parameters(const graph& serial, std::uint64_t 
     tensor full = initial_value(p.name, info.type.shape, info.init, seed);
     tensor& local = views_.at(p.name);
     if (const shard* s = as_shard(p.tp)) {
-      range r = shard_range(info.type.shape[s->dim], program_.tp, program_.tp_rank, s->granule);
+      range r = shard_part(*s, info.type.shape[s->dim], program_.tp, program_.tp_rank);
       local.copy_from(full.slice(s->dim, r.begin, r.end));
     } else {
       local.copy_from(full);

@@ -33,7 +33,7 @@ result<std::vector<piece_layout>> piece_layouts(const compiled_model& cm) {
         std::vector<range> box;
         for (int d = 0; d < whole.rank(); ++d) box.push_back({0, whole[d]});
         if (const shard* sh = as_shard(prm.tp))
-          box[static_cast<std::size_t>(sh->dim)] = shard_range(whole[sh->dim], plan.tp, t, sh->granule);
+          box[static_cast<std::size_t>(sh->dim)] = shard_part(*sh, whole[sh->dim], plan.tp, t);
         params.push_back(
             {prm.name, whole, box_runs(whole, box), {total, total + local.numel()}, as_shard(prm.tp) != nullptr});
         total += local.numel();

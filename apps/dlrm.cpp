@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> rows;  // empty: from the file's .meta.json
   dlrm_config model;
   bool sparse_tables = true;
+  std::string sharding = "replicated";
   a.options()
       .add("data.name", data_name,
            "criteo (--data.file in Criteo's TSV format) or movielens (data/movielens/ratings.csv: user, movie "
@@ -79,22 +80,23 @@ int main(int argc, char** argv) {
       .add("model.dim", model.dim, "embedding dimension (the bottom MLP's output)")
       .add("model.bottom", model.bottom, "hidden widths of the bottom MLP (dense features -> ... -> dim)")
       .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)")
-      .add("model.column-sharded", model.column_sharded_tables,
-           "split every table by columns over the tensor-parallel ranks (--plan.tp); else replicated")
+      .add("model.table-sharding", sharding,
+           "how the tables live on the tensor-parallel ranks (--plan.tp): replicated (each holds all of every table), "
+           "column (each a range of every row's columns), row (each a range of every table's rows) or table (each "
+           "table whole on one rank, balanced by size)")
       .add("model.sparse", sparse_tables,
            "tables take sparse gradients (the touched rows, gathered over dp) where the optimizer allows: plain SGD "
-           "or Adagrad; false: dense [rows, dim] gradients")
-      .add("model.row-sharded", model.row_sharded_tables,
-           "split every table by rows over the tensor-parallel ranks (--plan.tp): each holds a range of rows");
+           "or Adagrad; false: dense [rows, dim] gradients");
 
   std::unique_ptr<criteo_set> train, test;
   std::unique_ptr<movielens_data> movielens;
   std::unique_ptr<in_order_sampler> sampler;
   return a.run(argc, argv, [&](const app& a) -> result<job> {
     if (model.dim < 1) return make_error(errc::invalid_argument, "--model.dim must be positive");
-    if (model.column_sharded_tables && model.row_sharded_tables)
+    if (auto s = parse_table_sharding(sharding)) model.sharding = *s;
+    else
       return make_error(errc::invalid_argument,
-                        "--model.column-sharded and --model.row-sharded: a table is split one way or the other");
+                        "--model.table-sharding: '" + sharding + "' is not replicated, column, row or table");
     for (auto w : model.bottom)
       if (w < 1) return make_error(errc::invalid_argument, "--model.bottom: every width must be positive");
     for (auto w : model.top)
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
       return make_error(errc::invalid_argument, "--data.name must be criteo or movielens, not '" + data_name + "'");
     }
     j.summary["embedding_dim"] = model.dim;
+    j.summary["table_sharding"] = to_string(model.sharding);
     j.model = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
     j.sparse_tables = sparse_tables;  // where the optimizer allows (plain SGD, Adagrad)

@@ -7,7 +7,7 @@
 #   serial           --plan.mode=serial, 1 thread (sparse)
 #   dp1 sparse/dense --plan.dp=1, 1 thread
 #   dp2 sparse/dense --plan.dp=2, one thread per replica (the machine's 2 cores)
-#   tp2 rows         --plan.tp=2 --model.row-sharded=true (each core holds half of every table)
+#   tp2 rows         --plan.tp=2 --model.table-sharding=row (each core holds half of every table)
 #   torch            ../shared/bench/dlrm_torch.py --batch 128 --threads 1
 # Prints one JSON line per run and a table of medians with the ratio to PyTorch.
 #   bench/dlrm_runtime.sh [REPS]   (default 3; results in bench/results/dlrm-runtime-<date>.jsonl)
@@ -25,7 +25,7 @@ for ((r = 1; r <= reps; r++)); do
   run cohort dlrm "dp1 dense" "${job[@]}" --train.threads=1 --plan.dp=1 --model.sparse=false
   run cohort dlrm "dp2 sparse" "${job[@]}" --train.threads=2 --plan.dp=2
   run cohort dlrm "dp2 dense" "${job[@]}" --train.threads=2 --plan.dp=2 --model.sparse=false
-  run cohort dlrm "tp2 rows" "${job[@]}" --train.threads=2 --plan.tp=2 --model.row-sharded=true
+  run cohort dlrm "tp2 rows" "${job[@]}" --train.threads=2 --plan.tp=2 --model.table-sharding=row
   run torch dlrm "torch 1 thread" $py "$peers/dlrm_torch.py" --data "$data/check_train.tsv" \
     --test-data "$data/check_test.tsv" --batch 128 --steps 1500 --warmup 20 --threads 1
 done

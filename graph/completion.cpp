@@ -453,6 +453,14 @@ status check_annotation(const graph& g, value_id id, const placement& p, std::in
   if (s->dim < 0 || s->dim >= sh.rank())
     return make_error(errc::invalid_argument, "'" + v.name + "': shard dimension " + std::to_string(s->dim) +
                                                   " out of range for " + sh.to_string());
+  if (s->owner == shard::one_part || s->owner >= 0) {
+    if (s->owner >= degree)
+      return make_error(errc::invalid_argument, "'" + v.name + "': owner " + std::to_string(s->owner) +
+                                                    " out of range for " + std::to_string(degree) + " ranks");
+    return {};  // whole on one rank: any extent
+  }
+  if (s->owner != shard::split)
+    return make_error(errc::invalid_argument, "'" + v.name + "': shard owner " + std::to_string(s->owner));
   if (s->granule < 1 || sh[s->dim] % s->granule != 0)
     return make_error(errc::invalid_argument, "'" + v.name + "': granule " + std::to_string(s->granule) +
                                                   " does not divide extent " + std::to_string(sh[s->dim]));
@@ -462,6 +470,24 @@ status check_annotation(const graph& g, value_id id, const placement& p, std::in
                                                   std::to_string(sh[s->dim] / s->granule) + " units, fewer than the " +
                                                   std::to_string(degree) + " ranks to shard it over");
   return {};
+}
+
+// The values annotated whole on one part (shard::one_part) get their part: largest first
+// onto the part holding the fewest bytes so far (ties: the lower part), as TorchRec's
+// table-wise sharding balances tables. Deterministic: every rank computes the same owners.
+void assign_owners(const graph& g, axis_completion& c) {
+  std::vector<value_id> whole;
+  for (std::size_t v = 0; v < c.values.size(); ++v)
+    if (const shard* s = as_shard(c.values[v]); s != nullptr && s->owner == shard::one_part)
+      whole.push_back(static_cast<value_id>(v));
+  auto bytes = [&](value_id v) { return g.value(v).type.shape.numel(); };
+  std::stable_sort(whole.begin(), whole.end(), [&](value_id a, value_id b) { return bytes(a) > bytes(b); });
+  std::vector<std::int64_t> held(static_cast<std::size_t>(c.degree), 0);
+  for (value_id v : whole) {
+    auto least = std::min_element(held.begin(), held.end());
+    *least += bytes(v);
+    std::get<shard>(c.values[static_cast<std::size_t>(v)]).owner = static_cast<int>(least - held.begin());
+  }
 }
 
 }  // namespace
@@ -480,6 +506,7 @@ result<axis_completion> complete_axis(const graph& g, const std::string& axis, s
       if (auto st = check_annotation(g, static_cast<value_id>(v), p, degree); !st) return st.error();
       c.values[v] = p;
     }
+  assign_owners(g, c);
   rules r(g);
   for (const auto& n : g.nodes()) {
     placements in;

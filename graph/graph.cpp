@@ -36,15 +36,24 @@ var graph::input(const std::string& name, cohort::shape s, dtype t) {
 }
 
 var graph::parameter(const std::string& name, cohort::shape s, init_spec init) {
+  for (auto d : s.dims())
+    if (d <= 0) {
+      fail(make_error(errc::invalid_argument,
+                      "parameter '" + scoped_name(name) + "': extents must be positive, got " + s.to_string()));
+      return var{this, no_value};
+    }
+  return parameter_piece(name, std::move(s), init);
+}
+
+var graph::parameter_piece(const std::string& name, cohort::shape s, init_spec init) {
   std::string full = scoped_name(name);
   if (find(full) != no_value) {
     fail(make_error(errc::invalid_argument, "parameter: name '" + full + "' is already used"));
     return var{this, no_value};
   }
   for (auto d : s.dims())
-    if (d <= 0) {
-      fail(make_error(errc::invalid_argument,
-                      "parameter '" + full + "': extents must be positive, got " + s.to_string()));
+    if (d < 0) {
+      fail(make_error(errc::invalid_argument, "parameter '" + full + "': a negative extent in " + s.to_string()));
       return var{this, no_value};
     }
   value_info v;

@@ -88,6 +88,9 @@ class graph {
   // -- building ------------------------------------------------------------------------
   var input(const std::string& name, cohort::shape s, dtype t = dtype::f32);
   var parameter(const std::string& name, cohort::shape s, init_spec init);
+  /// One rank's piece of a parameter (partitioning): as parameter(), but a piece may hold no
+  /// elements (a table sharded table-wise has none of its rows on the ranks it is not on).
+  var parameter_piece(const std::string& name, cohort::shape s, init_spec init);
   /// Appends a node after checking its operands; on error records it and returns invalid vars.
   std::vector<var> apply(op_kind kind, op_attrs attrs, const std::vector<var>& inputs);
   var apply1(op_kind kind, op_attrs attrs, const std::vector<var>& inputs) {

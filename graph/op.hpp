@@ -135,6 +135,7 @@ struct collective_attrs {
   std::int64_t granule = 1;
   std::int64_t parts = 1;
   std::int64_t index = 0;
+  int owner = -1;  // a shard's owner (shard::owner): the whole extent on that part, nothing on the others
   friend bool operator==(const collective_attrs&, const collective_attrs&) = default;
 };
 struct causal_mask_attrs {

@@ -41,9 +41,10 @@ class local_builder {
   result<var> operand(value_id v, bool for_backward);
   result<var> reshard(var x, value_id v, const placement& to);
   op_attrs localized(const node& n) const;
-  collective_attrs collective(int dim, std::int64_t extent, std::int64_t granule) const {
-    return collective_attrs{c_.axis, dim, extent, granule, c_.degree, rank_};
+  collective_attrs collective(const shard& s, std::int64_t extent) const {
+    return collective_attrs{c_.axis, s.dim, extent, s.granule, c_.degree, rank_, s.owner};
   }
+  collective_attrs allreduce_attrs() const { return collective_attrs{c_.axis, 0, 0, 1, c_.degree, rank_}; }
   int producer_stage(value_id v) const {
     auto p = g_.value(v).producer;
     return p < 0 ? -1 : stage_of_node(g_, gr_, sa_, static_cast<std::size_t>(p));
@@ -74,7 +75,7 @@ result<var> local_builder::operand(value_id v, bool for_backward) {
   const value_info& info = g_.value(v);
   var x;
   if (info.kind == value_kind::parameter) {
-    x = prog_.g.parameter(info.name, local_of(v), info.init);
+    x = prog_.g.parameter_piece(info.name, local_of(v), info.init);
     prog_.params.push_back({info.name, x.id, no_value, c_.placement_of(v)});
   } else if (info.kind == value_kind::input) {
     x = prog_.g.input(info.name, local_of(v), info.type.type);
@@ -104,17 +105,17 @@ result<var> local_builder::reshard(var x, value_id v, const placement& to) {
   const shard* sf = as_shard(from);
   const shard* st = as_shard(to);
   if (is_replicate(from) && st != nullptr) {
-    range r = shard_range(full[st->dim], c_.degree, rank_, st->granule);
+    range r = shard_part(*st, full[st->dim], c_.degree, rank_);
     out = slice(x, st->dim, r.begin, r.end);
   } else if (sf != nullptr && is_replicate(to)) {
-    out = prog_.g.apply1(op_kind::all_gather, collective(sf->dim, full[sf->dim], sf->granule), {x});
+    out = prog_.g.apply1(op_kind::all_gather, collective(*sf, full[sf->dim]), {x});
   } else if (is_partial(from) && is_replicate(to)) {
-    out = prog_.g.apply1(op_kind::allreduce, collective(0, 0, 1), {x});
+    out = prog_.g.apply1(op_kind::allreduce, allreduce_attrs(), {x});
   } else if (is_partial(from) && st != nullptr) {
-    out = prog_.g.apply1(op_kind::reduce_scatter, collective(st->dim, full[st->dim], st->granule), {x});
+    out = prog_.g.apply1(op_kind::reduce_scatter, collective(*st, full[st->dim]), {x});
   } else if (sf != nullptr && st != nullptr) {
-    var whole = prog_.g.apply1(op_kind::all_gather, collective(sf->dim, full[sf->dim], sf->granule), {x});
-    range r = shard_range(full[st->dim], c_.degree, rank_, st->granule);
+    var whole = prog_.g.apply1(op_kind::all_gather, collective(*sf, full[sf->dim]), {x});
+    range r = shard_part(*st, full[st->dim], c_.degree, rank_);
     out = slice(whole, st->dim, r.begin, r.end);
   } else {
     return make_error(errc::unsupported, "partition: cannot change value %" + std::to_string(v) + " from " +
@@ -141,7 +142,7 @@ op_attrs local_builder::localized(const node& n) const {
       if (const shard* s = as_shard(c_.placement_of(n.inputs[0])); s != nullptr && s->dim == 0) {
         bag_attrs a = std::get<bag_attrs>(n.attrs);
         const std::int64_t rows = g_.value(n.inputs[0]).type.shape[0];
-        a.first_row = shard_range(rows, c_.degree, rank_, s->granule).begin;
+        a.first_row = shard_part(*s, rows, c_.degree, rank_).begin;
         a.all_rows = rows;
         return a;
       }
@@ -208,7 +209,7 @@ status local_builder::place_gradients() {
       prm.sparse_rows = rows.id;
       prm.sparse_values = placed_values->id;
       if (by_rows)
-        prm.sparse_first_row = shard_range(g_.value(sg.param).type.shape[0], c_.degree, rank_, sh->granule).begin;
+        prm.sparse_first_row = shard_part(*sh, g_.value(sg.param).type.shape[0], c_.degree, rank_).begin;
     }
   }
   return {};
@@ -306,7 +307,7 @@ shape local_shape(const shape& s, const placement& p, std::int64_t parts, std::i
   const shard* sh = as_shard(p);
   if (sh == nullptr) return s;
   shape out = s;
-  out[sh->dim] = shard_range(s[sh->dim], parts, index, sh->granule).size();
+  out[sh->dim] = shard_part(*sh, s[sh->dim], parts, index).size();
   return out;
 }
 

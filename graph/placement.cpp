@@ -9,6 +9,8 @@ std::string to_string(const placement& p) {
   const shard& s = std::get<shard>(p);
   std::string out = "S(" + std::to_string(s.dim);
   if (s.granule != 1) out += "/" + std::to_string(s.granule);
+  if (s.owner >= 0) out += "@" + std::to_string(s.owner);
+  if (s.owner == shard::one_part) out += "@?";
   return out + ")";
 }
 
@@ -18,6 +20,11 @@ range shard_range(std::int64_t extent, std::int64_t parts, std::int64_t index, s
   std::int64_t begin = index * base + (index < extra ? index : extra);
   std::int64_t size = base + (index < extra ? 1 : 0);
   return {begin * granule, (begin + size) * granule};
+}
+
+range shard_part(const shard& s, std::int64_t extent, std::int64_t parts, std::int64_t index) {
+  if (s.owner >= 0) return index == s.owner ? range{0, extent} : range{0, 0};
+  return shard_range(extent, parts, index, s.granule);
 }
 
 }  // namespace cohort

@@ -2,10 +2,14 @@
 // near-equal contiguous parts (the first `extent % parts` parts one larger, in units of
 // `granule` elements so that a split head or row stays whole); Replicate keeps a full copy
 // on every rank of the axis; Partial(sum) keeps on each rank a full-shaped addend of the
-// true value. A tensor's dist_attr has one placement per mesh axis.
+// true value. A tensor's dist_attr has one placement per mesh axis. A shard may instead keep
+// the whole extent on one part and nothing on the others (`shard::owner`): an embedding table
+// sharded table-wise lives whole on one tensor-parallel rank.
 //
 //   placement p = shard{1};
 //   assert(to_string(p) == "S(1)" && to_string(partial{}) == "P");
+//   shard table_wise{0, 1, /*owner=*/2};                       // rows of a table, all on part 2
+//   assert((shard_part(table_wise, 1000, 4, 2) == range{0, 1000}) && shard_part(table_wise, 1000, 4, 1).size() == 0);
 //   assert((shard_range(10, 3, 0) == range{0, 4}) && (shard_range(10, 3, 2) == range{7, 10}));
 //   assert((shard_range(256, 3, 1, /*granule=*/64) == range{128, 192}));   // 4 heads of 64 over 3 ranks
 #pragma once
@@ -21,8 +25,12 @@ struct replicate {
   friend bool operator==(const replicate&, const replicate&) = default;
 };
 struct shard {
+  /// owner values beside a part index: near-equal parts, or (an annotation) the whole extent
+  /// on one part that completion picks, balancing the bytes of every value annotated so
+  static constexpr int split = -1, one_part = -2;
   int dim = 0;
   std::int64_t granule = 1;  // shard boundaries fall on multiples of this
+  int owner = split;         // split, one_part, or the part index that holds the whole extent
   friend bool operator==(const shard&, const shard&) = default;
 };
 struct partial {
@@ -31,7 +39,7 @@ struct partial {
 
 using placement = std::variant<replicate, shard, partial>;
 
-std::string to_string(const placement& p);  // "R", "S(1)", "S(1/64)", "P"
+std::string to_string(const placement& p);  // "R", "S(1)", "S(1/64)", "S(0@2)" (owner 2), "P"
 
 inline bool is_replicate(const placement& p) { return std::holds_alternative<replicate>(p); }
 inline bool is_partial(const placement& p) { return std::holds_alternative<partial>(p); }
@@ -45,5 +53,9 @@ struct range {
   friend bool operator==(const range&, const range&) = default;
 };
 range shard_range(std::int64_t extent, std::int64_t parts, std::int64_t index, std::int64_t granule = 1);
+
+/// Part `index`'s range of a shard: shard_range's near-equal part, or for a shard with an
+/// owner the whole extent on the owner and an empty range {0, 0} elsewhere.
+range shard_part(const shard& s, std::int64_t extent, std::int64_t parts, std::int64_t index);
 
 }  // namespace cohort

@@ -24,7 +24,7 @@ box local_box(const shape& global, const layout& l, int mesh_rank) {
     if (s == nullptr) continue;
     range& r = b.dims[static_cast<std::size_t>(s->dim)];
     // a later axis shards what the earlier ones left (nested splits, as a mesh does)
-    range sub = shard_range(r.size(), l.mesh.axis_size(a), coords[static_cast<std::size_t>(a)], s->granule);
+    range sub = shard_part(*s, r.size(), l.mesh.axis_size(a), coords[static_cast<std::size_t>(a)]);
     r = {r.begin + sub.begin, r.begin + sub.end};
   }
   return b;

@@ -146,7 +146,7 @@ result<types> infer_slice(op_kind k, slice_attrs& a, std::span<const value_type>
   if (!ax) return ax.error();
   a.axis = *ax;
   std::int64_t extent = k == op_kind::slice ? x[a.axis] : a.full;
-  if (a.start < 0 || a.end > extent || a.start >= a.end)
+  if (a.start < 0 || a.end > extent || a.start > a.end)  // empty: a table-wise shard's other ranks
     return shape_error(k, in,
                        "range [" + std::to_string(a.start) + "," + std::to_string(a.end) + ") invalid for extent " +
                            std::to_string(extent) + " of axis " + std::to_string(a.axis));
@@ -393,9 +393,9 @@ result<std::vector<value_type>> infer_shapes(op_kind kind, op_attrs& attrs, std:
       const auto& a = std::get<collective_attrs>(attrs);
       const shape& x = in[0].shape;
       if (a.dim < 0 || a.dim >= x.rank() || a.parts < 1 || a.index < 0 || a.index >= a.parts || a.granule < 1 ||
-          a.extent % a.granule != 0)
+          a.extent % a.granule != 0 || a.owner < -1 || a.owner >= a.parts)
         return shape_error(kind, in, "bad collective attributes");
-      range mine = shard_range(a.extent, a.parts, a.index, a.granule);
+      range mine = shard_part(shard{a.dim, a.granule, a.owner}, a.extent, a.parts, a.index);
       shape out = x;
       if (kind == k::all_gather) {
         if (x[a.dim] != mine.size()) return shape_error(kind, in, "local shard does not match this rank's range");

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.hpp"
@@ -29,20 +31,29 @@ struct dlrm_table {
   bool mean = false;
 };
 
+/// How an embedding table is split over the tensor-parallel ranks, as TorchRec names them:
+/// - replicated: every rank holds and looks up the whole table;
+/// - column: each rank holds a range of every row's columns (the dot interaction sums the
+///   ranks' partial dots);
+/// - row: each rank holds a near-equal range of rows and pools the ids that fall in it (the
+///   ranks' partial sums are added);
+/// - table: the whole table on one rank, the tables balanced over the ranks by size (the
+///   owner's pooled output reaches the others by the same sum: theirs are zeros).
+enum class table_sharding { replicated, column, row, table };
+const char* to_string(table_sharding s);
+/// "replicated", "column", "row" or "table"; nullopt for anything else.
+std::optional<table_sharding> parse_table_sharding(std::string_view s);
+
 struct dlrm_config {
   std::int64_t dense = 13;                         // dense features (input "dense")
   std::int64_t dim = 16;                           // embedding dimension = the bottom MLP's output
   std::vector<std::int64_t> bottom{512, 256, 64};  // hidden widths of the bottom MLP (then dim)
   std::vector<std::int64_t> top{512, 256};         // hidden widths of the top MLP (then 1)
   std::vector<dlrm_table> tables;
-  /// Tensor parallelism: every table split by columns over "tp" (TorchRec's column-wise
-  /// sharding): each rank looks up its columns of every row; the dot interaction sums the
-  /// ranks' partial dots. Otherwise tables are replicated on the tp ranks.
-  bool column_sharded_tables = false;
-  /// Every table split by rows over "tp" (TorchRec's row-wise sharding): each rank holds a
-  /// near-equal range of rows and pools the ids that fall in it; the ranks' partial sums are
-  /// added. A table's memory and update work divide by tp.
-  bool row_sharded_tables = false;
+  /// How the tables live on the tensor-parallel ranks ("tp"); one choice for all of them,
+  /// or one per table (`per_table`, by table index, overriding `sharding`).
+  table_sharding sharding = table_sharding::replicated;
+  std::vector<table_sharding> per_table;
 };
 
 struct dlrm_model {

@@ -13,6 +13,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "apps/models/dlrm.hpp"
 #include "apps/models/gpt.hpp"
@@ -352,7 +355,7 @@ TEST_CASE("DLRM with column-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal 
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.column_sharded_tables = true;
+    c.sharding = apps::table_sharding::column;
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
@@ -380,7 +383,7 @@ TEST_CASE("DLRM with row-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.row_sharded_tables = true;
+    c.sharding = apps::table_sharding::row;
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
@@ -410,4 +413,63 @@ TEST_CASE("DLRM with row-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the
       CHECK(p.sparse_first_row == 6);
     }
   CHECK(seen);
+}
+
+TEST_CASE("DLRM with table-wise sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the serial run's, dense and sparse") {
+  // each table whole on one tp rank (largest first onto the least loaded), the others hold
+  // none of its rows: their lookups give zeros and the owner's pooled output is the sum
+  const std::int64_t batch = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) {
+    apps::dlrm_config c = toy_dlrm();
+    c.sharding = apps::table_sharding::table;
+    return apps::build_dlrm(g, c, b).loss;
+  };
+  optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
+  auto serial = serial_losses(model, batch, steps, opt, 7, dlrm_data(batch));
+  optimizer_config adagrad = adagrad_config{.lr = 0.05f};
+  auto serial_adagrad = serial_losses(model, batch, steps, adagrad, 7, dlrm_data(batch));
+  for (const char* name : {"tp2", "tp3", "dp2 tp2", "tp2 pp2 m4"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name) {
+        check_same_losses(
+            serial, runtime_losses(model, {np.plan, np.cuts, {}, {}}, batch, steps, opt, 7, dlrm_data(batch)), np.name);
+        check_same_losses(
+            serial_adagrad,
+            runtime_losses(model, {np.plan, np.cuts, {}, {}, true}, batch, steps, adagrad, 7, dlrm_data(batch)),
+            std::string(np.name) + " sparse adagrad");
+      }
+  // tp2: b (11 rows) on rank 0, then a (7) and c (5) on rank 1; a rank holds none of another's
+  auto compiled = actors::compile(model, {.tp = 2}, batch, {}, {.sparse_tables = true});
+  REQUIRE(compiled.ok());
+  std::map<std::string, std::vector<std::int64_t>> rows_held;  // table -> rows on rank 0, 1
+  for (int t = 0; t < 2; ++t) {
+    auto program = compiled->program(0, t);
+    REQUIRE(program.ok());
+    for (const auto& p : program->params)
+      if (p.name.starts_with("emb.")) {
+        rows_held[p.name].push_back(program->g.value(p.local).type.shape[0]);
+        CHECK(program->g.value(p.local).type.shape[1] == 6);
+        CHECK(p.sparse_first_row == 0);
+      }
+  }
+  CHECK(rows_held["emb.b"] == std::vector<std::int64_t>{11, 0});
+  CHECK(rows_held["emb.a"] == std::vector<std::int64_t>{0, 7});
+  CHECK(rows_held["emb.c"] == std::vector<std::int64_t>{0, 5});
+}
+
+TEST_CASE("DLRM with a different sharding per table: row, column and table-wise in one model equal the serial run") {
+  const std::int64_t batch = 16;
+  actors::model_fn model = [](graph& g, std::int64_t b) {
+    apps::dlrm_config c = toy_dlrm();
+    c.per_table = {apps::table_sharding::row, apps::table_sharding::column, apps::table_sharding::table};
+    return apps::build_dlrm(g, c, b).loss;
+  };
+  optimizer_config plain = sgd_config{.lr = 0.1f};
+  auto serial = serial_losses(model, batch, steps, plain, 7, dlrm_data(batch));
+  for (const char* name : {"tp2", "tp3", "dp2 tp2"})
+    for (const auto& np : plans())
+      if (std::string(np.name) == name)
+        check_same_losses(
+            serial, runtime_losses(model, {np.plan, np.cuts, {}, {}, true}, batch, steps, plain, 7, dlrm_data(batch)),
+            std::string(np.name) + " sparse");
 }

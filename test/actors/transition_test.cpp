@@ -194,6 +194,26 @@ TEST_CASE("DLRM with sparse table gradients: dp2, then dp2 sharded, then pp2 m4:
   CHECK(s.transitions.size() == 2);
 }
 
+TEST_CASE("DLRM with table-wise sharded tables: tp2, then tp3, then dp2: the tables move whole to their new owners") {
+  // tp2 puts b on rank 0 and a, c on rank 1; tp3 one table per rank; dp2 replicates them:
+  // each transition moves whole tables (with their Adagrad sums) from one owner to another
+  const actors::model_fn dlrm = [](graph& g, std::int64_t b) {
+    apps::dlrm_config c = toy_dlrm();
+    c.sharding = apps::table_sharding::table;
+    return apps::build_dlrm(g, c, b).loss;
+  };
+  const optimizer_config opt = adagrad_config{.lr = 0.05f};
+  auto serial = serial_losses(dlrm, 16, steps, opt, 7, dlrm_data(16));
+  runtime_run run;
+  run.plan = {.tp = 2};
+  run.sparse_tables = true;
+  run.changes = {to_plan(10, {.tp = 3}), to_plan(20, {.dp = 2})};
+  run.planning = setup_for(dlrm, 16, 1);
+  auto s = runtime_summary(dlrm, run, 16, steps, opt, 7, dlrm_data(16));
+  check_same_losses(serial, std::vector<float>(s.losses.begin(), s.losses.end()), "tp2 -> tp3 -> dp2 table-wise");
+  CHECK(s.transitions.size() == 2);
+}
+
 TEST_CASE("DLRM in async and geo mode through plan transitions: the staleness bound holds, geo's replicas agree") {
   // Plain SGD for the losses' comparison: on these toy tables (5 to 11 rows, every row read
   // every step) Adagrad's first, normalized steps make any stale read cost ~20% of the loss.

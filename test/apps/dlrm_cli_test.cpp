@@ -176,8 +176,8 @@ TEST_CASE("dlrm with Adagrad on dp2 resumes from its checkpoint with the uninter
 }
 
 TEST_CASE(
-    "dlrm across processes with sparse table gradients: dp2, dp3, dp2 m3, column- and row-sharded tp2 train as "
-    "serial") {
+    "dlrm across processes with sparse table gradients: dp2, dp3, dp2 m3, column-, row- and table-wise sharded tp2 "
+    "train as serial") {
   // the tables' gradient entries cross the TCP data plane (gathered over dp, or kept per tp rank)
   criteo_pair files;
   const std::string serial = cohort::test::temp_path("dlrm", "serial.jsonl"),
@@ -192,8 +192,9 @@ TEST_CASE(
   // dp3 and dp2 m3 split the batch of 64 unevenly: a smaller micro-batch's table entries are
   // padded to the larger's count (row -1) so that the replicas' blocks gather as equal parts
   for (const layout_case& c : {layout_case{"--plan.dp=2", 2},
-                               {"--plan.tp=2 --model.column-sharded=true", 2},
-                               {"--plan.tp=2 --model.row-sharded=true", 2},
+                               {"--plan.tp=2 --model.table-sharding=column", 2},
+                               {"--plan.tp=2 --model.table-sharding=row", 2},
+                               {"--plan.tp=2 --model.table-sharding=table", 2},
                                {"--plan.dp=3", 3},
                                {"--plan.dp=2 --plan.micro-batches=3", 2}}) {
     const std::string name = c.plan;
@@ -208,9 +209,10 @@ TEST_CASE(
     MESSAGE(name << " over " << c.processes << " processes: max relative loss difference " << worst);
     CHECK(worst <= 1e-5);
   }
-  auto both = run(DLRM_BINARY, job + " --model.column-sharded=true --model.row-sharded=true");
-  CHECK(both.exit_code == 2);
-  CHECK(both.err.find("--model.column-sharded and --model.row-sharded") != std::string::npos);
+  auto unknown = run(DLRM_BINARY, job + " --model.table-sharding=rows");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--model.table-sharding: 'rows' is not replicated, column, row or table") !=
+        std::string::npos);
   fs::remove(serial);
   fs::remove(sharded);
 }

@@ -147,6 +147,38 @@ TEST_CASE("without annotations everything stays replicated") {
   CHECK(c->reshards == 0);
 }
 
+TEST_CASE("tables annotated whole on one rank are balanced over the ranks by size, largest first") {
+  graph g;
+  var ids = g.input("ids", {4, 1}, dtype::i32);
+  std::vector<std::pair<std::string, std::int64_t>> tables{{"a", 30}, {"b", 100}, {"c", 50}, {"d", 45}, {"e", 2}};
+  var sum;
+  for (const auto& [name, rows] : tables) {
+    var t = g.parameter(name, {rows, 8}, init_spec::zeros());
+    annotate(t, "tp", shard{0, 1, shard::one_part});
+    var pooled = embedding_bag(t, ids, false);
+    sum = sum.valid() ? sum + pooled : pooled;
+  }
+  auto loss = mean(relu(sum));  // relu needs the whole sum
+  auto gr = autodiff(g, loss);
+  REQUIRE(gr.ok());
+  auto c = complete_axis(g, "tp", 2);
+  REQUIRE_MESSAGE(c.ok(), c.error().message);
+  // b (100) -> 0, c (50) -> 1, d (45) -> 1 (50 < 100), a (30) -> 0 (95 < 130), e (2) -> 0 (130 = 130: the lower)
+  std::map<std::string, std::string> got;
+  for (const auto& [name, rows] : tables) got[name] = to_string(c->placement_of(g.find(name)));
+  CHECK(got == std::map<std::string, std::string>{
+                   {"a", "S(0@1)"}, {"b", "S(0@0)"}, {"c", "S(0@1)"}, {"d", "S(0@1)"}, {"e", "S(0@0)"}});
+  // a rank's lookups of tables it does not hold are zeros: the pooled outputs are partial sums
+  auto fwd = reshards(g, *c, 0, gr->backward_begin);
+  CHECK(fwd.count("allreduce") == 1);
+  // any extent goes whole on one rank, even one row; an owner beyond the ranks is an error
+  var one = g.parameter("one", {1, 8}, init_spec::zeros());
+  annotate(one, "tp", shard{0, 1, 3});
+  CHECK(complete_axis(g, "tp", 3).error().message == "'one': owner 3 out of range for 3 ranks");
+  annotate(one, "tp", shard{0, 1, 2});
+  CHECK(complete_axis(g, "tp", 3).ok());
+}
+
 TEST_CASE("bad annotations are errors naming the value") {
   graph g;
   var x = g.input("x", {4, 8});

@@ -39,9 +39,20 @@ TEST_CASE("shards of an extent that does not divide are near-equal, larger first
   CHECK(covered == 1000);
 }
 
+TEST_CASE("a shard with an owner holds the whole extent on that part and nothing elsewhere") {
+  const shard whole_on_1{0, 1, 1};
+  CHECK(shard_part(whole_on_1, 11, 3, 1) == range{0, 11});
+  CHECK(shard_part(whole_on_1, 11, 3, 0) == range{0, 0});
+  CHECK(shard_part(whole_on_1, 11, 3, 2) == range{0, 0});
+  CHECK(shard_part(shard{0}, 11, 3, 2) == shard_range(11, 3, 2));  // no owner: near-equal parts
+  CHECK(shard_part(shard{0, 64}, 256, 3, 1) == range{128, 192});
+}
+
 TEST_CASE("placement names") {
   CHECK(to_string(placement{replicate{}}) == "R");
   CHECK(to_string(placement{shard{1}}) == "S(1)");
   CHECK(to_string(placement{shard{2, 64}}) == "S(2/64)");
+  CHECK(to_string(placement{shard{0, 1, 2}}) == "S(0@2)");
+  CHECK(to_string(placement{shard{0, 1, shard::one_part}}) == "S(0@?)");
   CHECK(to_string(placement{partial{}}) == "P");
 }
