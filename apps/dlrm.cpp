@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<in_order_sampler> sampler;
   return a.run(argc, argv, [&](const app& a) -> result<job> {
     if (model.dim < 1) return make_error(errc::invalid_argument, "--model.dim must be positive");
-    if (auto s = parse_table_sharding(sharding)) model.sharding = *s;
+    if (auto s = parse_table_sharding(sharding))
+      model.sharding = *s;
     else
       return make_error(errc::invalid_argument,
                         "--model.table-sharding: '" + sharding + "' is not replicated, column, row or table");

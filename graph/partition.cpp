@@ -208,8 +208,7 @@ status local_builder::place_gradients() {
       if (!placed_values) return placed_values.error();
       prm.sparse_rows = rows.id;
       prm.sparse_values = placed_values->id;
-      if (by_rows)
-        prm.sparse_first_row = shard_part(*sh, g_.value(sg.param).type.shape[0], c_.degree, rank_).begin;
+      if (by_rows) prm.sparse_first_row = shard_part(*sh, g_.value(sg.param).type.shape[0], c_.degree, rank_).begin;
     }
   }
   return {};

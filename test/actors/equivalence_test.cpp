@@ -415,7 +415,8 @@ TEST_CASE("DLRM with row-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the
   CHECK(seen);
 }
 
-TEST_CASE("DLRM with table-wise sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the serial run's, dense and sparse") {
+TEST_CASE(
+    "DLRM with table-wise sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the serial run's, dense and sparse") {
   // each table whole on one tp rank (largest first onto the least loaded), the others hold
   // none of its rows: their lookups give zeros and the owner's pooled output is the sum
   const std::int64_t batch = 16;
