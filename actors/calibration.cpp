@@ -93,6 +93,46 @@ double optimizer_bytes_per_s() {
   return 7.0 * 4.0 * static_cast<double>(n) / s;
 }
 
+// The embedding path on one core, in bytes of table rows per second: embedding_bag pooling
+// 64 Ki ids (bags of one) from a 64 MiB table of 16-wide rows, the ids skewed towards the
+// first rows (u^2: click logs' hot ids), and the sparse SGD update of the same entries
+// (summed by row, then applied) — the kernels the runtime runs.
+struct embedding_rates {
+  double lookup_bytes_per_s = 0, update_bytes_per_s = 0;
+};
+embedding_rates measure_embedding_rates() {
+  constexpr std::int64_t rows = std::int64_t{1} << 20, dim = 16, n = std::int64_t{1} << 16;
+  graph g;
+  var t = g.parameter("t", {rows, dim}, init_spec::zeros());
+  var ids = g.input("ids", {n, 1}, dtype::i32);
+  (void)embedding_bag(t, ids, false);
+  const node& op = g.nodes().back();
+  tensor table = tensor::full({rows, dim}, 0.01f), id_tensor = tensor::empty({n, 1}, dtype::i32);
+  std::uint64_t x = 88172645463325252ull;  // xorshift: the same ids on every run
+  for (std::int64_t i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;
+    id_tensor.data<std::int32_t>()[i] = static_cast<std::int32_t>(u * u * static_cast<double>(rows));
+  }
+  std::vector<tensor> in{table, id_tensor};
+  std::vector<tensor> out{tensor::zeros({n, dim})};
+  auto kernels_table = kernels::cpu_kernels();
+  const double row_bytes = static_cast<double>(n * dim) * 4.0;
+  embedding_rates r;
+  r.lookup_bytes_per_s = row_bytes / seconds_of([&] { (void)kernels_table[op_kind::embedding_bag]({op, in, out}); }, 7);
+  const optimizer_config sgd = sgd_config{.lr = 1e-3f};
+  auto state = kernels::make_state(table, sgd);
+  kernels::row_sums sums(n, dim);
+  const tensor values = tensor::full({n, dim}, 1e-3f);
+  r.update_bytes_per_s = row_bytes / seconds_of(
+                                         [&] {
+                                           sums.gather(id_tensor.data<std::int32_t>(), values.data<float>(), n);
+                                           kernels::apply_sparse_update(table, sums, state, sgd);
+                                         },
+                                         7);
+  return r;
+}
+
 // /sys/devices/system/cpu/cpu0/cache/index*/ : the highest level's size; 8 MiB if unknown.
 double last_level_cache_bytes() {
   double best = 0;
@@ -127,6 +167,9 @@ machine_profile calibrate(int threads, const progress_fn& progress) {
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
   report_progress(progress, 3, measurements);
   p.optimizer_bytes_per_s = optimizer_bytes_per_s();
+  const embedding_rates embedding = measure_embedding_rates();
+  p.lookup_bytes_per_s = embedding.lookup_bytes_per_s;
+  p.sparse_update_bytes_per_s = embedding.update_bytes_per_s;
   report_progress(progress, 4, measurements);
   // two ranks in this process, recursive doubling at 4 KiB and 4 MiB (actors/link_measure.hpp)
   {

@@ -1,7 +1,7 @@
 // Measures this machine for the cost model (--cluster.calibrate): one thread's GEMM
 // (arithmetic and operand traffic rates, from a square and a skinny shape), a streaming
 // copy's bandwidth from memory and within the last-level cache, the optimizer's update rate,
-// the in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta), the same
+// the embedding path's lookup and sparse-update rates, the in-process allreduce between two threads at 4 KiB and 4 MiB (alpha and beta), the same
 // between two processes over each data plane that starts here (tcp, ucx), and the
 // actor runtime's own overhead on `threads` threads (actors/runtime_overhead.hpp).
 // Efficiencies start at the defaults. Takes a few seconds.

@@ -15,6 +15,8 @@
 #include "apps/driver/app.hpp"
 #include "apps/driver/evaluate.hpp"
 #include "apps/models/dlrm.hpp"
+#include "planner/machine_profile.hpp"
+#include "planner/table_placement.hpp"
 
 using namespace cohort;
 using namespace cohort::apps;
@@ -25,6 +27,57 @@ std::string summary_of_rows(const std::vector<std::int64_t>& rows) {
   std::int64_t total = 0;
   for (auto r : rows) total += r;
   return std::to_string(rows.size()) + " tables, " + std::to_string(total) + " rows";
+}
+
+// --model.table-sharding=auto: the planner's choice per table for the plan's tensor-parallel
+// ranks (planner/table_placement.hpp), from the machine profile's lookup and update rates and
+// in-process link, and this machine's memory shared by the job's ranks. Sets model.per_table
+// and returns the explanation for stderr. One process only: processes on other machines could
+// see other profiles and build other models.
+result<std::string> choose_table_sharding(const app& a, dlrm_config& model) {
+  const auto& plan = a.plan();
+  const std::int64_t tp = std::max<std::int64_t>(plan.tp, 1);
+  if (plan.mode != planner::plan_mode::manual || tp == 1) {
+    model.sharding = table_sharding::replicated;
+    return std::string{};
+  }
+  if (plan.dist.nproc > 1 || !plan.dist.join.empty() || plan.dist.world > 1)
+    return make_error(errc::invalid_argument,
+                      "--model.table-sharding=auto chooses on one machine's profile; across processes name it: "
+                      "--model.table-sharding=table, row, column or replicated");
+  auto profile =
+      planner::load_profile(plan.cluster_profile.empty() ? planner::default_profile_path() : plan.cluster_profile);
+  if (!profile) return profile.error();
+  planner::table_request r;
+  const std::int64_t dp = std::max<std::int64_t>(plan.dp, 1), pp = std::max<std::int64_t>(plan.pp, 1);
+  const double replica_rows = static_cast<double>(a.train().batch) / static_cast<double>(dp);
+  for (const auto& t : model.tables)
+    r.tables.push_back({"emb." + t.input, t.rows, model.dim, replica_rows * static_cast<double>(t.bag)});
+  r.tp = static_cast<int>(tp);
+  r.pooled_rows = replica_rows;
+  const double memory = planner::detect_memory_bytes();
+  r.memory_per_rank_bytes = (memory > 0 ? memory : 8e9) * 0.9 / static_cast<double>(dp * tp * pp);
+  r.optimizer_slots = a.train().optimizer == optimizer_kind::adamw     ? 2
+                      : a.train().optimizer == optimizer_kind::adagrad ? 1
+                      : a.train().momentum > 0                         ? 1
+                                                                       : 0;
+  r.link = profile->link;
+  if (profile->lookup_bytes_per_s > 0 && profile->sparse_update_bytes_per_s > 0) {
+    r.lookup_bytes_per_s = profile->lookup_bytes_per_s;
+    r.update_bytes_per_s = profile->sparse_update_bytes_per_s;
+    r.rates_source = "measured, " + profile->source;
+  } else {  // random rows: a quarter and an eighth of streaming bandwidth, until measured
+    r.lookup_bytes_per_s = profile->memory_bandwidth_bytes_per_s / 4;
+    r.update_bytes_per_s = profile->memory_bandwidth_bytes_per_s / 8;
+    r.rates_source = "not measured: from the memory bandwidth; --cluster.calibrate measures them";
+  }
+  auto placed = planner::place_tables(r);
+  if (!placed) return placed.error();
+  if (!placed->fits)
+    return make_error(errc::invalid_argument, "--model.table-sharding=auto: " + placed->what_would_fit);
+  model.per_table.clear();
+  for (const auto& c : placed->tables) model.per_table.push_back({c.how, c.owner});
+  return planner::explain(r, *placed);
 }
 
 // The test AUCs of two baselines that look at the movie only: its number of training ratings
@@ -66,7 +119,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> rows;  // empty: from the file's .meta.json
   dlrm_config model;
   bool sparse_tables = true;
-  std::string sharding = "replicated";
+  std::string sharding = "auto";
   a.options()
       .add("data.name", data_name,
            "criteo (--data.file in Criteo's TSV format) or movielens (data/movielens/ratings.csv: user, movie "
@@ -81,9 +134,10 @@ int main(int argc, char** argv) {
       .add("model.bottom", model.bottom, "hidden widths of the bottom MLP (dense features -> ... -> dim)")
       .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)")
       .add("model.table-sharding", sharding,
-           "how the tables live on the tensor-parallel ranks (--plan.tp): replicated (each holds all of every table), "
-           "column (each a range of every row's columns), row (each a range of every table's rows) or table (each "
-           "table whole on one rank, balanced by size)")
+           "how the tables live on the tensor-parallel ranks (--plan.tp): auto (the planner chooses per table from "
+           "the ranks' memory, the calibrated lookup and update rates and the link; replicated unless tp > 1), "
+           "replicated (each holds all of every table), column (each a range of every row's columns), row (each a "
+           "range of every table's rows) or table (each table whole on one rank, balanced by size)")
       .add("model.sparse", sparse_tables,
            "tables take sparse gradients (the touched rows, gathered over dp) where the optimizer allows: plain SGD "
            "or Adagrad; false: dense [rows, dim] gradients");
@@ -93,11 +147,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<in_order_sampler> sampler;
   return a.run(argc, argv, [&](const app& a) -> result<job> {
     if (model.dim < 1) return make_error(errc::invalid_argument, "--model.dim must be positive");
+    const bool auto_sharding = sharding == "auto";
     if (auto s = parse_table_sharding(sharding))
       model.sharding = *s;
-    else
+    else if (!auto_sharding)
       return make_error(errc::invalid_argument,
-                        "--model.table-sharding: '" + sharding + "' is not replicated, column, row or table");
+                        "--model.table-sharding: '" + sharding + "' is not auto, replicated, column, row or table");
     for (auto w : model.bottom)
       if (w < 1) return make_error(errc::invalid_argument, "--model.bottom: every width must be positive");
     for (auto w : model.top)
@@ -158,7 +213,20 @@ int main(int argc, char** argv) {
       return make_error(errc::invalid_argument, "--data.name must be criteo or movielens, not '" + data_name + "'");
     }
     j.summary["embedding_dim"] = model.dim;
-    j.summary["table_sharding"] = to_string(model.sharding);
+    if (auto_sharding) {
+      auto explained = choose_table_sharding(a, model);
+      if (!explained) return explained.error();
+      if (!explained->empty()) j.note += (j.note.empty() ? "" : "\n") + explained->substr(0, explained->size() - 1);
+    }
+    j.summary["table_sharding"] = sharding;
+    if (!model.per_table.empty()) {
+      json tables = json::object();
+      for (std::size_t i = 0; i < model.tables.size(); ++i)
+        tables["emb." + model.tables[i].input] = model.per_table[i].how == table_sharding::table
+                                                     ? std::string("table@") + std::to_string(model.per_table[i].owner)
+                                                     : std::string(to_string(model.per_table[i].how));
+      j.summary["tables"] = tables;
+    }
     j.model = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
     j.sparse_tables = sparse_tables;  // where the optimizer allows (plain SGD, Adagrad)

@@ -5,6 +5,42 @@
 
 namespace cohort {
 
+const char* to_string(table_sharding s) {
+  switch (s) {
+    case table_sharding::replicated:
+      return "replicated";
+    case table_sharding::column:
+      return "column";
+    case table_sharding::row:
+      return "row";
+    case table_sharding::table:
+      return "table";
+  }
+  return "?";
+}
+
+std::optional<table_sharding> parse_table_sharding(std::string_view s) {
+  for (auto k : {table_sharding::replicated, table_sharding::column, table_sharding::row, table_sharding::table})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
+void annotate_table(var table, table_sharding how, int owner) {
+  switch (how) {
+    case table_sharding::replicated:
+      break;
+    case table_sharding::column:
+      annotate(table, "tp", shard{1});
+      break;
+    case table_sharding::row:
+      annotate(table, "tp", shard{0});
+      break;
+    case table_sharding::table:
+      annotate(table, "tp", shard{0, 1, owner >= 0 ? owner : shard::one_part});
+      break;
+  }
+}
+
 var linear(var x, std::int64_t out_features, const std::string& name, bool bias, tp_style style, std::int64_t granule) {
   if (!x.valid()) return var{};
   graph& g = *x.g;

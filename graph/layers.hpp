@@ -9,7 +9,9 @@
 //   h = h + linear(gelu(linear(layer_norm(h, "ln2"), 4 * d, "fc1")), d, "fc2");
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "graph/dsl.hpp"
 
@@ -24,6 +26,22 @@ enum class tp_style { none, column, row };
 /// y = x @ W (+ b). W [in,out] and b [out] ~ U(-1/sqrt(in), 1/sqrt(in)) as torch.nn.Linear.
 var linear(var x, std::int64_t out_features, const std::string& name, bool bias = true, tp_style style = tp_style::none,
            std::int64_t granule = 1);
+
+/// How an embedding table [rows, dim] is split over "tp", as TorchRec names the ways:
+/// - replicated: every rank holds and looks up the whole table;
+/// - column: each rank holds a range of every row's columns (S(1));
+/// - row: each rank holds a near-equal range of rows and pools the ids that fall in it; the
+///   ranks' partial sums are added (S(0));
+/// - table: the whole table on one rank (S(0) with an owner); the others pool nothing, so
+///   the same sum gives every rank the owner's output.
+enum class table_sharding { replicated, column, row, table };
+const char* to_string(table_sharding s);
+/// "replicated", "column", "row" or "table"; nullopt for anything else.
+std::optional<table_sharding> parse_table_sharding(std::string_view s);
+
+/// Annotates `table` for `how`. A table-wise table goes whole to rank `owner`, or, with
+/// owner -1, to the rank completion picks (largest tables first onto the least loaded).
+void annotate_table(var table, table_sharding how, int owner = -1);
 
 /// LayerNorm over the last axis with gamma = 1, beta = 0 (torch.nn.LayerNorm).
 var layer_norm(var x, const std::string& name, float eps = 1e-5f);

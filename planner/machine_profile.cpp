@@ -76,6 +76,9 @@ result<machine_profile> load_profile(const std::string& path) {
     COHORT_READ(p.cache_bandwidth_bytes_per_s, j, "cache_bandwidth_bytes_per_s", w);
   if (j.contains("optimizer_bytes_per_s")) COHORT_READ(p.optimizer_bytes_per_s, j, "optimizer_bytes_per_s", w);
   if (j.contains("gemm_bytes_per_s")) COHORT_READ(p.gemm_bytes_per_s, j, "gemm_bytes_per_s", w);
+  if (j.contains("lookup_bytes_per_s")) COHORT_READ(p.lookup_bytes_per_s, j, "lookup_bytes_per_s", w);
+  if (j.contains("sparse_update_bytes_per_s"))
+    COHORT_READ(p.sparse_update_bytes_per_s, j, "sparse_update_bytes_per_s", w);
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
@@ -122,6 +125,10 @@ result<machine_profile> load_profile(const std::string& path) {
     return make_error(errc::invalid_argument, w + ".optimizer_bytes_per_s: must be 0 (not measured) or positive");
   if (!(p.gemm_bytes_per_s >= 0))
     return make_error(errc::invalid_argument, w + ".gemm_bytes_per_s: must be 0 (not measured) or positive");
+  if (!(p.lookup_bytes_per_s >= 0))
+    return make_error(errc::invalid_argument, w + ".lookup_bytes_per_s: must be 0 (not measured) or positive");
+  if (!(p.sparse_update_bytes_per_s >= 0))
+    return make_error(errc::invalid_argument, w + ".sparse_update_bytes_per_s: must be 0 (not measured) or positive");
   if (auto problem = efficiency_problem(p.eff); !problem.empty())
     return make_error(errc::invalid_argument,
                       w + "." + problem + "; --cluster.calibrate measures this machine again and rewrites the file");
@@ -140,6 +147,8 @@ status save_profile(const std::string& path, const machine_profile& p) {
             {"cache_bandwidth_bytes_per_s", p.cache_bandwidth_bytes_per_s},
             {"optimizer_bytes_per_s", p.optimizer_bytes_per_s},
             {"gemm_bytes_per_s", p.gemm_bytes_per_s},
+            {"lookup_bytes_per_s", p.lookup_bytes_per_s},
+            {"sparse_update_bytes_per_s", p.sparse_update_bytes_per_s},
             {"link", {{"bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s}, {"latency_s", p.link.latency_s}}},
             {"efficiency",
              {{"gemm", p.eff.gemm},
@@ -205,16 +214,18 @@ std::string describe(const machine_profile& p) {
                   c.cost.latency_s * 1e6, c.per_step_seconds * 1e6);
     between += l;
   }
-  char b[640];
+  char b[768];
   std::snprintf(b, sizeof b,
                 "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB "
-                "cache, optimizer %.0f GB/s, link %.2f GB/s + %.1f us%s; efficiency gemm %.2f, "
+                "cache, optimizer %.0f GB/s, lookup %.2f GB/s, sparse update %.2f GB/s, link %.2f GB/s + %.1f us%s; "
+                "efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra "
                 "rank (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
-                p.link.bandwidth_bytes_per_s / 1e9, p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory,
-                p.eff.link, p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
+                p.lookup_bytes_per_s / 1e9, p.sparse_update_bytes_per_s / 1e9, p.link.bandwidth_bytes_per_s / 1e9,
+                p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory, p.eff.link,
+                p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
                 p.eff.per_rank_seconds * 1e6, p.source.c_str(),
                 p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;

@@ -40,7 +40,12 @@ struct machine_profile {
   double cache_bytes = 8 << 20;                // the last-level cache
   double cache_bandwidth_bytes_per_s = 30e9;   // one core copying within half of it
   double optimizer_bytes_per_s = 0;            // one core's AdamW update over 64 MiB (0: not measured)
-  link_cost link{5e9, 10e-6};                  // in-process fabric: allreduce between threads
+  /// One core's embedding path, in bytes of table rows per second (0: not measured): rows
+  /// pooled by embedding_bag at Zipf-like ids over a table beyond the cache, and rows
+  /// updated from sparse gradient entries (summed by row, then plain SGD).
+  double lookup_bytes_per_s = 0;
+  double sparse_update_bytes_per_s = 0;
+  link_cost link{5e9, 10e-6};  // in-process fabric: allreduce between threads
   /// Between two processes of one job on this machine, by data plane ("tcp", "ucx"). Absent:
   /// not measured yet.
   std::map<std::string, process_link> process_links;

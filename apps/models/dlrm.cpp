@@ -20,26 +20,6 @@ var dense_layer(var x, std::int64_t out, const std::string& name) {
 
 }  // namespace
 
-const char* to_string(table_sharding s) {
-  switch (s) {
-    case table_sharding::replicated:
-      return "replicated";
-    case table_sharding::column:
-      return "column";
-    case table_sharding::row:
-      return "row";
-    case table_sharding::table:
-      return "table";
-  }
-  return "?";
-}
-
-std::optional<table_sharding> parse_table_sharding(std::string_view s) {
-  for (auto k : {table_sharding::replicated, table_sharding::column, table_sharding::row, table_sharding::table})
-    if (s == to_string(k)) return k;
-  return std::nullopt;
-}
-
 dlrm_model build_dlrm(graph& g, const dlrm_config& cfg, std::int64_t batch) {
   dlrm_model m;
   if (cfg.tables.empty()) {
@@ -54,20 +34,9 @@ dlrm_model build_dlrm(graph& g, const dlrm_config& cfg, std::int64_t batch) {
   for (const auto& t : cfg.tables) {
     var table = g.parameter("emb." + t.input, {t.rows, cfg.dim},
                             init_spec::uniform(static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.rows)))));
-    const std::size_t index = &t - cfg.tables.data();
-    switch (index < cfg.per_table.size() ? cfg.per_table[index] : cfg.sharding) {
-      case table_sharding::replicated:
-        break;
-      case table_sharding::column:
-        annotate(table, "tp", shard{1});
-        break;
-      case table_sharding::row:
-        annotate(table, "tp", shard{0});
-        break;
-      case table_sharding::table:
-        annotate(table, "tp", shard{0, 1, shard::one_part});
-        break;
-    }
+    const std::size_t index = static_cast<std::size_t>(&t - cfg.tables.data());
+    const table_split split = index < cfg.per_table.size() ? cfg.per_table[index] : table_split{cfg.sharding};
+    annotate_table(table, split.how, split.owner);
     var ids = g.input(t.input, {batch, t.bag}, dtype::i32);
     features.push_back(reshape(embedding_bag(table, ids, t.mean), {batch, 1, cfg.dim}));
   }

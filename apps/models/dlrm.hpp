@@ -13,12 +13,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "graph/layers.hpp"
 
 namespace cohort::apps {
 
@@ -31,18 +30,13 @@ struct dlrm_table {
   bool mean = false;
 };
 
-/// How an embedding table is split over the tensor-parallel ranks, as TorchRec names them:
-/// - replicated: every rank holds and looks up the whole table;
-/// - column: each rank holds a range of every row's columns (the dot interaction sums the
-///   ranks' partial dots);
-/// - row: each rank holds a near-equal range of rows and pools the ids that fall in it (the
-///   ranks' partial sums are added);
-/// - table: the whole table on one rank, the tables balanced over the ranks by size (the
-///   owner's pooled output reaches the others by the same sum: theirs are zeros).
-enum class table_sharding { replicated, column, row, table };
-const char* to_string(table_sharding s);
-/// "replicated", "column", "row" or "table"; nullopt for anything else.
-std::optional<table_sharding> parse_table_sharding(std::string_view s);
+/// One table's split over "tp": how (graph/layers.hpp), and for a table-wise table the rank
+/// that holds it (-1: completion balances the tables by size).
+struct table_split {
+  table_sharding how = table_sharding::replicated;
+  int owner = -1;
+  friend bool operator==(const table_split&, const table_split&) = default;
+};
 
 struct dlrm_config {
   std::int64_t dense = 13;                         // dense features (input "dense")
@@ -51,9 +45,10 @@ struct dlrm_config {
   std::vector<std::int64_t> top{512, 256};         // hidden widths of the top MLP (then 1)
   std::vector<dlrm_table> tables;
   /// How the tables live on the tensor-parallel ranks ("tp"); one choice for all of them,
-  /// or one per table (`per_table`, by table index, overriding `sharding`).
+  /// or one per table (`per_table`, by table index, overriding `sharding`; the planner's
+  /// choice, planner/table_placement.hpp).
   table_sharding sharding = table_sharding::replicated;
-  std::vector<table_sharding> per_table;
+  std::vector<table_split> per_table;
 };
 
 struct dlrm_model {

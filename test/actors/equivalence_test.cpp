@@ -355,7 +355,7 @@ TEST_CASE("DLRM with column-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal 
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.sharding = apps::table_sharding::column;
+    c.sharding = table_sharding::column;
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
@@ -383,7 +383,7 @@ TEST_CASE("DLRM with row-sharded tables: tp2, tp3, dp2 tp2 and tp2 pp2 equal the
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.sharding = apps::table_sharding::row;
+    c.sharding = table_sharding::row;
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
@@ -422,7 +422,7 @@ TEST_CASE(
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.sharding = apps::table_sharding::table;
+    c.sharding = table_sharding::table;
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config opt = sgd_config{.lr = 0.1f, .momentum = 0.9f};
@@ -458,11 +458,11 @@ TEST_CASE(
   CHECK(rows_held["emb.c"] == std::vector<std::int64_t>{0, 5});
 }
 
-TEST_CASE("DLRM with a different sharding per table: row, column and table-wise in one model equal the serial run") {
+TEST_CASE("DLRM with a different sharding per table: row, column and table-wise on rank 1 equal the serial run") {
   const std::int64_t batch = 16;
   actors::model_fn model = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.per_table = {apps::table_sharding::row, apps::table_sharding::column, apps::table_sharding::table};
+    c.per_table = {{table_sharding::row}, {table_sharding::column}, {table_sharding::table, 1}};
     return apps::build_dlrm(g, c, b).loss;
   };
   optimizer_config plain = sgd_config{.lr = 0.1f};

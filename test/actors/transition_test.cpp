@@ -199,7 +199,7 @@ TEST_CASE("DLRM with table-wise sharded tables: tp2, then tp3, then dp2: the tab
   // each transition moves whole tables (with their Adagrad sums) from one owner to another
   const actors::model_fn dlrm = [](graph& g, std::int64_t b) {
     apps::dlrm_config c = toy_dlrm();
-    c.sharding = apps::table_sharding::table;
+    c.sharding = table_sharding::table;
     return apps::build_dlrm(g, c, b).loss;
   };
   const optimizer_config opt = adagrad_config{.lr = 0.05f};

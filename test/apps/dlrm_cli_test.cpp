@@ -211,8 +211,44 @@ TEST_CASE(
   }
   auto unknown = run(DLRM_BINARY, job + " --model.table-sharding=rows");
   CHECK(unknown.exit_code == 2);
-  CHECK(unknown.err.find("--model.table-sharding: 'rows' is not replicated, column, row or table") !=
+  CHECK(unknown.err.find("--model.table-sharding: 'rows' is not auto, replicated, column, row or table") !=
         std::string::npos);
   fs::remove(serial);
   fs::remove(sharded);
+}
+
+TEST_CASE("dlrm --model.table-sharding=auto: the planner's choice per table, explained, trains as serial") {
+  criteo_pair files;
+  const std::string serial = cohort::test::temp_path("dlrm", "auto-serial.jsonl"),
+                    chosen = cohort::test::temp_path("dlrm", "auto-tp2.jsonl"),
+                    profile = cohort::test::temp_path("dlrm", "no-profile.json");  // absent: the defaults
+  const std::string job = files.args() + " --train.steps=10 --cluster.profile=" + profile;
+  auto a = run(DLRM_BINARY, job + " --plan.mode=serial --metrics.file=" + serial);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.err);
+  auto b = run(DLRM_BINARY, job + " --plan.tp=2 --metrics.file=" + chosen);
+  REQUIRE_MESSAGE(b.exit_code == 0, b.err);
+  CHECK(b.summary["table_sharding"] == "auto");
+  REQUIRE(b.summary["tables"].size() == 26);
+  for (const auto& [name, how] : b.summary["tables"].items()) {
+    CAPTURE(name);
+    const std::string h = how;
+    CHECK((h == "replicated" || h == "row" || h == "column" || h == "table@0" || h == "table@1"));
+  }
+  CHECK(b.err.find("tables: per rank ") != std::string::npos);
+  CHECK(b.err.find("(not measured: from the memory bandwidth; --cluster.calibrate measures them)") !=
+        std::string::npos);
+  const double worst =
+      cohort::test::worst_relative(cohort::test::metrics_losses(chosen), cohort::test::metrics_losses(serial));
+  CHECK(worst <= 1e-5);
+  // one rank of tensor parallelism: nothing to choose
+  auto c = run(DLRM_BINARY, job + " --plan.dp=2");
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  CHECK_FALSE(c.summary.contains("tables"));
+  // processes could see other machines' profiles: auto is refused across them
+  auto d = run(DLRM_BINARY, job + " --plan.tp=2 --launch.nproc=2");
+  CHECK(d.exit_code == 2);
+  CHECK(d.err.find("--model.table-sharding=auto chooses on one machine's profile; across processes name it") !=
+        std::string::npos);
+  fs::remove(serial);
+  fs::remove(chosen);
 }

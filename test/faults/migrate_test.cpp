@@ -129,7 +129,16 @@ TEST_SUITE("elastic") {
     CHECK(r.summary["recoveries"][0]["lost"] == "process 0");
     INFO(r.err);  // the job's log, where a check below fails
     const auto& tr = r.summary["transitions"];
-    REQUIRE((tr.size() == 1 || tr.size() == 2));  // the move, and its undoing where it made the step slower
+    // the move; where process 2 still runs slowest with the slowed rank alone, that rank's move
+    // too; and the undoing of a move that made the step slower, after which nothing moves
+    REQUIRE(!tr.empty());
+    CHECK(tr.size() <= 3);
+    for (std::size_t i = 1; i < tr.size(); ++i) {
+      const std::string later = tr[i]["why"];
+      CAPTURE(later);
+      CHECK((later.find("process 2 runs") == 0 || later.find("moving rank") == 0));
+      if (later.find("moving rank") == 0) CHECK(i + 1 == tr.size());
+    }
     CHECK(tr[0]["cause"] == "straggler");
     const std::string moved = tr[0]["moved"], why = tr[0]["why"];
     MESSAGE(moved << ": " << why);

@@ -252,3 +252,23 @@ TEST_CASE("a re-plan on this machine prices its devices with the threads it is g
   REQUIRE(four.ok());
   CHECK(four->predicted->step_s < two->predicted->step_s);
 }
+
+TEST_CASE("a machine profile keeps the embedding path's rates, and a negative one is refused naming the field") {
+  const auto path = scratch("embedding-rates-profile.json");
+  machine_profile p;
+  p.lookup_bytes_per_s = 1.25e9;
+  p.sparse_update_bytes_per_s = 0.75e9;
+  REQUIRE(save_profile(path.string(), p));
+  auto loaded = load_profile(path.string());
+  REQUIRE(loaded.ok());
+  CHECK(loaded->lookup_bytes_per_s == 1.25e9);
+  CHECK(loaded->sparse_update_bytes_per_s == 0.75e9);
+  CHECK(describe(*loaded).find("lookup 1.25 GB/s, sparse update 0.75 GB/s") != std::string::npos);
+  write(path, R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10, "memory_bandwidth_bytes_per_s": 1e10,
+    "refits": 0, "lookup_bytes_per_s": -1, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.9, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6}})");
+  auto bad = load_profile(path.string());
+  REQUIRE(!bad);
+  CHECK(bad.error().message == path.string() + ": profile.lookup_bytes_per_s: expected a non-negative number");
+  fs::remove(path);
+}
