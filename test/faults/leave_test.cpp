@@ -65,8 +65,11 @@ TEST_SUITE("elastic") {
 
   TEST_CASE("a node that gets SIGTERM leaves at the next step boundary and its pipeline stage moves") {
     // pp3 over 3: stage 2's process gets SIGTERM after step 12 and leaves once step 13 is done;
-    // its stage moves to another process (the plan kept, placed unevenly)
-    const std::string job = mlp_job + " --plan.pp=3 --plan.micro-batches=2 --launch.nproc=3";
+    // its stage moves to another process (the plan kept, placed unevenly). The cuts are named:
+    // one stage per Linear layer (forward nodes 0-2, 3-5, 6-8: matmul, bias, relu or loss), so
+    // stage 2 holds the last layer whatever this machine's profile (the balanced cutter may leave
+    // it only the loss, and nothing to move)
+    const std::string job = mlp_job + " --plan.pp=3 --plan.cuts=3,6 --plan.micro-batches=2 --launch.nproc=3";
     const std::string clean_metrics = temp_path("pp-clean.jsonl"), metrics = temp_path("pp.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
     REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
@@ -77,7 +80,8 @@ TEST_SUITE("elastic") {
     CHECK(r.summary["transitions"][0]["from"] == r.summary["transitions"][0]["to"]);  // the user's plan, kept
     CHECK(r.summary["transitions"][0]["predicted_step_s_after"].is_null());           // kept unevenly: not predicted
     CHECK(r.summary["transitions"][0]["measured_step_s_after"].get<double>() > 0);
-    CHECK(r.summary["transitions"][0]["bytes_moved"].get<double>() > 0);
+    // the last layer's 128x10 weight and 10 biases, each value with AdamW's two moments, in f32
+    CHECK(r.summary["transitions"][0]["bytes_moved"].get<double>() == (128.0 * 10 + 10) * 3 * 4);
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
