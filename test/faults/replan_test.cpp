@@ -84,8 +84,12 @@ TEST_SUITE("failure") {
       CHECK(std::equal(a.begin(), a.begin() + restored_at, b.begin()));  // the same plan up to the restored state
       const double after = cohort::test::max_relative_difference(a, b, static_cast<std::size_t>(restored_at) + 1);
       MESSAGE(name << ": max relative loss difference after the re-plan " << after);
-      CHECK(after <= 1e-5);
-      CHECK(std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01);
+      // a failure says how the run recovered (its stderr): a rare divergence seen once under heavy
+      // load has not been reproduced since
+      CHECK_MESSAGE(after <= 1e-5, r.err << "\nthe fault-free run's plan: " << clean.summary["plan"].dump());
+      CHECK_MESSAGE(
+          std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01,
+          r.err);
     }
   }
 
