@@ -29,27 +29,21 @@ std::string summary_of_rows(const std::vector<std::int64_t>& rows) {
   return std::to_string(rows.size()) + " tables, " + std::to_string(total) + " rows";
 }
 
-// --model.table-sharding=auto: the planner's choice per table for the plan's tensor-parallel
-// ranks (planner/table_placement.hpp), from the machine profile's lookup and update rates and
-// in-process link, and this machine's memory shared by the job's ranks. Sets model.per_table
-// and returns the explanation for stderr. One process only: processes on other machines could
-// see other profiles and build other models.
-result<std::string> choose_table_sharding(const app& a, dlrm_config& model) {
+// --model.table-sharding=auto: the planner's choice per table for `tp` tensor-parallel ranks
+// in `dp` replicas and `pp` stages (planner/table_placement.hpp), from the machine profile's
+// lookup and update rates and in-process link, and this machine's memory shared by the job's
+// ranks. Sets model.per_table (left empty for tp = 1: every table replicated) and returns the
+// explanation (a line per kind, without the last newline).
+result<std::string> place_tables_for(const app& a, dlrm_config& model, std::int64_t tp, std::int64_t dp,
+                                     std::int64_t pp) {
+  model.per_table.clear();
+  model.sharding = table_sharding::replicated;
+  if (tp <= 1) return std::string{};
   const auto& plan = a.plan();
-  const std::int64_t tp = std::max<std::int64_t>(plan.tp, 1);
-  if (plan.mode != planner::plan_mode::manual || tp == 1) {
-    model.sharding = table_sharding::replicated;
-    return std::string{};
-  }
-  if (plan.dist.nproc > 1 || !plan.dist.join.empty() || plan.dist.world > 1)
-    return make_error(errc::invalid_argument,
-                      "--model.table-sharding=auto chooses on one machine's profile; across processes name it: "
-                      "--model.table-sharding=table, row, column or replicated");
   auto profile =
       planner::load_profile(plan.cluster_profile.empty() ? planner::default_profile_path() : plan.cluster_profile);
   if (!profile) return profile.error();
   planner::table_request r;
-  const std::int64_t dp = std::max<std::int64_t>(plan.dp, 1), pp = std::max<std::int64_t>(plan.pp, 1);
   const double replica_rows = static_cast<double>(a.train().batch) / static_cast<double>(dp);
   for (const auto& t : model.tables)
     r.tables.push_back({"emb." + t.input, t.rows, model.dim, replica_rows * static_cast<double>(t.bag)});
@@ -75,9 +69,30 @@ result<std::string> choose_table_sharding(const app& a, dlrm_config& model) {
   if (!placed) return placed.error();
   if (!placed->fits)
     return make_error(errc::invalid_argument, "--model.table-sharding=auto: " + placed->what_would_fit);
-  model.per_table.clear();
   for (const auto& c : placed->tables) model.per_table.push_back({c.how, c.owner});
-  return planner::explain(r, *placed);
+  std::string explained = planner::explain(r, *placed);
+  if (!explained.empty() && explained.back() == '\n') explained.pop_back();
+  return explained;
+}
+
+// The summary's "tables": each table's sharding ("table@R" for one whole on rank R); empty
+// when the model's one --model.table-sharding holds for all.
+json tables_summary(const dlrm_config& model) {
+  json tables = json::object();
+  for (std::size_t i = 0; i < model.per_table.size() && i < model.tables.size(); ++i)
+    tables["emb." + model.tables[i].input] = model.per_table[i].how == table_sharding::table
+                                                 ? std::string("table@") + std::to_string(model.per_table[i].owner)
+                                                 : std::string(to_string(model.per_table[i].how));
+  return tables;
+}
+
+// Whether --model.table-sharding=auto chooses with the plan (apps/driver/joint_plan.hpp): the
+// planner chooses the degrees, in one process (processes elsewhere could see other profiles and
+// build other models; across processes the tables stay replicated unless named).
+bool tables_with_the_plan(const app& a) {
+  const auto& plan = a.plan();
+  return plan.mode == planner::plan_mode::automatic && plan.file.empty() && plan.cluster_file.empty() &&
+         plan.dist.nproc <= 1 && plan.dist.join.empty() && plan.dist.world <= 1;
 }
 
 // The test AUCs of two baselines that look at the movie only: its number of training ratings
@@ -213,20 +228,35 @@ int main(int argc, char** argv) {
       return make_error(errc::invalid_argument, "--data.name must be criteo or movielens, not '" + data_name + "'");
     }
     j.summary["embedding_dim"] = model.dim;
-    if (auto_sharding) {
-      auto explained = choose_table_sharding(a, model);
-      if (!explained) return explained.error();
-      if (!explained->empty()) j.note += (j.note.empty() ? "" : "\n") + explained->substr(0, explained->size() - 1);
+    const auto& plan = a.plan();
+    if (auto_sharding && plan.mode == planner::plan_mode::manual) {  // for the degrees given
+      if (plan.dist.nproc > 1 || !plan.dist.join.empty() || plan.dist.world > 1) {
+        if (plan.tp > 1)
+          return make_error(errc::invalid_argument,
+                            "--model.table-sharding=auto chooses on one machine's profile; across processes name it: "
+                            "--model.table-sharding=table, row, column or replicated");
+      } else {
+        auto explained = place_tables_for(a, model, std::max<std::int64_t>(plan.tp, 1),
+                                          std::max<std::int64_t>(plan.dp, 1), std::max<std::int64_t>(plan.pp, 1));
+        if (!explained) return explained.error();
+        if (!explained->empty()) j.note += (j.note.empty() ? "" : "\n") + *explained;
+      }
+    } else if (auto_sharding) {
+      model.sharding = table_sharding::replicated;  // unless the planner plans a variant per degree
+      if (tables_with_the_plan(a))
+        j.variants = [&](int tp, int dp) -> result<model_variant> {
+          auto variant = std::make_shared<dlrm_config>(model);
+          auto explained = place_tables_for(a, *variant, tp, dp, 1);
+          if (!explained) return explained.error();
+          model_variant v;
+          v.model = [variant](graph& g, std::int64_t batch) { return build_dlrm(g, *variant, batch).loss; };
+          v.note = tp > 1 ? *explained : "tables: every one replicated (one tensor-parallel rank)";
+          if (tp > 1) v.summary["tables"] = tables_summary(*variant);
+          return v;
+        };
     }
     j.summary["table_sharding"] = sharding;
-    if (!model.per_table.empty()) {
-      json tables = json::object();
-      for (std::size_t i = 0; i < model.tables.size(); ++i)
-        tables["emb." + model.tables[i].input] = model.per_table[i].how == table_sharding::table
-                                                     ? std::string("table@") + std::to_string(model.per_table[i].owner)
-                                                     : std::string(to_string(model.per_table[i].how));
-      j.summary["tables"] = tables;
-    }
+    if (!model.per_table.empty()) j.summary["tables"] = tables_summary(model);
     j.model = [&](graph& g, std::int64_t batch) { return build_dlrm(g, model, batch).loss; };
     j.data = [&](std::int64_t step) { return sampler->batch_at(step); };
     j.sparse_tables = sparse_tables;  // where the optimizer allows (plain SGD, Adagrad)

@@ -350,10 +350,11 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing[k].update_s = reduce + update;
     out.stages[k].update_comm_s = reduce;  // scaled to the task's wall time below
     dp_comm = std::max(dp_comm, reduce);
-    // parameters and gradients in the compute type; master weights (mixed precision) and
-    // optimizer state on the owner
-    double memory = params[k] * 2.0 * bytes_scale + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
-                    activations[k] * in_flight[k] + layer_peak[k];
+    // parameters and gradients in the compute type (a sparse table's gradient is its entries,
+    // never a dense table, unless a sharded plan's flat buffer holds one); master weights
+    // (mixed precision) and optimizer state on the owner
+    double memory = (params[k] + grads / bytes_scale + entries) * bytes_scale +
+                    owned * (slots + (o.half_precision ? 1.0 : 0.0)) + activations[k] * in_flight[k] + layer_peak[k];
     peak = std::max(peak, memory);
   }
   const std::size_t first = on_host ? 1 : 0;  // the simulator's index of the first accelerator stage

@@ -197,6 +197,7 @@ int app::train_job(const job& j) {
   training_job t;
   t.app = name_;
   t.model = j.model;
+  t.variants = j.variants;
   t.data = j.data;
   t.batch = train_.batch;
   t.steps = train_.steps;
@@ -216,7 +217,9 @@ int app::train_job(const job& j) {
   if (!r) return fail(name_, r.error().message, exit_code_for(r.error()));
   if (!r->report) return 0;  // process 0 of the job reports
   if (r->plan_only) {
-    print_summary({{"app", name_}, {"plan", r->plan}});
+    json planned = {{"app", name_}, {"plan", r->plan}};
+    for (auto& [k, v] : r->model_summary.items()) planned[k] = v;
+    print_summary(planned);
     return 0;
   }
   json summary = j.summary;
@@ -244,6 +247,7 @@ int app::train_job(const job& j) {
     summary["exported"] = plan_.checkpoint.export_file;
   }
   if (!r->prediction.empty()) summary["prediction"] = r->prediction;
+  for (auto& [k, v] : r->model_summary.items()) summary[k] = v;
   if (j.evaluate) {
     auto extra = j.evaluate(r->parameters);
     if (!extra) return fail(name_, extra.error().message, 1);

@@ -68,6 +68,10 @@ struct job {
   /// On the reporting process, after training: more summary fields from the trained model
   /// (e.g. {"test_accuracy": 0.87}). An error fails the run (exit 1).
   std::function<result<json>(const parameter_store& trained)> evaluate;
+  /// A model whose layout depends on the tensor-parallel degree (a recommender's tables): under
+  /// --plan.mode=auto in one process the planner chooses the degree and the variant together
+  /// (training_job::variants); elsewhere `model` runs.
+  model_variants variants;
   /// Train nothing: evaluate the model of --init.from (as --train.steps=0 does), e.g. to
   /// sample from it. Without --init.from: exit 2.
   bool evaluate_only = false;

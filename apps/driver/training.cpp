@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "actors/calibration.hpp"
 #include "actors/link_measure.hpp"
+#include "apps/driver/joint_plan.hpp"
 #include "apps/driver/training_loop.hpp"
 #include "kernels/trainer.hpp"
 #include "planner/run_refit.hpp"
@@ -266,11 +268,25 @@ result<training_result> train_here(const training_job& job, const plan_options& 
   plan_options here = plan;  // --plan.processes: the job's threads, one rank per process unless told
   here.data_plane = to_string(plan.dist.transport);
   if (here.processes > 1 && here.ranks == 0 && here.mode == planner::plan_mode::automatic) here.ranks = here.processes;
-  auto prepared = prepare_planning(job, here, job.threads * static_cast<int>(here.processes));
-  if (!prepared) return prepared.error();
-  auto setup = std::make_shared<planner::planning_setup>(std::move(*prepared));
-  auto choice = planner::choose_plan(*setup, here);
-  if (!choice) return choice.error();
+  const int planned_threads = job.threads * static_cast<int>(here.processes);
+  std::shared_ptr<planner::planning_setup> setup;
+  result<planner::plan_choice> choice = make_error(errc::invalid_argument, "not planned");
+  std::optional<joint_plan> joint;  // a model whose tables depend on the degree: chosen with the plan
+  if (plans_jointly(job, here)) {
+    auto j = plan_jointly(job, here, planned_threads);
+    if (!j) return j.error();
+    joint = std::move(*j);
+    if (plan.dist.reports()) std::fprintf(stderr, "%s\n", joint->explanation.c_str());
+    setup = joint->setup;
+    choice = joint->choice;
+  } else {
+    auto prepared = prepare_planning(job, here, planned_threads);
+    if (!prepared) return prepared.error();
+    setup = std::make_shared<planner::planning_setup>(std::move(*prepared));
+    choice = planner::choose_plan(*setup, here);
+    if (!choice) return choice.error();
+  }
+  const training_job& chosen = joint ? joint->job : job;
   const double planning_s = seconds_since(planning_start);
   if (!plan.list.empty()) {
     std::FILE* f = std::fopen(plan.list.c_str(), "w");
@@ -298,6 +314,10 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     const auto replan_start = std::chrono::steady_clock::now();
     if (auto again = planner::choose_plan(*setup, plan); again) r.plan["replan_s"] = seconds_since(replan_start);
     r.plan["parameters"] = setup->analysis->param_bytes / 4.0;
+    if (joint) {
+      r.plan["by_tp"] = joint->candidates;
+      r.model_summary = joint->model_summary;
+    }
     if (setup->cluster) r.plan["device_profile"] = setup->devices_profile.source;
     if (choice->predicted) {
       // model FLOPs utilisation: the step's forward and backward FLOPs (recomputation not
@@ -316,14 +336,14 @@ result<training_result> train_here(const training_job& job, const plan_options& 
   if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
   start_report(loop, plan, *choice, 1);
   if (auto st = start_live_metrics(loop, plan, *choice, 1, {}, {}, {}); !st) return st.error();
-  training_job with_note = job;
+  training_job with_note = chosen;
   char line[320];
   if (choice->predicted)
     std::snprintf(line, sizeof line, "plan: %s (%s, predicted %.4g ms per step)",
                   planner::describe(choice->plan).c_str(), choice->how.c_str(), choice->predicted->step_s * 1e3);
   else
     std::snprintf(line, sizeof line, "plan: %s (%s)", planner::describe(choice->plan).c_str(), choice->how.c_str());
-  with_note.note = job.note.empty() ? line : job.note + "\n" + line;
+  with_note.note = chosen.note.empty() ? line : chosen.note + "\n" + line;
   // the online refit is the planner actor's: once after 10 timed steps (saved, so a run that is
   // stopped later still leaves it behind), and from every timed step at the end
   auto refit =
@@ -333,6 +353,10 @@ result<training_result> train_here(const training_job& job, const plan_options& 
     o.planning = setup;
     o.refit = refit;
   });
+  if (r && joint) {
+    r->plan["by_tp"] = joint->candidates;
+    r->model_summary = joint->model_summary;
+  }
   if (r && loop.trace)
     if (auto st = write_trace(plan.trace.file, loop.trace->events(),
                               {{"plan", planner::describe(choice->plan)}, {"processes", 1}});

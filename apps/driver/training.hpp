@@ -63,9 +63,24 @@ struct plan_options : planner::plan_request {
   status finish(const option_set& opts);
 };
 
+/// One tensor-parallel degree's version of a model whose layout depends on it (a recommender's
+/// tables, each placed for that many ranks): the model, the line that explains it, and the
+/// summary fields it adds.
+struct model_variant {
+  std::function<var(graph&, std::int64_t batch)> model;
+  std::string note;
+  json summary = json::object();
+};
+/// The variant for `tp` tensor-parallel ranks in `dp` data-parallel replicas; an error when the
+/// model cannot take that degree (it is then not a candidate).
+using model_variants = std::function<result<model_variant>(int tp, int dp)>;
+
 struct training_job {
   std::string app;  // "mlp", "gpt": progress label and messages
   std::function<var(graph&, std::int64_t batch)> model;
+  /// Under --plan.mode=auto, in one process: the planner plans each degree's variant with that
+  /// degree fixed and the run trains the fastest (joint_plan.hpp); `model` is then unused.
+  model_variants variants;
   std::function<std::map<std::string, tensor>(std::int64_t step)> data;  // the global batch
   std::int64_t batch = 0, steps = 0, warmup = 0;
   std::int64_t first_step = 0;        // steps done before (a resumed run; set by train())
@@ -102,6 +117,7 @@ struct training_result {
   bool plan_only = false;                   // --plan.only: nothing was trained
   bool report = true;                       // false on a job's other processes: process 0 reports
   std::int64_t left_after = -1;             // a node that left the running job: after this many steps
+  json model_summary = json::object();      // the chosen model variant's fields (training_job::variants)
   std::shared_ptr<run_record> report_page;  // --report.file: the page's record (the app finishes it)
   std::shared_ptr<void> metrics_endpoint;   // --metrics.listen: serving until released (the app lingers)
 };
