@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
       .add("model.top", model.top, "hidden widths of the top MLP (interaction -> ... -> 1)")
       .add("model.table-sharding", sharding,
            "how the tables live on the tensor-parallel ranks (--plan.tp): auto (the planner chooses per table from "
-           "the ranks' memory, the calibrated lookup and update rates and the link; replicated unless tp > 1), "
+           "the ranks' memory, the calibrated lookup and update rates and the link; replicated unless tp > 1; under "
+           "--plan.mode=auto in one process, for each degree it considers, the degree and the tables together), "
            "replicated (each holds all of every table), column (each a range of every row's columns), row (each a "
            "range of every table's rows) or table (each table whole on one rank, balanced by size)")
       .add("model.sparse", sparse_tables,

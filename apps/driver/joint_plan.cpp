@@ -23,7 +23,9 @@ result<joint_plan> plan_jointly(const training_job& job, const plan_options& p, 
   double best = 0;
   bool found = false;
   for (int tp = 1; tp <= devices; ++tp) {
-    if (devices % tp != 0 || (p.tp > 0 && p.tp != tp)) continue;
+    // with --plan.ranks the plan uses every device; without it the planner also tries fewer
+    // ranks, so a degree that does not divide the cores still has plans
+    if ((p.ranks > 0 && devices % tp != 0) || (p.tp > 0 && p.tp != tp)) continue;
     json row = {{"tp", tp}};
     auto refuse = [&](const std::string& why) {
       row["error"] = why;

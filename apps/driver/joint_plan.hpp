@@ -46,8 +46,9 @@ struct joint_plan {
 /// --plan.file) and it plans for this machine (no --cluster.file).
 bool plans_jointly(const training_job& job, const plan_options& p);
 
-/// For each tensor-parallel degree t the devices allow (a --plan.tp fixes it), the variant
-/// for t ranks in as many replicas as the rest of the devices hold, planned with tp = t;
+/// For each tensor-parallel degree t the devices allow (a --plan.tp fixes it; with
+/// --plan.ranks, t divides them), the variant for t ranks in as many whole replicas as the
+/// devices hold, planned with tp = t;
 /// the fastest predicted plan that fits wins (the smaller degree on a near tie). Errors: no
 /// degree gave a plan (each degree's reason), a profile that cannot be read.
 result<joint_plan> plan_jointly(const training_job& job, const plan_options& p, int threads);
