@@ -75,8 +75,12 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
   for (int p = 0; p < o_.world; ++p) expected += p != process_ && live[static_cast<std::size_t>(p)] ? 1 : 0;
   std::vector<tcp_socket> followers(static_cast<std::size_t>(o_.world));
   int arrived = 0;
-  while (arrived < expected && clock::now() < deadline && standby_) {
-    auto s = standby_->accept(left_until(deadline));
+  // once a majority is in, the others get one heartbeat timeout more: a live node notices the
+  // coordinator's loss within it, and a node that died with the coordinator never comes (the
+  // others' waits for the new membership must not run out meanwhile)
+  auto until = deadline;
+  while (arrived < expected && clock::now() < until && standby_) {
+    auto s = standby_->accept(left_until(until));
     if (!s) continue;
     if (auto st = authenticate_server(*s, o_.secret, std::min(o_.auth_timeout, left_until(deadline))); !st) {
       std::fprintf(stderr, "cohort: refused a connection to the standby port: %s\n", st.error().message.c_str());
@@ -100,6 +104,7 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     }
     followers[static_cast<std::size_t>(v[0])] = std::move(*s);
     ++arrived;
+    if (arrived + 1 == needed) until = std::min(deadline, clock::now() + o_.heartbeat_timeout);
   }
   const int reached = arrived + 1;
   const int members = expected + 1 + 1;  // the followers expected, this process, the lost coordinator
@@ -189,7 +194,9 @@ bool control_plane::follow(lost_node& n, int successor, std::uint64_t epoch) {
       why = st.error().message;
       continue;
     }
-    auto m = control::read_message(*s, o_.generation, control::small_payload, left_until(deadline));
+    // the successor answers once it has waited for the others, which may take its whole wait
+    // from when it noticed the loss, later than this node did: as long again from here
+    auto m = control::read_message(*s, o_.generation, control::small_payload, wait + milliseconds(1000));
     if (!m) {
       why = m.error().message;
       break;  // it took this node in and then failed or gave up: no second try

@@ -297,7 +297,9 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       return g.connect(plan, owner);
     };
     if (p.dist.recover) {  // a lost node leaves the job running: the coordinator hands its ranks on
-      const auto wait = std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 5000);
+      // a loss is noticed within the heartbeat timeout; a lost coordinator's successor then
+      // waits up to twice that plus a second for the others (control_succession.cpp)
+      const auto wait = std::chrono::milliseconds(3 * p.dist.heartbeat_timeout_ms + 6000);
       // the membership after `epoch` (within `timeout`), as the runtime sees it
       auto wait_for_change = [&g](std::uint64_t epoch,
                                   std::chrono::milliseconds timeout) -> result<actors::job_membership> {

@@ -157,7 +157,7 @@ TEST_SUITE("elastic") {
     CHECK(cohort::test::metrics_losses(metrics) == by_hand);  // bit for bit: the same samples, rates and plans
   }
 
-  TEST_CASE("four processes, one leaves on SIGTERM and another joins: every loss equals the fixed-size run's") {
+  TEST_CASE("four processes: one leaves on SIGTERM and another joins: every loss equals the fixed-size run's") {
     const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
     const std::string clean_metrics = temp_path("433-clean.jsonl"), metrics = temp_path("433.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
@@ -211,7 +211,7 @@ TEST_SUITE("elastic") {
     CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
-  TEST_CASE("gpt with the planner's plan over 3 processes: one SIGKILLed, the job re-plans for 2 and goes on") {
+  TEST_CASE("gpt with the planner's plan over 3 processes: one SIGKILLed and the job re-plans for 2 and goes on") {
     const std::string job =
         "--model.layers=2 --model.d=32 --model.heads=2 --model.seq=16 --train.batch=12 --train.steps=16 "
         "--train.threads=1 --fault.recover=true --launch.nproc=3" +
@@ -234,7 +234,7 @@ TEST_SUITE("elastic") {
   }
 
   TEST_CASE(
-      "gpt with the planner's plan over 3 processes: the coordinator SIGKILLed, process 1 takes over and re-plans") {
+      "gpt with the planner's plan over 3 processes: the coordinator SIGKILLed and process 1 takes over and re-plans") {
     // process 0 holds pipeline stage 0 and is the coordinator: its rank comes back from its
     // buddy copy, process 1 leads (2 of 3 reach it) and its planner re-plans for 2 processes
     const std::string job =

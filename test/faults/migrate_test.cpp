@@ -45,7 +45,7 @@ TEST_SUITE("elastic") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
-  TEST_CASE("a pipeline stage moves to the other process with the same losses, and a move that cannot be is not made") {
+  TEST_CASE("a pipeline stage moves to the other process with the same losses and a move that cannot be is not made") {
     const std::string job = mlp_job + " --plan.pp=4 --plan.micro-batches=2 --launch.nproc=2";
     const std::string clean_metrics = temp_path("pp-clean.jsonl"), metrics = temp_path("pp.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);

@@ -158,6 +158,34 @@ TEST_SUITE("failure") {
     CHECK(seen == expected);
   }
 
+  TEST_CASE(
+      "the coordinator and another node lost at once: process 1 takes over mid-recovery with the fault-free losses") {
+    // dp5 over 5 (3 of 5 remain: a majority): process 4 and process 0 both killed after step 10;
+    // process 0's loss lands before, during or after the recovery from process 4's, which
+    // process 0 was leading: the successor finishes or starts it again, every loss bit for bit
+    const std::string job = mlp_job + " --plan.dp=5 --launch.nproc=5";
+    const std::string clean_metrics = temp_path("lead-mid-clean.jsonl"), metrics = temp_path("lead-mid.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      auto r = run(MLP_BINARY, job +
+                                   " --fault.signal=KILL --fault.signal-rank=4,0 --fault.signal-step=10,10 "
+                                   "--metrics.file=" +
+                                   metrics);
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      CHECK(r.err.find("process 1 took over as the coordinator") != std::string::npos);
+      CHECK(r.err.find("restarting all") == std::string::npos);  // nobody restarted
+      CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+      CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+      std::string lost;
+      for (const auto& rec : r.summary["recoveries"]) lost += rec["lost"].get<std::string>() + ";";
+      MESSAGE("round " << round << ": " << lost);
+      CHECK(lost.find("process 0") != std::string::npos);
+      CHECK(lost.find("process 4") != std::string::npos);
+    }
+  }
+
   TEST_CASE("after the coordinator's loss a replacement takes a later lost process's place at the new coordinator") {
     // process 0 lost after step 8 (process 1 takes over; nobody takes process 0's place), process
     // 3 after step 16: the launcher starts its replacement pointed at process 1's standby port
@@ -185,7 +213,7 @@ TEST_SUITE("failure") {
     CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
-  TEST_CASE("the coordinator lost among 2: no majority, the launcher restarts the job from its checkpoint") {
+  TEST_CASE("the coordinator lost among 2: no majority so the launcher restarts the job from its checkpoint") {
     const std::string job = mlp_job + " --plan.dp=2 --launch.nproc=2";
     const std::string clean_metrics = temp_path("lead2-clean.jsonl");
     auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);

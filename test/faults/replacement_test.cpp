@@ -57,7 +57,7 @@ TEST_SUITE("failure") {
     }
   }
 
-  TEST_CASE("with no replacement in time the others take over, and bad replacement options exit 2") {
+  TEST_CASE("with no replacement in time the others take over and bad replacement options exit 2") {
     // a replacement is waited for but none comes (the launcher has no restart left)
     const std::string job = mlp_job + " --plan.dp=2 --launch.nproc=2";
     const std::string clean_metrics = temp_path("none-clean.jsonl"), metrics = temp_path("none.jsonl");
