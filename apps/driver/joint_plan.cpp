@@ -66,8 +66,7 @@ result<joint_plan> plan_jointly(const training_job& job, const plan_options& p, 
     if (found && step >= best * (1 - planner::near_tie_fraction)) continue;
     found = true;
     best = step;
-    out.job = v;
-    out.job.note = job.note.empty() ? variant->note : job.note + (variant->note.empty() ? "" : "\n" + variant->note);
+    out.job = v;  // its note stays the job's: the variant's lines are in the explanation already
     out.setup = std::make_shared<planner::planning_setup>(std::move(*setup));
     out.choice = std::move(*choice);
     out.model_summary = variant->summary;

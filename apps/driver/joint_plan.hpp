@@ -32,7 +32,7 @@
 namespace cohort::apps {
 
 struct joint_plan {
-  training_job job;  // the chosen variant's model, its note after the job's
+  training_job job;  // the job with the chosen variant's model (its note: in `explanation`)
   std::shared_ptr<planner::planning_setup> setup;
   planner::plan_choice choice;
   /// One entry per degree: {"tp", "plan", "predicted_step_s", the variant's summary} or
