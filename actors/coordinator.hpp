@@ -53,6 +53,7 @@ struct coordinator_state {
   std::vector<bool> live;                  // across processes: the job's processes that remain (by process)
   std::uint64_t membership_epoch = 0;      // the membership changes seen
   std::vector<bool> live_before_rejoin;    // the membership a recovery in progress started from
+  std::vector<bool> live_at_transition;    // the membership a transition in progress started from
   std::size_t replaced_before_rejoin = 0;  // replacements that had joined before it
   std::size_t replaced_seen = 0;           // replacements in the latest membership seen
   std::size_t joined_seen = 0;             // processes admitted into the running job, in the latest membership seen

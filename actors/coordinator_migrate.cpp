@@ -85,7 +85,7 @@ void migrate(self_ptr self, const transition_action& a, std::chrono::steady_cloc
       self, [=] { *shared = share(text, epoch); },
       [=] {
         auto& st = self->state;
-        if (!*shared) return fail(self, (*shared).error());
+        if (!*shared) return transition_lost(self, (*shared).error());
         const auto j = nlohmann::json::parse(**shared, nullptr, false);
         const auto malformed = make_error(errc::io_error, "the first process's migration is malformed");
         if (j.is_discarded() || !j.is_object()) return fail(self, malformed);

@@ -48,6 +48,10 @@ void join_running(self_ptr self);
 /// A plan transition at a step boundary (coordinator_transition.cpp): a change the run asked
 /// for, the re-plan after a lost process, processes leaving or joining.
 void transition(self_ptr self, const transition_action& a);
+/// A transition failed where the processes meet (a process lost while the plan was shared or
+/// the state moved), before this process installed the new plan: the old plan stays, the
+/// leavers count as members again, and the job recovers (step_protocol::on_transition_lost).
+void transition_lost(self_ptr self, const error& e);
 /// A decided plan, the same on every process: check it fits the processes, prepare it, move
 /// the state and install it (`cause`: request, loss, leave, join, straggler). `placement`: a
 /// migration's explicit placement of its ranks (empty: blocks over the live processes).

@@ -260,16 +260,32 @@ void export_pieces(self_ptr self, recovery_ptr r) {
   }
 }
 
+// The plan, its cuts and each rank's process, as a short fingerprint (FNV-1a, 64 bits, hex).
+std::string plan_key(const coordinator_state& s) {
+  std::string text = planner::describe(s.model->plan) + " |";
+  for (auto c : s.model->cuts) text += " " + std::to_string(c);
+  text += " |";
+  for (int o : s.owner) text += " " + std::to_string(o);
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 // Step 2: every remaining process's committed step and the job's loss of it — one may have seen
-// the loss of the step the others were still summing: the most steps done count — and the
-// buddy copies each keeps; then where each rank's state survives (without a copy anywhere: the
+// the loss of the step the others were still summing: the most steps done count —, the plan
+// it holds (they must all hold the same), and the buddy copies each keeps; then where each rank's state survives (without a copy anywhere: the
 // newest checkpoint).
 void agree(self_ptr self, recovery_ptr r) {
   auto& s = self->state;
   const std::int64_t mine = s.protocol->committed();
   const double my_loss = s.protocol->losses().empty() ? 0.0 : s.protocol->losses().back();
-  char line[96];
-  std::snprintf(line, sizeof line, "%lld %.17g", static_cast<long long>(mine), my_loss);
+  // the plan and placement this process holds (a process lost in the middle of a plan change
+  // may leave some processes with the new plan installed and others with the old one)
+  const std::string held = plan_key(s);
+  char line[128];
+  std::snprintf(line, sizeof line, "%lld %.17g plan %s", static_cast<long long>(mine), my_loss, held.c_str());
   std::string text = line;  // then the buddy copies this process keeps: " copies 1 3"
   if (r->holders[static_cast<std::size_t>(s.options.job->process)]) {
     std::string kept;
@@ -296,6 +312,16 @@ void agree(self_ptr self, recovery_ptr r) {
           if (l.empty()) continue;  // a lost process
           if (std::sscanf(l.c_str(), "%lld %lf", &c, &loss) != 2)
             return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
+          const auto key_at = l.find(" plan ");
+          if (key_at == std::string::npos)
+            return fail(self, a.failure, make_error(errc::io_error, "rejoin: a malformed line '" + l + "'"));
+          if (l.compare(key_at + 6, held.size(), held) != 0)
+            return fail(self, a.failure,
+                        make_error(errc::closed, "process " + std::to_string(p) + " holds another plan than " +
+                                                     planner::describe(st.model->plan) +
+                                                     " here: a process was lost while the plan changed on some of "
+                                                     "the others; with --checkpoint.dir and --launch.max-restarts the "
+                                                     "job restarts from its newest checkpoint"));
           if (c > r->agreed) r->agreed = c, r->agreed_loss = loss;
           const auto at = l.find(" copies ");
           if (at == std::string::npos) continue;
@@ -383,6 +409,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   }
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
+  if (a.in_transition) rec.interrupted = "plan change";
   rec.detect_s = s.protocol->last_detect_seconds();
   auto go_on = [=] { agree(self, r); };  // then where each lost rank's state survives
   if (rec.replacement.empty() || s.options.joining) return go_on();

@@ -64,6 +64,13 @@ void left(self_ptr self, transition_record rec, std::chrono::steady_clock::time_
   execute(self, s.protocol->on_left());
 }
 
+void transition_lost(self_ptr self, const error& e) {
+  auto& s = self->state;
+  if (s.options.job && !s.live_at_transition.empty()) s.live = s.live_at_transition;  // a leaver is a member again
+  if (s.fabric) s.fabric->close("the plan change failed: " + e.message);  // nothing waits on the old data plane
+  execute(self, s.protocol->on_transition_lost(e, clock_type::now()));
+}
+
 // The old pieces exported: move them to the new layout (in this process, or across processes
 // over the old data plane), then install the new plan.
 void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_ptr<std::vector<piece_state>> old,
@@ -157,13 +164,13 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
       },
       [=]() mutable {
         auto& st = self->state;
-        if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
+        if (!*exchanged) return transition_lost(self, (*exchanged).error());
         rec.connect_seconds = timed->first;
         rec.move_seconds = timed->second;
         rec.bytes_moved = transfer_bytes(t->copies, o.slots);
         rec.bytes_across_processes = bytes_across_processes(t->copies, o);
         if (leaving_here) return left(self, rec, started);
-        if (!*fabric) return execute(self, st.protocol->on_error((*fabric).error()));
+        if (!*fabric) return transition_lost(self, (*fabric).error());
         if (leave) {
           st.membership_epoch = (*members)->epoch;
           st.live = (*members)->live;
@@ -325,7 +332,7 @@ void replan(self_ptr self, std::int64_t step, std::chrono::steady_clock::time_po
   };
   decide_for_remaining(self, devices, [=](result<decided_plan> d, bool planners_error) {
     auto& st = self->state;
-    if (!d && !planners_error) return execute(self, st.protocol->on_error(d.error()));
+    if (!d && !planners_error) return transition_lost(self, d.error());
     if (!d) return keep(d.error().message);
     const std::string chosen = planner::describe(d->choice.plan);
     char note[64] = "";
@@ -365,7 +372,7 @@ void leave(self_ptr self, const transition_action& a, std::chrono::steady_clock:
   same.choice.how = "the running job's";
   if (!s.options.replan_on_loss) return prepare(self, same, step, started, "leave");
   decide_for_remaining(self, remaining_devices(s, before), [=](result<decided_plan> d, bool planners_error) {
-    if (!d && !planners_error) return fail(d.error());
+    if (!d && !planners_error) return transition_lost(self, d.error());
     prepare(self, d ? std::move(*d) : same, step, started, "leave");  // none found: the same plan re-placed
   });
 }
@@ -375,6 +382,8 @@ void transition(self_ptr self, const transition_action& a) {
   const auto started = std::chrono::steady_clock::now();
   const std::int64_t step = a.step;
   auto fail = [=](const error& e) { execute(self, self->state.protocol->on_error(e)); };
+  s.live_at_transition = s.live;
+  if (s.options.on_transition_start) s.options.on_transition_start(step);
   if (!a.leave.empty()) return leave(self, a, started);
   if (a.joiners > 0) {
     if (!s.options.job) return fail(make_error(errc::invalid_argument, "only a job of processes grows"));
@@ -401,7 +410,8 @@ void transition(self_ptr self, const transition_action& a) {
     self->request(self->state.planner, self->state.options.timeout, plan_atom::value, change, self->state.model)
         .then([=](decided_plan& d) { answer(std::move(d)); }, [=](caf::error& e) { answer(from_caf(e)); });
   };
-  decide_everywhere(self, ask, [=](result<decided_plan> d, bool) {
+  decide_everywhere(self, ask, [=](result<decided_plan> d, bool planners_error) {
+    if (!d && !planners_error) return transition_lost(self, d.error());
     if (!d) return fail(d.error());
     prepare(self, std::move(*d), step, started, "request");
   });

@@ -92,6 +92,9 @@ struct recovery_record {
   double detect_s = 0;   // from the interrupted step's start to the failure seen here
   double recover_s = 0;  // from the failure seen to the redone step's start
   std::int64_t steps_redone = 0;
+  /// What the loss interrupted: "step" (that step is redone) or "plan change" (the transition
+  /// at a step boundary is dropped, nothing redone; what asked for it asks again).
+  std::string interrupted = "step";
   std::string plan_before, plan_after;
   std::string source;  // "replica" (a data-parallel peer's or a buddy copy), "checkpoint"
   /// Where each lost rank's state came from ("rank 1 from its buddy copy on process 0").
@@ -258,6 +261,9 @@ struct run_options {
   std::shared_ptr<planner::online_refit> refit;
   /// Called by the coordinator after each transition, in order.
   std::function<void(const transition_record&)> on_transition;
+  /// Called as a transition after `steps` steps begins here, before anything is decided or
+  /// moved (a test hook's place: a process lost in the middle of a transition).
+  std::function<void(std::int64_t steps)> on_transition_start;
   /// Across processes with recovery: after a lost process's ranks are restored onto the
   /// processes that remain, the planner actor plans for their devices (this request, on as
   /// many devices as those processes held) and the job changes to that plan before the next

@@ -190,38 +190,34 @@ actions step_protocol::on_loss(std::int64_t step, result<double> total, clock_ty
 actions step_protocol::after_commit(clock_type::time_point now) {
   const bool leave_due = std::find(leaving_.begin(), leaving_.end(), true) != leaving_.end();
   if (leave_due && step_ < cfg_.steps && unreported_.empty()) {  // before a checkpoint: the job after they left
-    phase_ = phase::transitioning;
     transition_action a;
     a.step = step_;
     a.leave = std::exchange(leaving_, {});
-    return just(std::move(a));
+    return begin_transition(std::move(a));
   }
   leaving_.clear();                                                 // after the last step: they finish with the others
   if (joiners_ > 0 && step_ < cfg_.steps && unreported_.empty()) {  // the job grows before a checkpoint
-    phase_ = phase::transitioning;
     transition_action a;
     a.step = step_;
     a.joiners = std::exchange(joiners_, 0);
-    return just(std::move(a));
+    return begin_transition(std::move(a));
   }
   joiners_ = 0;
   if (straggler_ >= 0 && step_ < cfg_.steps && unreported_.empty()) {  // a rank moves off a straggler
-    phase_ = phase::transitioning;
     transition_action a;
     a.step = step_;
     a.straggler = std::exchange(straggler_, -1);
-    return just(std::move(a));
+    return begin_transition(std::move(a));
   }
   straggler_ = -1;
   while (next_migration_ < cfg_.migrations.size() && cfg_.migrations[next_migration_].at_step < step_)
     ++next_migration_;  // (a resumed or joining run starts past it)
   if (next_migration_ < cfg_.migrations.size() && cfg_.migrations[next_migration_].at_step == step_ &&
       step_ < cfg_.steps && unreported_.empty()) {
-    phase_ = phase::transitioning;
     transition_action a;
     a.step = step_;
     a.migration = static_cast<int>(next_migration_++);
-    return just(std::move(a));
+    return begin_transition(std::move(a));
   }
   if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0 && snapshot_at_ != step_) {
     phase_ = phase::snapshotting;
@@ -248,16 +244,14 @@ actions step_protocol::after_commit(clock_type::time_point now) {
     return {};
   }
   if (replan_due) {  // before a change due at the same boundary, which then follows
-    phase_ = phase::transitioning;
     replan_due_ = false;
     transition_action a;
     a.step = step_;
     a.replan = true;
-    return just(a);
+    return begin_transition(std::move(a));
   }
   if (transition_due) {
-    phase_ = phase::transitioning;
-    return just(transition_action{step_, next_change_++, false, {}});
+    return begin_transition(transition_action{step_, next_change_++, false, {}});
   }
   phase_ = phase::collecting;
   return just(collect_action{committed_});
@@ -346,6 +340,8 @@ void step_protocol::on_joined(std::int64_t committed) {
   if (phase_ != phase::rejoining || !cfg_.joining) return;
   start_where_the_job_is(committed);
   phase_ = phase::transitioning;
+  in_transition_ = transition_action{};
+  in_transition_.joiners = 1;  // the join it takes part in
 }
 
 void step_protocol::start_where_the_job_is(std::int64_t committed) {
@@ -368,6 +364,31 @@ actions step_protocol::on_transition_done(int ranks, std::vector<bool> local, cl
   ++layout_;
   phase_ = phase::stepping;
   return after_commit(now);  // a re-plan's boundary may also have a change due
+}
+
+actions step_protocol::begin_transition(transition_action a) {
+  phase_ = phase::transitioning;
+  in_transition_ = a;
+  return just(std::move(a));
+}
+
+actions step_protocol::on_transition_lost(const error& e, clock_type::time_point now) {
+  if (phase_ != phase::transitioning) return {};
+  if (!cfg_.multi_process || !cfg_.rejoin) return finish(e);
+  // what the run itself asked for is due again at this boundary, once the job has recovered
+  // (a leaver, a joiner or a straggler asks again in a later step's sum; a re-plan follows
+  // the recovery where devices were lost)
+  const transition_action& was = in_transition_;
+  if (was.migration >= 0) next_migration_ = static_cast<std::size_t>(was.migration);
+  if (!was.replan && was.leave.empty() && was.joiners == 0 && was.straggler < 0 && was.migration < 0)
+    next_change_ = was.change;
+  detected_at_ = now;
+  first_code_ = e.code;
+  first_failure_ = "the plan change after step " + std::to_string(step_) + ": " + e.message;
+  failures_.push_back({-1, step_, first_failure_, 0, 0});
+  ++generation_;  // nothing of this step boundary is redone; the pieces roll back to what is committed
+  phase_ = phase::rejoining;
+  return just(rejoin_action{generation_, committed_, first_failure_, true});
 }
 
 actions step_protocol::on_plan_kept(clock_type::time_point now) {

@@ -107,7 +107,8 @@ struct recover_action {  // a new generation: new fabric, respawn the dead, rese
 };
 struct rejoin_action {  // across processes: wait for the job's new membership, restore the lost ranks, redo
   std::int64_t generation = 0, committed = -1;
-  std::string failure;  // what failed (named in the error if no membership change follows)
+  std::string failure;         // what failed (named in the error if no membership change follows)
+  bool in_transition = false;  // a plan change at a step boundary failed, not a step
 };
 struct transition_action {  // change the plan at this step boundary
   std::int64_t step = 0;
@@ -213,6 +214,13 @@ class step_protocol {
   void on_joined(std::int64_t committed);
   /// The plan changed: `ranks` ranks now, `local` of them here.
   actions on_transition_done(int ranks, std::vector<bool> local, clock_type::time_point now);
+  /// Across processes with rejoin: the transition in progress failed where the job meets (a
+  /// process lost while the plan was shared, the state moved or the new data plane connected),
+  /// before this process installed the new plan. The transition is dropped — the old plan and
+  /// its committed state are still here — and the processes that remain recover as after a
+  /// failed step (a rejoin_action, no step to redo); what asked for the transition asks again.
+  /// Without rejoin the run ends with `e`.
+  actions on_transition_lost(const error& e, clock_type::time_point now);
   /// A re-plan after a loss kept the plan (the planner chose it again, or found none): the next step.
   actions on_plan_kept(clock_type::time_point now);
   /// The evaluation of an evaluate_action is done: the next step (or what is due first).
@@ -252,6 +260,8 @@ class step_protocol {
 
   actions begin_step(clock_type::time_point now);
   actions after_commit(clock_type::time_point now);
+  /// Into the transitioning phase with `a` (kept: a transition lost on the way is due again).
+  actions begin_transition(transition_action a);
   /// The step's outcomes are all in and good: commit it (or, with rejoin, first its loss).
   actions commit(clock_type::time_point now);
   actions commit_with_loss(double total, clock_type::time_point now);
@@ -275,6 +285,7 @@ class step_protocol {
   int joiners_ = 0;            // processes waiting to join at the next boundary
   int straggler_ = -1;         // a straggler to relieve at the next boundary
   std::size_t next_migration_ = 0;
+  transition_action in_transition_;  // the latest transition begun
   int restarts_ = 0, layout_ = 0, outstanding_ = 0;
   int step_failures_ = 0;  // failures of the step now in flight (restarts_ counts the run's)
   bool failed_ = false;

@@ -132,7 +132,10 @@ void process_options::add_to(option_set& opts) {
       .add("fault.signal", signal, "test hook: KILL, STOP or TERM: each process of --fault.signal-rank raises it ...")
       .add("fault.signal-rank", signal_rank, "... these processes (e.g. 2,3) ...")
       .add("fault.signal-step", signal_step,
-           "... after these steps (1-based, one per process), in the job's first attempt");
+           "... after these steps (1-based, one per process), in the job's first attempt ...")
+      .add("fault.signal-at", signal_at,
+           "... step: before the next step starts; transition: as the transition due after that step (a leave, "
+           "join, migration or re-plan) begins on that process, the others in the middle of it");
 }
 
 status process_options::finish(const option_set& opts) {
@@ -230,6 +233,8 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")
     return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
+  if (signal_at != "step" && signal_at != "transition")
+    return make_error(errc::invalid_argument, "--fault.signal-at must be step or transition, got '" + signal_at + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP" && signal != "TERM")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL, STOP or TERM, got '" + signal + "'");
   if (leave_after < 0) return make_error(errc::invalid_argument, "--elastic.leave-after must be >= 0");

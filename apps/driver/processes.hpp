@@ -86,9 +86,12 @@ struct process_options {
   // first plan takes this many times as long for every task
   std::int64_t slow_rank = -1;
   double slow_factor = 1;
-  // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i].
+  // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i]:
+  // before the next step starts (signal_at "step") or as a transition after that step begins
+  // there (signal_at "transition": the others are in the middle of it).
   std::string signal;
   std::vector<std::int64_t> signal_rank, signal_step;
+  std::string signal_at = "step";
 
   void add_to(option_set& opts);
   /// After parsing: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT where the command line

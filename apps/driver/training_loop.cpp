@@ -241,6 +241,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
                                    {"detect_s", c.detect_s},
                                    {"recover_s", c.recover_s},
                                    {"steps_redone", c.steps_redone},
+                                   {"interrupted", c.interrupted},
                                    {"plan_before", c.plan_before},
                                    {"plan_after", c.plan_after},
                                    {"source", c.source},
@@ -255,9 +256,10 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     }
     if (!loop.quiet) {
       const std::string from = c.restored_from.empty() ? "" : " (" + c.restored_from + ")";
-      const std::string redone = c.source == "checkpoint"
-                                     ? "the " + std::to_string(c.steps_redone) + " steps since it redone"
-                                     : "the interrupted step redone";
+      const std::string redone =
+          c.source == "checkpoint"         ? "the " + std::to_string(c.steps_redone) + " steps since it redone"
+          : c.interrupted == "plan change" ? "the plan change it interrupted dropped (asked for again), no step redone"
+                                           : "the interrupted step redone";
       std::fprintf(stderr,
                    "\nrecovered at step %lld: %s lost (%s); its ranks restored from a %s%s on the processes that "
                    "remain in %.3f s, %s\n",

@@ -401,18 +401,23 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     o.refit = refit;
     // the step in flight, for a lost node's report; the test hook fires once step S is
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
-    o.on_step_start = [&](std::int64_t step) {
+    auto raise_if_due = [&](std::int64_t step, const char* at) {
       const auto& d = p.dist;
+      if (d.signal_at != at) return;
       for (std::size_t i = 0; i < d.signal_rank.size() && !d.signal.empty() && launch_attempt() == 0 && !d.replacement;
            ++i)
         if (d.signal_rank[i] == g.process() && d.signal_step[i] == step) {
-          std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld\n", g.process(), d.signal.c_str(),
-                       static_cast<long long>(step));
+          std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld%s\n", g.process(), d.signal.c_str(),
+                       static_cast<long long>(step), d.signal_at == "transition" ? ", in the transition" : "");
           std::fflush(stderr);
           ::raise(d.signal == "KILL" ? SIGKILL : d.signal == "TERM" ? SIGTERM : SIGSTOP);
         }
+    };
+    o.on_step_start = [&, raise_if_due](std::int64_t step) {
+      raise_if_due(step, "step");
       g.control->set_step(step + 1);  // 1-based
     };
+    o.on_transition_start = [raise_if_due](std::int64_t steps) { raise_if_due(steps, "transition"); };
   };
   g.control->set_step(1);
   // a restarted job's notes for its launcher: the first step done, or the failure

@@ -552,3 +552,46 @@ TEST_CASE("a straggler's relief and the operator's migration come as transitions
   CHECK(asked.straggler == -1);
   CHECK(only<start_step_action>(p.on_transition_done(2, {true, false}, t0)).step == 2);
 }
+
+TEST_CASE("a plan change lost across processes: the job rejoins with no step redone and the change comes again") {
+  auto c = leaving_config(6, /*change_at=*/{2});
+  c.migrations = {{.at_step = 2, .rank = 1, .process = 0}};
+  step_protocol p(c);
+  only<start_step_action>(p.start(t0));
+  for (std::int64_t k = 0; k < 2; ++k) {
+    only<combine_loss_action>(p.on_outcome(0, k, 0, ok(0, 0.5, true), "", t0));
+    auto a = p.on_loss(k, 1.0, t0);
+    if (k == 1) CHECK(std::get<transition_action>(a.back()).migration == 0);  // the operator's request first
+  }
+  // a process lost while the migration moved its state: dropped, a rejoin in a new generation
+  const auto lost = only<rejoin_action>(p.on_transition_lost(make_error(errc::closed, "recv: channel closed"), t0));
+  CHECK(lost.in_transition);
+  CHECK(lost.committed == 1);
+  CHECK(lost.generation == 1);
+  CHECK(lost.failure.find("the plan change after step 2: recv: channel closed") != std::string::npos);
+  CHECK(p.on_transition_lost(make_error(errc::closed, "again"), t0).empty());  // rejoining: ignored
+  CHECK(p.restarts() == 0);                                                    // no step failed
+  REQUIRE(p.failures().size() == 1);
+  CHECK(p.failures()[0].step == 2);
+  // rejoined at the same steps done: the migration is due again at this boundary, then the change
+  const auto again = only<transition_action>(p.on_rejoined(2, {true, false}, /*committed=*/1, 1.0, t0));
+  CHECK(again.migration == 0);
+  CHECK(again.step == 2);
+  const auto change = only<transition_action>(p.on_plan_kept(t0));
+  CHECK(change.change == 0);
+  CHECK(change.migration == -1);
+  // that one lost too: due again after the next rejoin
+  only<rejoin_action>(p.on_transition_lost(make_error(errc::timeout, "nothing for 10000 ms"), t0));
+  CHECK(only<transition_action>(p.on_rejoined(2, {true, false}, 1, 1.0, t0)).change == 0);
+  CHECK(only<start_step_action>(p.on_transition_done(2, {true, false}, t0)).generation == 2);
+}
+
+TEST_CASE("without rejoin a plan change lost across processes ends the run with its error") {
+  step_protocol p(config(3, 1, {}, /*multi_process=*/true, {1}));
+  p.start(t0);
+  only<combine_loss_action>(p.on_outcome(0, 0, 0, ok(0), "", t0));
+  CHECK(std::holds_alternative<transition_action>(p.on_loss(0, 1.0, t0).back()));
+  const auto end = only<finish_action>(p.on_transition_lost(make_error(errc::closed, "lost node 1"), t0));
+  CHECK(end.outcome.error().code == errc::closed);
+  CHECK(end.outcome.error().message == "lost node 1");
+}

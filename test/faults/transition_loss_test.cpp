@@ -1,0 +1,97 @@
+// A process lost in the middle of a plan change (issue 17's "a coordinator lost during a
+// transition"): the --fault.signal-at=transition hook kills it as the transition after a step
+// begins on it, while the others share the decision, move the state or connect the new data
+// plane. The transition is dropped before anyone installs it, the processes that remain recover
+// the lost ranks from their replicas (nobody restarted, no step redone), and what asked for the
+// change asks again: the leave or the operator's migration then happens on the smaller job. The
+// plan's arithmetic never changes (dp, fixed), so every loss equals the fault-free run's bit
+// for bit.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "apps/run_app.hpp"
+#include "faults/fault_jobs.hpp"
+#include "support/run_files.hpp"
+
+using cohort::test::run;
+
+namespace {
+
+std::string temp_path(const std::string& name) { return cohort::test::temp_path("transition-loss", name); }
+
+const std::string& mlp_job = cohort::test::recovering_mlp_job;
+
+// The one recovery a lost plan change leaves: the change it interrupted dropped, no step redone.
+void check_recovered_from_the_change(const cohort::test::run_result& r, const std::string& lost) {
+  const auto& rec = r.summary["recoveries"];
+  REQUIRE(rec.size() == 1);
+  CHECK(rec[0]["lost"] == lost);
+  CHECK(rec[0]["interrupted"] == "plan change");
+  CHECK(rec[0]["steps_redone"] == 0);
+  CHECK(rec[0]["source"] == "replica");
+  CHECK(r.err.find("the plan change it interrupted dropped (asked for again), no step redone") != std::string::npos);
+  CHECK(r.err.find("restarting all") == std::string::npos);  // nobody restarted
+}
+
+}  // namespace
+
+TEST_SUITE("failure") {
+  TEST_CASE("the coordinator killed as a node's leave begins: process 1 takes over and the node leaves a step later") {
+    // dp4 over 4: process 2 asks to leave after step 12; process 0 (the coordinator) is killed
+    // as that transition begins. Process 1 takes over, the job recovers rank 0 from a replica,
+    // and process 2, still in the job, asks again with step 13's sum and leaves after it
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("leave-clean.jsonl"), metrics = temp_path("leave.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.leave-after=12 --elastic.leave-rank=2 --fault.signal=KILL "
+                                 "--fault.signal-rank=0 --fault.signal-step=12 --fault.signal-at=transition "
+                                 "--metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    CHECK(r.err.find("fault: process 0 raises SIGKILL after step 12, in the transition") != std::string::npos);
+    CHECK(r.err.find("job: process 1 took over as the job's coordinator") != std::string::npos);
+    check_recovered_from_the_change(r, "process 0");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "leave");
+    CHECK(tr[0]["leaving"] == "process 2");
+    CHECK(tr[0]["step"] == 13);
+    CHECK(r.err.find("job: process 2 left the job after step 13") != std::string::npos);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
+  TEST_CASE("a node killed as the operator's migration begins: the job recovers and the migration follows") {
+    // dp8 over 4 (two ranks each): the operator moves rank 2 from process 1 to process 3 after
+    // step 12; process 2 is killed as that transition begins. Its ranks come back from their
+    // replicas on the three that remain, then the migration, due again at the same boundary, runs
+    const std::string job = mlp_job + " --plan.dp=8 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("migrate-clean.jsonl"), metrics = temp_path("migrate.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.migrate-at=12:2:3 --fault.signal=KILL --fault.signal-rank=2 "
+                                 "--fault.signal-step=12 --fault.signal-at=transition --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    check_recovered_from_the_change(r, "process 2");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "request");
+    CHECK(tr[0]["step"] == 12);
+    CHECK(tr[0]["moved"] == "rank 2: process 1 -> process 3");
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
+  TEST_CASE("--fault.signal-at takes step or transition and nothing else") {
+    auto r = run(MLP_BINARY, mlp_job + " --fault.signal-at=commit");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--fault.signal-at must be step or transition, got 'commit'") != std::string::npos);
+  }
+}
