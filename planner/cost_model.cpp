@@ -152,6 +152,25 @@ double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, cons
   return reduce_scatter_ring_seconds(bytes, ranks, l, e);
 }
 
+double exposed_after_backward(const std::vector<double>& backward_s, const std::vector<double>& reduce_s) {
+  double pass = 0, link = 0;  // when the pass and the link are done
+  for (std::size_t k = 0; k < backward_s.size() && k < reduce_s.size(); ++k) {
+    pass += backward_s[k];
+    link = std::max(link, pass) + reduce_s[k];
+  }
+  return std::max(0.0, link - pass);
+}
+
+double exposed_before_forward(const std::vector<double>& forward_s, const std::vector<double>& gather_s) {
+  double gathered = 0, pass = 0, compute = 0;
+  for (std::size_t k = 0; k < forward_s.size() && k < gather_s.size(); ++k) {
+    gathered += gather_s[k];
+    pass = std::max(pass, gathered) + forward_s[k];
+    compute += forward_s[k];
+  }
+  return std::max(0.0, pass - compute);
+}
+
 double bubble_fraction(int stages, int micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
 }

@@ -132,6 +132,18 @@ double allreduce_seconds(double bytes, int ranks, const link_cost& l, const effi
 double reduce_scatter_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 double all_gather_ring_seconds(double bytes, int ranks, const link_cost& l, const efficiency& e);
 
+/// Communication overlapped as a runtime that overlaps it issues it (Megatron's
+/// --overlap-grad-reduce): part k's gradients are reduced once its backward pass is done
+/// (`backward_s`, in the order the pass runs them), one reduction after another on the link
+/// (`reduce_s`, the same order); what runs past the end of the pass is exposed. The last part
+/// the pass reaches (the model's first layers, the embedding) is never hidden.
+double exposed_after_backward(const std::vector<double>& backward_s, const std::vector<double>& reduce_s);
+/// The same ahead of a forward pass (--overlap-param-gather): part k's parameters are gathered,
+/// one gather after another from the pass's start, before part k's forward (`forward_s` in
+/// forward order) can run; the time the pass waits for them is exposed. The first part's gather
+/// is never hidden.
+double exposed_before_forward(const std::vector<double>& forward_s, const std::vector<double>& gather_s);
+
 /// The idle fraction of a synchronous pipeline: (p - 1) / (m + p - 1).
 double bubble_fraction(int stages, int micro_batches);
 

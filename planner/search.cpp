@@ -257,9 +257,11 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   std::size_t s = 0, boundary = 0;
   double layer = 0;  // activations of the current layer (recompute keeps one layer's at a time)
   out.stages.assign(stages, {});
+  std::vector<std::size_t> stage_of(forward, 0);  // each forward node's stage
   for (std::size_t i = 0; i < forward; ++i) {
     bool stage_starts = false;
     while (s < cuts.size() && i >= cuts[s]) ++s, stage_starts = true;
+    stage_of[i] = s;
     bool layer_starts = i == 0 || stage_starts;
     while (boundary < a.boundaries.size() && a.boundaries[boundary] <= i)
       layer_starts = layer_starts || a.boundaries[boundary] == i, ++boundary;
@@ -304,6 +306,34 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   }
   double dp_comm = 0, peak = 0;
   const double slots = a.optimizer_slots;  // bytes of optimizer state per parameter byte
+  // What a runtime that overlaps the data-parallel reduction leaves exposed on rank k (its
+  // chunks' nodes): each node's share of `reduce` (by its gradient bytes) issued once the last
+  // micro-batch's backward pass has passed it, and of `gather` before the first micro-batch's
+  // forward reaches it; the node times scaled to the rank's timed passes.
+  auto overlapped_reduction = [&](std::size_t k, double reduce, double gather) {
+    std::vector<double> fwd, bwd, bytes;
+    for (std::size_t i = head; i < forward; ++i) {
+      if (stage_of[i] % ranks != k) continue;
+      fwd.push_back(fwd_s[i]);
+      bwd.push_back(bwd_s[i] + (recompute ? fwd_s[i] : 0.0));
+      bytes.push_back(view.param_bytes[i] - (p.shard_params ? 0.0 : view.sparse_param_bytes[i]));
+    }
+    double fwd_total = 0, bwd_total = 0, node_fwd = 0, node_bwd = 0, all_bytes = 0;
+    for (std::size_t c = k; c < stages; c += ranks) fwd_total += timing[c].forward_s, bwd_total += timing[c].backward_s;
+    for (std::size_t j = 0; j < fwd.size(); ++j) node_fwd += fwd[j], node_bwd += bwd[j], all_bytes += bytes[j];
+    if (all_bytes <= 0)  // nothing to spread it over: issued at the end of the pass
+      return reduce + gather;
+    std::vector<double> gathers(fwd.size()), reductions(fwd.size());
+    for (std::size_t j = 0; j < fwd.size(); ++j) {
+      fwd[j] *= node_fwd > 0 ? fwd_total / node_fwd : 0.0;
+      bwd[j] *= node_bwd > 0 ? bwd_total / node_bwd : 0.0;
+      gathers[j] = gather * bytes[j] / all_bytes;
+      reductions[j] = reduce * bytes[j] / all_bytes;
+    }
+    std::reverse(bwd.begin(), bwd.end());  // the backward pass runs the nodes last to first
+    std::reverse(reductions.begin(), reductions.end());
+    return exposed_after_backward(bwd, reductions) + exposed_before_forward(fwd, gathers);
+  };
   // micro-batches each stage holds in flight: its rank's credit, or with virtual stages what
   // the rank's task order holds of that chunk at most
   std::vector<double> in_flight(stages, 0.0);
@@ -342,7 +372,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
                                    : allreduce_seconds(grads, p.dp, dp_link, o.eff);
     if (entries > 0 && p.dp > 1) reduce += all_gather_ring_seconds(entries * p.dp, p.dp, dp_link, o.eff);
     if (o.overlap_dp_reduction)  // only what outlasts the last backward and the first forward is exposed
-      reduce = std::max(0.0, reduce - timing[k].backward_s) + std::max(0.0, gather - timing[k].forward_s);
+      reduce = overlapped_reduction(k, reduce, gather);
     else
       reduce += gather;
     // the optimizer streams parameters, gradients and state once

@@ -72,17 +72,16 @@ struct loop_state {
     if (step >= job.first_step + job.warmup) timed_samples += rows;
     double elapsed = seconds_since(start);
     double rate = static_cast<double>(samples * job.items_per_sample) / elapsed;
-    if (quiet) return;
     // the step's own throughput where its time is known (the serial trainer: the mean so far)
     const double step_rate = m && m->seconds > 0 ? static_cast<double>(rows * job.items_per_sample) / m->seconds : rate;
     const double step_s = m ? m->seconds : 0.0;
     static const std::vector<planner::task_seconds> no_tasks;
     const auto& tasks = m ? m->task_seconds : no_tasks;
+    // the report's record on every process (one that takes over from the coordinator writes it)
+    if (report) report->add_step(step, loss, step_rate, step_s, tasks, m ? m->layout : 0);
+    if (quiet) return;
     if (live) live->step(step + 1, loss, step_rate, step_s, tasks);
-    if (report) {
-      report->add_step(step, loss, step_rate, step_s, tasks, m ? m->layout : 0);
-      if (seconds_since(report_written) >= report_every_s) write_report_now();
-    }
+    if (report && seconds_since(report_written) >= report_every_s) write_report_now();
     progress.update(step + 1, loss, rate, job.rate_unit, writing_text());
     json rec = {{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"time", elapsed}};
     if (rows != job.batch) rec["batch"] = rows;
@@ -127,7 +126,8 @@ struct loop_state {
   }
 };
 
-/// Starts --report.file's record (process 0 of `processes`): the plan, how it was chosen, the
+/// Starts --report.file's record (on every process of `processes`; the coordinator writes the
+/// page, a process that takes over from it writes it whole): the plan, how it was chosen, the
 /// planner's table and prediction.
 void start_report(loop_state& loop, const plan_options& p, const planner::plan_choice& choice, int processes);
 

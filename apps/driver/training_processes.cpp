@@ -184,10 +184,11 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   loop_state loop(job);
   loop.quiet = !coordinator;
   loop.process = g.process();
-  if (coordinator) {
+  if (coordinator)
     if (auto st = loop.metrics.open(job.metrics_path); !st) return st.error();
-    start_report(loop, p, *choice, started_with);
-  }
+  // every process keeps the report's record (a process that takes over from a lost coordinator
+  // writes it whole from then on); the coordinator writes the page
+  start_report(loop, p, *choice, started_with);
   training_job with_note = job;
   with_note.note = (job.note.empty() ? "" : job.note + "\n") + "plan: " + planner::describe(choice->plan) + " (" +
                    choice->how + ") over " + std::to_string(joining ? g.live() : started_with) + " processes (" +
@@ -204,20 +205,22 @@ result<training_result> train_processes(const training_job& job, const plan_opti
   // after the run (no setup here: no refit of one process's times alone)
   auto refit =
       std::make_shared<planner::online_refit>(*choice, nullptr, /*save=*/false, job.first_step + job.warmup, job.steps);
-  if (coordinator) {  // --metrics.listen: process 0 serves the job's figures
+  // --metrics.listen: process 0 serves the job's figures (a process that takes over from it, from then on)
+  auto serve_metrics = [&loop, &p, &choice, started_with, current, control = g.control.get()] {
     auto bytes = [current] {
       std::lock_guard<std::mutex> lock(current->first);
       return current->second ? current->second->bytes_to_other_processes() : std::uint64_t{0};
     };
-    auto live = [control = g.control.get()] {
+    auto live = [control] {
       int n = 0;
       for (bool l : control->members().live) n += l ? 1 : 0;
       return n;
     };
-    auto control_bytes = [control = g.control.get()] { return control->bytes_sent(); };
-    if (auto st = start_live_metrics(loop, p, *choice, started_with, bytes, control_bytes, live); !st)
-      return st.error();
-  }
+    auto control_bytes = [control] { return control->bytes_sent(); };
+    return start_live_metrics(loop, p, *choice, started_with, bytes, control_bytes, live);
+  };
+  if (coordinator)
+    if (auto st = serve_metrics(); !st) return st.error();
   // the endpoint may outlive this job's control plane (--metrics.linger-s): its last figures stay
   struct freeze_sources {
     loop_state& loop;
@@ -426,7 +429,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     customize(o);
     // a node that took over from a lost coordinator (control_succession.cpp) reports from then
     // on: the progress lines, the metrics file (continued), the summary, the launcher's verdict
-    auto took_over = [&loop, &g, &job] {
+    auto took_over = [&loop, &g, &job, serve_metrics] {
       if (!loop.quiet || !g.control->is_leader()) return;
       loop.quiet = false;
       (void)loop.metrics.open(job.metrics_path, /*append=*/true);
@@ -435,6 +438,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       auto loss = g.control->last_loss();
       std::fprintf(stderr, "\njob: process %d took over as the job's coordinator (%s)\n", g.process(),
                    loss ? loss->describe().c_str() : "the coordinator was lost");
+      // the endpoint at the same address here (its figures from now on), the report's page whole
+      if (auto st = serve_metrics(); !st)
+        std::fprintf(stderr, "warning: --metrics.listen after taking over: %s\n", st.error().message.c_str());
+      if (loop.report) loop.write_report_now();
     };
     auto transition = o.on_transition;
     o.on_transition = [transition, took_over](const actors::transition_record& t) {

@@ -27,11 +27,15 @@ namespace {
 
 std::string temp_file(const std::string& name) { return cohort::test::temp_path("prom", name); }
 
-// One HTTP/1.0 request to 127.0.0.1:port: the status code and the body.
-std::pair<int, std::string> http(int port, const std::string& request_head) {
-  auto s = cohort::transport::tcp_socket::connect("127.0.0.1", port, 5000ms);
+// One HTTP/1.0 request to 127.0.0.1:port: the status code and the body. `may_fail`: nobody
+// listening, or a connection that breaks, is {-1, ""} rather than a failed check.
+std::pair<int, std::string> http(int port, const std::string& request_head, bool may_fail = false) {
+  auto s = cohort::transport::tcp_socket::connect("127.0.0.1", port, may_fail ? 500ms : 5000ms);
+  if (may_fail && !s.ok()) return {-1, ""};
   REQUIRE_MESSAGE(s.ok(), s.error().message);
-  REQUIRE(s->send_all(request_head.data(), request_head.size(), 5000ms).ok());
+  const bool sent = s->send_all(request_head.data(), request_head.size(), 5000ms).ok();
+  if (may_fail && !sent) return {-1, ""};
+  REQUIRE(sent);
   std::string got;
   char buf[4096];
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -49,6 +53,11 @@ std::pair<int, std::string> http(int port, const std::string& request_head) {
 
 std::pair<int, std::string> get(int port, const std::string& path, const std::string& headers = "") {
   return http(port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n");
+}
+
+// A GET to an endpoint that may be down for a while (between a coordinator's loss and its successor's takeover).
+std::pair<int, std::string> get_if_up(int port, const std::string& path) {
+  return http(port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", /*may_fail=*/true);
 }
 
 int free_port() {
@@ -188,4 +197,49 @@ TEST_CASE("Prometheus scrapes a running job of 2 processes and has its figures")
   CHECK(loss == doctest::Approx(summary["final_loss"].get<double>()).epsilon(1e-6));
   MESSAGE("Prometheus saw step " << running_step << " first, then 15000; loss " << loss);
   std::filesystem::remove_all(data);
+}
+
+TEST_CASE("after the coordinator's loss the process that took over serves --metrics.listen and writes --report.file" *
+          doctest::test_suite("failure")) {
+  // mlp dp4 over 4, process 0 (the coordinator, the endpoint, the page) SIGKILLed after step 10
+  // of 30: process 1 takes over, serves the endpoint at the same address from then on and
+  // lingers after the end; its report page holds all 30 steps (every process kept the record)
+  const int port = free_port();
+  const std::string out = temp_file("succession.out"), err = temp_file("succession.err");
+  const std::string page = temp_file("succession.html");
+  std::filesystem::remove(page);
+  child job(std::string(MLP_BINARY) +
+            " --data.name=digits --train.steps=30 --train.threads=1 --train.optimizer=adamw --train.lr=0.01 "
+            "--fault.recover=true --plan.dp=4 --launch.nproc=4 --fault.signal=KILL --fault.signal-rank=0 "
+            "--fault.signal-step=10 --metrics.linger-s=8 --metrics.listen=127.0.0.1:" +
+            std::to_string(port) + " --report.file=" + page + " >" + out + " 2>" + err);
+  // the last figures, from the process that took over (it lingers 8 s after the end)
+  std::string figures;
+  const auto deadline = std::chrono::steady_clock::now() + 180s;
+  while (figures.find("\ncohort_finished{app=\"mlp\"} 1\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(250ms);
+    auto [code, body] = get_if_up(port, "/metrics");
+    if (code == 200) figures = body;
+  }
+  INFO(cohort::test::read_text(err));
+  REQUIRE(figures.find("\ncohort_finished{app=\"mlp\"} 1\n") != std::string::npos);
+  CHECK(figures.find("\ncohort_step{app=\"mlp\"} 30\n") != std::string::npos);
+  CHECK(figures.find("\ncohort_recoveries_total{app=\"mlp\"} 1\n") != std::string::npos);
+  CHECK(figures.find("\ncohort_live_processes{app=\"mlp\"} 3\n") != std::string::npos);
+  CHECK(job.wait() == 0);
+  const std::string log = cohort::test::read_text(err);
+  CHECK(log.find("job: process 1 took over as the job's coordinator") != std::string::npos);
+  // said twice: by process 0 at the start, by process 1 when it took over
+  const std::string url = "metrics: http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  const auto first = log.find(url);
+  REQUIRE(first != std::string::npos);
+  CHECK(log.find(url, first + 1) != std::string::npos);
+  const std::string html = cohort::test::read_text(page);
+  CHECK(html.find("finished · 30 of 30 steps") != std::string::npos);
+  std::size_t points = 0;
+  for (auto at = html.find("data-points=\"30\""); at != std::string::npos; at = html.find("data-points=\"30\"", at + 1))
+    ++points;
+  CHECK(points == 2);  // the loss and the throughput: a point per step, the 10 before the loss too
+  CHECK(html.find("recovery") != std::string::npos);
 }
