@@ -171,6 +171,25 @@ double exposed_before_forward(const std::vector<double>& forward_s, const std::v
   return std::max(0.0, pass - compute);
 }
 
+double exposed_dp_seconds(std::vector<double> forward_s, std::vector<double> backward_s,
+                          const std::vector<double>& bytes, double forward_total_s, double backward_total_s,
+                          double reduce_s, double gather_s) {
+  double node_fwd = 0, node_bwd = 0, all_bytes = 0;
+  for (std::size_t j = 0; j < forward_s.size(); ++j)
+    node_fwd += forward_s[j], node_bwd += backward_s[j], all_bytes += bytes[j];
+  if (all_bytes <= 0) return reduce_s + gather_s;  // nothing to spread it over: issued at the end of the pass
+  std::vector<double> gathers(forward_s.size()), reductions(forward_s.size());
+  for (std::size_t j = 0; j < forward_s.size(); ++j) {
+    forward_s[j] *= node_fwd > 0 ? forward_total_s / node_fwd : 0.0;
+    backward_s[j] *= node_bwd > 0 ? backward_total_s / node_bwd : 0.0;
+    gathers[j] = gather_s * bytes[j] / all_bytes;
+    reductions[j] = reduce_s * bytes[j] / all_bytes;
+  }
+  std::reverse(backward_s.begin(), backward_s.end());  // the backward pass runs the nodes last to first
+  std::reverse(reductions.begin(), reductions.end());
+  return exposed_after_backward(backward_s, reductions) + exposed_before_forward(forward_s, gathers);
+}
+
 double bubble_fraction(int stages, int micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
 }

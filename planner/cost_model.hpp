@@ -144,6 +144,13 @@ double exposed_after_backward(const std::vector<double>& backward_s, const std::
 /// is never hidden.
 double exposed_before_forward(const std::vector<double>& forward_s, const std::vector<double>& gather_s);
 
+/// The data-parallel reduction (`reduce_s`) and a sharded plan's all-gather (`gather_s`) of one
+/// rank, overlapped: each node's share by its gradient `bytes`, the node times (forward order)
+/// scaled to the rank's timed passes; the exposed seconds of both. No bytes: all of it exposed.
+double exposed_dp_seconds(std::vector<double> forward_s, std::vector<double> backward_s,
+                          const std::vector<double>& bytes, double forward_total_s, double backward_total_s,
+                          double reduce_s, double gather_s);
+
 /// The idle fraction of a synchronous pipeline: (p - 1) / (m + p - 1).
 double bubble_fraction(int stages, int micro_batches);
 

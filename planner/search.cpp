@@ -318,21 +318,9 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
       bwd.push_back(bwd_s[i] + (recompute ? fwd_s[i] : 0.0));
       bytes.push_back(view.param_bytes[i] - (p.shard_params ? 0.0 : view.sparse_param_bytes[i]));
     }
-    double fwd_total = 0, bwd_total = 0, node_fwd = 0, node_bwd = 0, all_bytes = 0;
+    double fwd_total = 0, bwd_total = 0;
     for (std::size_t c = k; c < stages; c += ranks) fwd_total += timing[c].forward_s, bwd_total += timing[c].backward_s;
-    for (std::size_t j = 0; j < fwd.size(); ++j) node_fwd += fwd[j], node_bwd += bwd[j], all_bytes += bytes[j];
-    if (all_bytes <= 0)  // nothing to spread it over: issued at the end of the pass
-      return reduce + gather;
-    std::vector<double> gathers(fwd.size()), reductions(fwd.size());
-    for (std::size_t j = 0; j < fwd.size(); ++j) {
-      fwd[j] *= node_fwd > 0 ? fwd_total / node_fwd : 0.0;
-      bwd[j] *= node_bwd > 0 ? bwd_total / node_bwd : 0.0;
-      gathers[j] = gather * bytes[j] / all_bytes;
-      reductions[j] = reduce * bytes[j] / all_bytes;
-    }
-    std::reverse(bwd.begin(), bwd.end());  // the backward pass runs the nodes last to first
-    std::reverse(reductions.begin(), reductions.end());
-    return exposed_after_backward(bwd, reductions) + exposed_before_forward(fwd, gathers);
+    return exposed_dp_seconds(std::move(fwd), std::move(bwd), bytes, fwd_total, bwd_total, reduce, gather);
   };
   // micro-batches each stage holds in flight: its rank's credit, or with virtual stages what
   // the rank's task order holds of that chunk at most
