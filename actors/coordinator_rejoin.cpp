@@ -482,6 +482,11 @@ void rejoin(self_ptr self, const rejoin_action& a) {
   for (auto& w : s.workers)
     if (w) self->send_exit(w, caf::exit_reason::user_shutdown);
   std::fill(s.workers.begin(), s.workers.end(), worker_hdl{});
+  // a recovery whose re-plan this failure interrupted is reported now, with the plan still in
+  // place: this recovery re-plans again once it has restored the lost ranks
+  if (s.pending_recovery)
+    settle_recovery(self, planner::describe(s.model->plan),
+                    "not settled: another process was lost during the re-plan (the next recovery re-plans)");
   s.live_before_rejoin = s.live;
   s.replaced_before_rejoin = s.replaced_seen;
   s.replacement_awaited = false;

@@ -135,7 +135,8 @@ void process_options::add_to(option_set& opts) {
            "... after these steps (1-based, one per process), in the job's first attempt ...")
       .add("fault.signal-at", signal_at,
            "... step: before the next step starts; transition: as the transition due after that step (a leave, "
-           "join, migration or re-plan) begins on that process, the others in the middle of it");
+           "join, migration or re-plan) begins on that process, the others in the middle of it (one for all, or "
+           "one per process: step,transition)");
 }
 
 status process_options::finish(const option_set& opts) {
@@ -233,8 +234,16 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")
     return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
-  if (signal_at != "step" && signal_at != "transition")
-    return make_error(errc::invalid_argument, "--fault.signal-at must be step or transition, got '" + signal_at + "'");
+  signal_at_each.clear();
+  for (std::size_t from = 0;;) {
+    const auto comma = signal_at.find(',', from);
+    const std::string at = signal_at.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (at != "step" && at != "transition")
+      return make_error(errc::invalid_argument, "--fault.signal-at must be step or transition, got '" + at + "'");
+    signal_at_each.push_back(at);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
   if (!signal.empty() && signal != "KILL" && signal != "STOP" && signal != "TERM")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL, STOP or TERM, got '" + signal + "'");
   if (leave_after < 0) return make_error(errc::invalid_argument, "--elastic.leave-after must be >= 0");
@@ -293,6 +302,12 @@ status process_options::finish(const option_set& opts) {
                           std::to_string(slow_factor) + ")");
   if (signal_rank.size() != signal_step.size())
     return make_error(errc::invalid_argument, "--fault.signal-rank and --fault.signal-step need one step per process");
+  if (signal_at_each.size() == 1) signal_at_each.resize(signal_rank.size(), signal_at_each.front());
+  if (signal_at_each.size() != signal_rank.size())
+    return make_error(errc::invalid_argument,
+                      "--fault.signal-at needs one moment for every process of --fault.signal-rank or one per process, "
+                      "got " +
+                          std::to_string(signal_at_each.size()) + " for " + std::to_string(signal_rank.size()));
   return {};
 }
 

@@ -88,10 +88,13 @@ struct process_options {
   double slow_factor = 1;
   // Test hook: process signal_rank[i] raises `signal` (KILL, STOP or TERM) after step signal_step[i]:
   // before the next step starts (signal_at "step") or as a transition after that step begins
-  // there (signal_at "transition": the others are in the middle of it).
+  // there (signal_at "transition": the others are in the middle of it). signal_at names one
+  // moment for every process or one per process ("step,transition"); signal_at_each[i] is
+  // process signal_rank[i]'s (set by finish()).
   std::string signal;
   std::vector<std::int64_t> signal_rank, signal_step;
   std::string signal_at = "step";
+  std::vector<std::string> signal_at_each;
 
   void add_to(option_set& opts);
   /// After parsing: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT where the command line

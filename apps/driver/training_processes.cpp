@@ -406,12 +406,11 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     // committed here, before step S+1 starts (so the others are in step S+1 when it is lost)
     auto raise_if_due = [&](std::int64_t step, const char* at) {
       const auto& d = p.dist;
-      if (d.signal_at != at) return;
       for (std::size_t i = 0; i < d.signal_rank.size() && !d.signal.empty() && launch_attempt() == 0 && !d.replacement;
            ++i)
-        if (d.signal_rank[i] == g.process() && d.signal_step[i] == step) {
+        if (d.signal_rank[i] == g.process() && d.signal_step[i] == step && d.signal_at_each[i] == at) {
           std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld%s\n", g.process(), d.signal.c_str(),
-                       static_cast<long long>(step), d.signal_at == "transition" ? ", in the transition" : "");
+                       static_cast<long long>(step), d.signal_at_each[i] == "transition" ? ", in the transition" : "");
           std::fflush(stderr);
           ::raise(d.signal == "KILL" ? SIGKILL : d.signal == "TERM" ? SIGTERM : SIGSTOP);
         }

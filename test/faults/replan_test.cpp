@@ -4,7 +4,8 @@
 // recovery's plan_after and replan) and the losses stay the fault-free run's: bit for bit up
 // to the loss (the same plan), within the equivalence tolerance after it (another plan adds in
 // another order). A plan the user gave is kept unless --fault.replan=always (asserted with the
-// bit-for-bit recoveries of recovery_test.cpp).
+// bit-for-bit recoveries of recovery_test.cpp). A second loss during that re-plan leaves two
+// recoveries, the first saying its re-plan never settled.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -91,6 +92,47 @@ TEST_SUITE("failure") {
           std::abs(r.summary["test_accuracy"].get<double>() - clean.summary["test_accuracy"].get<double>()) <= 0.01,
           r.err);
     }
+  }
+
+  TEST_CASE("a second node lost during the re-plan after a loss: two recoveries reported and the job goes on") {
+    // dp4 over 4 with --fault.replan=always: process 3 is killed after step 12; process 2 as the
+    // re-plan for the three that remain begins. That re-plan is dropped (the first recovery says
+    // so), process 2's ranks come back from their replicas, and the second recovery re-plans for
+    // the two processes left
+    const std::string job = mlp_job + " --plan.dp=4 --launch.nproc=4 --fault.replan=always";
+    const std::string clean_metrics = temp_path("twice-clean.jsonl"), metrics = temp_path("twice.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --fault.signal=KILL --fault.signal-rank=3,2 --fault.signal-step=12,12 "
+                                 "--fault.signal-at=step,transition --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    CHECK(r.err.find("fault: process 2 raises SIGKILL after step 12, in the transition") != std::string::npos);
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 2);
+    CHECK(rec[0]["lost"] == "process 3");
+    CHECK(rec[0]["interrupted"] == "step");
+    CHECK(rec[0]["plan_after"] == rec[0]["plan_before"]);  // its re-plan never happened
+    CHECK(rec[0]["replan"].get<std::string>().find("not settled: another process was lost during the re-plan") == 0);
+    CHECK(rec[1]["lost"] == "process 2");
+    CHECK(rec[1]["interrupted"] == "plan change");
+    CHECK(rec[1]["steps_redone"] == 0);
+    for (const auto& one : rec) CHECK(one["source"] == "replica");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);  // the second recovery's re-plan, for two devices
+    CHECK(tr[0]["cause"] == "loss");
+    CHECK(tr[0]["step"] == 12);
+    CHECK(tr[0]["plan"]["ranks"] == 2);
+    CHECK(rec[1]["plan_after"] == tr[0]["to"]);
+    CHECK(rec[1]["replan"].get<std::string>().find("changed to " + tr[0]["to"].get<std::string>()) == 0);
+    CHECK(r.err.find("restarting all") == std::string::npos);  // nobody restarted
+    const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_last_losses(clean_metrics);
+    REQUIRE(a.size() == 30);
+    REQUIRE(b.size() == 30);
+    CHECK(std::equal(a.begin(), a.begin() + 12, b.begin()));  // dp4 up to the losses: bit for bit
+    CHECK(cohort::test::max_relative_difference(a, b, 13) <= 1e-5);
   }
 
   TEST_CASE("a bad --fault.replan exits 2 naming the option") {

@@ -89,9 +89,15 @@ TEST_SUITE("failure") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
-  TEST_CASE("--fault.signal-at takes step or transition and nothing else") {
+  TEST_CASE("--fault.signal-at takes step or transition for all or one per process") {
     auto r = run(MLP_BINARY, mlp_job + " --fault.signal-at=commit");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("--fault.signal-at must be step or transition, got 'commit'") != std::string::npos);
+    auto two = run(MLP_BINARY, mlp_job +
+                                   " --launch.nproc=4 --fault.signal=KILL --fault.signal-rank=2,3 "
+                                   "--fault.signal-step=5,6 --fault.signal-at=step,transition,step");
+    CHECK(two.exit_code == 2);
+    CHECK(two.err.find("--fault.signal-at needs one moment for every process of --fault.signal-rank or one per "
+                       "process, got 3 for 2") != std::string::npos);
   }
 }
