@@ -140,6 +140,7 @@ actions step_protocol::commit_with_loss(double total, clock_type::time_point now
   step_failures_ = 0;
   step_metrics m = std::move(summing_);
   m.loss = total;
+  m.seconds = between(step_start_, now);  // the step ends at its commit: the job's sum waited for every process
   losses_.push_back(m.loss);
   actions out = just(report_step_action{std::move(m)});
   phase_ = phase::stepping;

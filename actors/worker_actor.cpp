@@ -133,20 +133,9 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
         throw std::runtime_error("injected failure in rank " + std::to_string(s.rank) + " at step " +
                                  std::to_string(step) + ", task " + to_string(t));
     };
-  const double cpu_at_start = s.slow_factor > 1 ? thread_cpu_seconds() : 0;
+  io.slow_factor = s.slow_factor;
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan,
                            s.model->batch, s.at, io, static_cast<std::uint64_t>(step), s.timeout);
-  if (r && s.slow_factor > 1) {  // a slower CPU, simulated: the step's CPU time, that much more of it
-    const double used = thread_cpu_seconds() - cpu_at_start;
-    const auto started = std::chrono::steady_clock::now();
-    const double until = thread_cpu_seconds() + (s.slow_factor - 1) * used;
-    for (volatile std::uint64_t spin = 0; thread_cpu_seconds() < until;) spin = spin + 1;
-    auto& t = r->seconds;  // the time it took, on the tasks as they were
-    const double extra = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const double scale = t.total() > 0 ? 1 + extra / t.total() : 1;
-    t.forward_s *= scale, t.backward_s *= scale, t.update_s *= scale;
-    r->cpu_s *= s.slow_factor;  // every CPU second of the step kept the core that many times as long
-  }
   if (r) r->alone_s = s.kernel_threads == 1 ? r->cpu_s : r->seconds.forward_s + r->seconds.backward_s;
   if (r) {
     out.report = std::move(*r);

@@ -24,6 +24,15 @@ error in_task(const error& e, const task& t, const worker_place& at) {
                                 std::to_string(at.tp_rank) + ") task " + to_string(t) + ": " + e.message);
 }
 
+// The test hook's slower CPU: `used` CPU seconds of a task become `used * factor` (the thread
+// burns the rest); returns the task's CPU seconds as the slower CPU took them.
+double burn_slower(double used, double factor) {
+  if (factor <= 1) return used;
+  const double until = thread_cpu_seconds() + (factor - 1) * used;
+  for (volatile std::uint64_t spin = 0; thread_cpu_seconds() < until;) spin = spin + 1;
+  return used * factor;
+}
+
 }  // namespace
 
 double thread_cpu_seconds() {
@@ -141,7 +150,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       start = std::chrono::steady_clock::now();
       const double cpu = thread_cpu_seconds();
       if (st) st = w.forward(slot, t.chunk);
-      report.cpu_s += thread_cpu_seconds() - cpu;
+      report.cpu_s += burn_slower(thread_cpu_seconds() - cpu, io.slow_factor);
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, false, t.chunk, bytes);
       if (st && report.reports_loss && t.chunk == prog.loss_chunk)
@@ -151,7 +160,7 @@ result<step_report> run_worker_step(stage_worker& w, const std::vector<task>& or
       start = std::chrono::steady_clock::now();
       const double cpu = thread_cpu_seconds();
       if (st) st = w.backward(slot, seed(t.micro_batch), t.chunk);
-      report.cpu_s += thread_cpu_seconds() - cpu;
+      report.cpu_s += burn_slower(thread_cpu_seconds() - cpu, io.slow_factor);
       worked = std::chrono::steady_clock::now();
       if (st) st = send(slot, t.micro_batch, true, t.chunk, bytes);
     } else {

@@ -64,6 +64,10 @@ struct step_io {
   std::function<status(const piece_gradient& grad_piece)> submit;
   /// Called before each task with its index in the order (the runtime's failure injection).
   std::function<void(const task&, std::size_t index)> before_task;
+  /// A slower CPU, simulated (the --fault.slow-rank test hook): after each forward and backward
+  /// task the thread burns that task's CPU time (slow_factor - 1) times again, so the rank's
+  /// compute takes slow_factor times as long while its waits stay as they are.
+  double slow_factor = 1;
   /// Record each task's span in step_report::spans (a traced step).
   bool trace = false;
   /// Geo mode between exchanges (table_exchange.hpp): the sparse tables' entries are not
