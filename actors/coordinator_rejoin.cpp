@@ -164,6 +164,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
               if (!*states) return fail(self, a.failure, (*states).error());
               if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
               rec.source = "checkpoint";
+              rec.tables.clear();  // the checkpoint's tables, as the replicas agreed when it was written
               rec.steps_redone = a.committed + 1 - agreed;
               install(self, std::move(**states), **fabric, rec, started, agreed - 1, 0, true);
             });
@@ -409,6 +410,8 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   }
   rec.plan_before = rec.plan_after = planner::describe(plan);
   rec.source = "replica";
+  if (s.model->options.sparse_tables && plan.dp > 1 && !plan.shard_params)  // replicas of the tables
+    rec.tables = s.options.exchange.recovery_note(a.committed + 1);
   if (a.in_transition) rec.interrupted = "plan change";
   rec.detect_s = s.protocol->last_detect_seconds();
   auto go_on = [=] { agree(self, r); };  // then where each lost rank's state survives

@@ -195,6 +195,15 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
   return {};
 }
 
+void local_rows::restore_bases(const std::vector<table_span>& tables) const {
+  for (std::size_t t = 0; t < tables.size() && t < tables_.size(); ++t) {
+    const auto& k = tables_[t];
+    const auto width = static_cast<std::size_t>(tables[t].width());
+    for (std::size_t i = 0; i < k.rows.size(); ++i)
+      if (tables[t].holds(k.rows[i])) tables[t].write(k.rows[i], k.base.data() + i * width);
+  }
+}
+
 void local_rows::clear() {
   for (auto& k : tables_) {
     for (std::int32_t r : k.rows) {  // the bits of the kept rows alone (rows are within the table)

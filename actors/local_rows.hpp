@@ -76,6 +76,9 @@ class local_rows {
                delta_encoding e = delta_encoding::f32);
   /// Forgets the kept rows (their updates stay; a plan whose replicas agree again).
   void clear();
+  /// Writes every kept row's base (values and state) into `tables` — copies of the tables this
+  /// record was kept for: the copy goes back to what the replicas last agreed on.
+  void restore_bases(const std::vector<table_span>& tables) const;
 
  private:
   struct kept_rows {

@@ -94,7 +94,9 @@ result<piece_state> parameter_piece::export_state(std::int64_t committed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_ && !initial_) return make_error(errc::invalid_argument, "parameters: nothing attached");
-  return copy_locked();
+  auto out = copy_locked();
+  if (shard_) shard_->restore_agreed_rows(out.values, out.slots);  // geo: the rows as the replicas last agreed
+  return out;
 }
 
 piece_state parameter_piece::copy_locked() const {

@@ -72,7 +72,11 @@ class parameter_piece {
   /// the live storage itself, no copy — the end of a run's collection (it changes if training
   /// went on; a 2 GB table is not copied to be read once).
   result<tensor> fetch(std::int64_t committed);
-  /// The piece's values and optimizer state (after applying what was committed), copied.
+  /// The piece's values and optimizer state (after applying what was committed), copied. In
+  /// geo mode the rows this replica changed on its own since the replicas last exchanged are
+  /// copied as they were then (their kept bases): the copy is the state every replica agreed
+  /// on, which is all there is to carry (a plan change or a checkpoint exchanges first, so
+  /// nothing is kept then; a recovery drops every replica's updates since the exchange).
   result<piece_state> export_state(std::int64_t committed);
   std::int64_t updates() const;
   /// A buddy copy (replicas.hpp) starts from another process's piece: its values, optimizer

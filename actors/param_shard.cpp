@@ -118,7 +118,20 @@ status param_shard::update_tables(const piece_gradient& grad) {
 
 local_rows& param_shard::local(const std::vector<sparse_table_grad>& tables) {
   if (local_.tables() != tables.size()) local_ = local_rows(tables.size());
+  local_tables_ = tables;
   return local_;
+}
+
+void param_shard::restore_agreed_rows(tensor& values, std::vector<tensor>& slots) const {
+  if (local_.empty() || values.numel() != piece_.numel()) return;
+  const bool with_state = std::holds_alternative<adagrad_config>(cfg_) && !slots.empty();
+  std::vector<table_span> spans;
+  for (const auto& t : local_tables_) {
+    if (t.offset < 0 || t.offset + t.rows * t.dim > values.numel()) return;  // (kept only for whole tables)
+    spans.push_back({values.data<float>() + t.offset, t.rows, t.dim, t.first_row,
+                     with_state ? slots[0].data<float>() + t.offset : nullptr});
+  }
+  local_.restore_bases(spans);
 }
 
 result<table_span> param_shard::span_of(const sparse_table_grad& t) {

@@ -92,6 +92,9 @@ class param_shard {
   /// Table `t` inside the piece; an error unless the piece holds all of it (geo mode trains
   /// whole tables, never a sharded plan's pieces).
   result<table_span> span_of(const sparse_table_grad& t);
+  /// Geo mode: `values` and `slots`, a copy of this piece and its optimizer state, get the
+  /// rows kept since the last exchange back as they were then (the replicas' agreed tables).
+  void restore_agreed_rows(tensor& values, std::vector<tensor>& slots) const;
 
  private:
   status check_sparse(const piece_gradient& grad, bool with_dense) const;
@@ -106,6 +109,7 @@ class param_shard {
   std::vector<range> dense_runs_;
   std::vector<kernels::row_sums> sums_;
   local_rows local_;
+  std::vector<sparse_table_grad> local_tables_;  // the tables local_ keeps rows of
 };
 
 }  // namespace cohort::actors

@@ -106,6 +106,10 @@ struct recovery_record {
   /// The lost processes whose place a replacement took in this recovery ("process 1"); empty:
   /// none came (the others took over the lost ranks).
   std::string replacement;
+  /// What the recovery did to the embedding tables beyond the step it redoes (--exec.mode):
+  /// async's waiting entries applied now, geo's tables back to the replicas' last exchange;
+  /// empty in sync mode.
+  std::string tables;
 };
 
 /// One checkpoint of a run (the summary's "checkpoints").

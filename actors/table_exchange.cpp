@@ -54,6 +54,24 @@ bool table_exchange::exchanges_before(std::int64_t step) const {
   return (step > 0 && step % std::max<std::int64_t>(geo_steps, 1) == 0) || gathers(step);
 }
 
+std::int64_t table_exchange::agreed_through(std::int64_t done) const {
+  for (std::int64_t d = done; d > 0; --d)
+    if (d % std::max<std::int64_t>(geo_steps, 1) == 0 || gathers(d - 1)) return d;
+  return 0;
+}
+
+std::string table_exchange::recovery_note(std::int64_t done) const {
+  if (mode == exchange_mode::async && staleness > 0)
+    return "async: the tables' waiting entries applied at the recovery (the next " + std::to_string(staleness) +
+           " steps' lookups read fresher tables)";
+  if (!geo()) return "";
+  const std::int64_t agreed = agreed_through(done);
+  if (agreed == done) return "geo: the tables as the replicas agreed after step " + std::to_string(done);
+  return "geo: the tables as the replicas last agreed (after step " + std::to_string(agreed) +
+         "): every replica's own sparse updates of steps " + std::to_string(agreed + 1) + "-" + std::to_string(done) +
+         " dropped";
+}
+
 status replicas_agree(const planner::parallel_plan& plan, const std::vector<tensor>& pieces) {
   if (plan.shard_params || plan.dp < 2) return {};
   const planner::rank_layout layout(plan);

@@ -61,6 +61,14 @@ struct table_exchange {
   bool exchanges_before(std::int64_t step) const;
   /// Step `step` gathers its sparse entries as sync does (the replicas agree after it).
   bool gathers(std::int64_t step) const;
+  /// Geo mode: the steps done when the replicas' tables last agreed, `done` steps into the run
+  /// (an exchange before the next step, or a step gathered as sync; 0: the start).
+  std::int64_t agreed_through(std::int64_t done) const;
+  /// What a recovery after `done` steps does to the tables (recovery_record::tables): async
+  /// applies every waiting entry now (the replicas' copies are read whole), geo goes back to
+  /// the last agreement (every replica's own updates since are dropped: the rows it kept are
+  /// copied at their bases); empty for sync and hetero.
+  std::string recovery_note(std::int64_t done) const;
 };
 
 /// Geo mode's promise at the end of a run: every data-parallel replica's piece (by rank, as

@@ -120,12 +120,6 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   }
   if (*mode == actors::exchange_mode::hetero)
     if (auto st = hetero_plan(); !st) return fail(name_, st.error().message, 2);
-  if (*mode != actors::exchange_mode::sync && *mode != actors::exchange_mode::hetero && plan_.dist.recover)
-    return fail(name_,
-                "--exec.mode=" + exec_mode_ +
-                    " with --fault.recover: a rank restored from another process's copy would miss the tables' "
-                    "waiting updates (async) or its kept rows (geo); not supported yet",
-                2);
   if (*mode == actors::exchange_mode::geo) {
     if (plan_.shard_params)
       return fail(name_, "--exec.mode=geo trains full table replicas: not with --plan.shard-params", 2);

@@ -249,6 +249,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     if (!c.restored_from.empty()) loop.out.recoveries.back()["restored_from"] = c.restored_from;
     if (!c.replan.empty()) loop.out.recoveries.back()["replan"] = c.replan;
     if (!c.replacement.empty()) loop.out.recoveries.back()["replacement"] = c.replacement;
+    if (!c.tables.empty()) loop.out.recoveries.back()["tables"] = c.tables;
     if (!loop.quiet) {  // an event line in the metrics file too, beside the steps
       json event = loop.out.recoveries.back();
       event["event"] = "recovery";
@@ -269,6 +270,7 @@ result<training_result> train_runtime(const training_job& job, const plan_option
     if (!loop.quiet && !c.replacement.empty())
       std::fprintf(stderr, "a replacement took the place of %s: the plan and the placement stay\n",
                    c.replacement.c_str());
+    if (!loop.quiet && !c.tables.empty()) std::fprintf(stderr, "embedding tables: %s\n", c.tables.c_str());
     if (!loop.quiet && !c.replan.empty())
       std::fprintf(stderr, "re-plan for the processes that remain: %s\n", c.replan.c_str());
   };

@@ -226,3 +226,65 @@ TEST_CASE("geo exchange with bf16 deltas: half the bytes, each delta rounded, th
   CHECK(tables[0][4 * dim] == doctest::Approx(1.1f).epsilon(1e-3));
   CHECK(tables[0][3 * dim] == 1.f);
 }
+
+TEST_CASE("a geo piece's export carries the rows it kept at their bases and leaves the live piece as trained") {
+  // what a recovery copies: the tables as the replicas last agreed, the dense part as trained
+  const tensor initial = cohort::test::random_tensor({flat}, 21);
+  for (const optimizer_config cfg :
+       {optimizer_config{sgd_config{.lr = lr}}, optimizer_config{adagrad_config{.lr = lr}}}) {
+    tensor storage = initial.clone();
+    parameter_piece piece(cfg);
+    REQUIRE(piece.attach(storage).ok());
+    piece_gradient g = local_step({1, 4}, 5);
+    g.dense = cohort::test::random_tensor({flat}, 6);  // the dense elements move too
+    REQUIRE(piece.submit(0, 0, g).ok());
+    auto copy = piece.export_state(0);
+    REQUIRE(copy.ok());
+    const float* live = storage.data<float>();
+    const float* out = copy->values.data<float>();
+    const float* was = initial.data<float>();
+    for (std::int64_t i = 0; i < flat; ++i) {
+      const bool kept_row = i >= dense_before + 1 * dim && i < dense_before + 2 * dim;
+      const bool kept_row4 = i >= dense_before + 4 * dim && i < dense_before + 5 * dim;
+      const bool in_table = i >= dense_before && i < dense_before + rows * dim;
+      CAPTURE(i);
+      if (kept_row || kept_row4) {
+        CHECK(out[i] == was[i]);   // back at its base
+        CHECK(live[i] != was[i]);  // the live piece keeps its own update
+      } else if (in_table) {
+        CHECK(out[i] == was[i]);  // untouched rows: as they were everywhere
+      } else {
+        CHECK(out[i] == live[i]);  // the dense part as trained
+        CHECK(out[i] != was[i]);
+      }
+    }
+    if (std::holds_alternative<adagrad_config>(cfg)) {  // the rows' optimizer state goes back with them
+      REQUIRE(copy->slots.size() == 1);
+      CHECK(copy->slots[0].data<float>()[dense_before + 1 * dim] == 0.f);
+    }
+  }
+}
+
+TEST_CASE("a recovery's note on the tables: async applies the waiting entries, geo goes back to the last exchange") {
+  table_exchange geo;
+  geo.mode = exchange_mode::geo;
+  geo.geo_steps = 8;
+  geo.steps = 40;
+  geo.checkpoint_every = 12;
+  CHECK(geo.agreed_through(13) == 12);  // the checkpoint after step 12 gathered
+  CHECK(geo.agreed_through(11) == 8);
+  CHECK(geo.agreed_through(7) == 0);
+  CHECK(geo.agreed_through(16) == 16);
+  CHECK(geo.recovery_note(11) ==
+        "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps 9-11 "
+        "dropped");
+  CHECK(geo.recovery_note(16) == "geo: the tables as the replicas agreed after step 16");
+  table_exchange async;
+  async.mode = exchange_mode::async;
+  async.staleness = 3;
+  CHECK(async.recovery_note(5).find("async: the tables' waiting entries applied at the recovery (the next 3 steps") ==
+        0);
+  CHECK(table_exchange{}.recovery_note(5).empty());  // sync: nothing beyond the step redone
+  async.staleness = 0;
+  CHECK(async.recovery_note(5).empty());  // staleness 0 is sync
+}

@@ -105,7 +105,6 @@ TEST_CASE("dlrm refuses execution modes it cannot run, with exit code 2 naming t
            {"--exec.mode=geo --model.sparse=false", "--exec.mode=geo exchanges the tables' touched rows"},
            {"--exec.mode=geo --train.optimizer=adamw", "AdamW moves every row"},
            {"--exec.mode=geo --plan.dp=2 --plan.shard-params", "not with --plan.shard-params"},
-           {"--exec.mode=async --fault.recover=true", "--exec.mode=async with --fault.recover"},
        }) {
     CAPTURE(b.args);
     auto r = run(DLRM_BINARY, base + b.args);
