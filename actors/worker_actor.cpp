@@ -60,7 +60,13 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
     out.code = e.code;
     return out;
   };
+  // the committed step's optimizer update, on this thread: part of the rank's own work (a
+  // slower CPU takes longer over it too; the test hook's slow_factor)
+  const double update_cpu_at = thread_cpu_seconds();
+  const auto update_at = std::chrono::steady_clock::now();
   if (auto st = piece_->apply_committed(committed); !st) return failed(st.error());
+  const double update_cpu = burn_slower(thread_cpu_seconds() - update_cpu_at, s.slow_factor);
+  const double update_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - update_at).count();
   // buddy copies: the committed step into the copies kept here; this piece's seed, once
   transport::channel& ch = *worker_->comm().channel;
   for (const auto& [from, copy] : s.copies)
@@ -136,7 +142,9 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   io.slow_factor = s.slow_factor;
   auto r = run_worker_step(*worker_, s.model->schedule[static_cast<std::size_t>(s.at.stage)], s.model->plan,
                            s.model->batch, s.at, io, static_cast<std::uint64_t>(step), s.timeout);
-  if (r) r->alone_s = s.kernel_threads == 1 ? r->cpu_s : r->seconds.forward_s + r->seconds.backward_s;
+  if (r)
+    r->alone_s =
+        s.kernel_threads == 1 ? r->cpu_s + update_cpu : r->seconds.forward_s + r->seconds.backward_s + update_wall;
   if (r) {
     out.report = std::move(*r);
     out.report.sparse_bytes += geo_bytes;

@@ -24,16 +24,14 @@ error in_task(const error& e, const task& t, const worker_place& at) {
                                 std::to_string(at.tp_rank) + ") task " + to_string(t) + ": " + e.message);
 }
 
-// The test hook's slower CPU: `used` CPU seconds of a task become `used * factor` (the thread
-// burns the rest); returns the task's CPU seconds as the slower CPU took them.
+}  // namespace
+
 double burn_slower(double used, double factor) {
   if (factor <= 1) return used;
   const double until = thread_cpu_seconds() + (factor - 1) * used;
   for (volatile std::uint64_t spin = 0; thread_cpu_seconds() < until;) spin = spin + 1;
   return used * factor;
 }
-
-}  // namespace
 
 double thread_cpu_seconds() {
   timespec t{};

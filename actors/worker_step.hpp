@@ -66,7 +66,8 @@ struct step_io {
   std::function<void(const task&, std::size_t index)> before_task;
   /// A slower CPU, simulated (the --fault.slow-rank test hook): after each forward and backward
   /// task the thread burns that task's CPU time (slow_factor - 1) times again, so the rank's
-  /// compute takes slow_factor times as long while its waits stay as they are.
+  /// compute takes slow_factor times as long while its waits stay as they are (the worker
+  /// actor does the same after the optimizer update).
   double slow_factor = 1;
   /// Record each task's span in step_report::spans (a traced step).
   bool trace = false;
@@ -89,10 +90,11 @@ struct step_report {
   /// The forward and backward tasks' own work in CPU seconds of the worker's thread (its
   /// kernels' threads beside it not counted).
   double cpu_s = 0;
-  /// What the forward and backward tasks take as one rank alone here, the straggler watch's
-  /// pace (set by the worker actor): `cpu_s` where the worker's kernels run on its thread alone
-  /// — ranks that share the cores do not lengthen it, a slower core does — else their wall
-  /// seconds (the worker has cores of its own).
+  /// What the forward and backward tasks and the optimizer update of the committed step (at
+  /// the step's start) take as one rank alone here, the straggler watch's pace (set by the
+  /// worker actor): their CPU seconds where the worker's kernels run on its thread alone —
+  /// ranks that share the cores do not lengthen it, a slower core does — else their wall
+  /// seconds (the worker has cores of its own). The reduction is left out: it waits for peers.
   double alone_s = 0;
   /// Each task's span, in order, when step_io::trace asked for them.
   std::vector<task_span> spans;
@@ -105,6 +107,9 @@ struct step_report {
 
 /// The CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_seconds();
+/// The test hook's slower CPU (step_io::slow_factor): `used` CPU seconds of work become
+/// `used * factor` (the thread burns the rest); returns the CPU seconds as the slower CPU took them.
+double burn_slower(double used, double factor);
 
 /// `batch` is the step's global batch: micro-batch mb of this replica has split.rows(dp_rank,
 /// mb) rows and its loss seed is their share of the batch (planner::batch_split).
