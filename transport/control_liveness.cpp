@@ -172,9 +172,10 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
         n.step = step_;
         losses_.push_back(n);
         callback = on_lost_;
+        ++telling_;
       }
       if (callback) callback(n);  // before the waiters wake: wait_membership returns after on_lost ran
-      changed_.notify_all();
+      told_lost();
       return;
     }
     case kind::joined: {  // from the coordinator: processes took lost or empty slots (control::joined_text)
@@ -288,6 +289,7 @@ void control_plane::declare_lost(int p, const std::string& reason, bool silent) 
       last_change_ = "process " + std::to_string(p) + " lost";
       losses_.push_back(n);
       epoch = ++epoch_;
+      ++telling_;  // lowered once on_lost ran (below)
     } else if (!(n.coordinator && o_.keep_going && o_.succession)) {
       lost_ = n;
     }
@@ -315,7 +317,7 @@ void control_plane::declare_lost(int p, const std::string& reason, bool silent) 
                    control::pack_text(std::to_string(epoch) + " " + std::to_string(p) + " " + n.describe()));
     }
     if (callback) callback(n);
-    changed_.notify_all();  // after on_lost ran, as on the nodes
+    told_lost();  // after on_lost ran, as on the nodes
     return;
   }
   if (is_leader())  // tell the others, so they stop instead of waiting on the lost one

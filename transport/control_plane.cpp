@@ -42,11 +42,21 @@ std::vector<node_entry> control_plane::roster() const {
 
 result<membership> control_plane::wait_membership(std::uint64_t epoch, milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return epoch_ > epoch || lost_.has_value(); });
+  // a loss's new epoch counts once its on_lost callback has run (the runtime's view of the
+  // loss is then in place)
+  changed_.wait_for(lock, timeout, [&] { return (epoch_ > epoch && telling_ == 0) || lost_.has_value(); });
   if (lost_) return make_error(errc::closed, lost_->describe());
   if (epoch_ <= epoch)
     return make_error(errc::timeout, "control: no membership change within " + std::to_string(timeout.count()) + " ms");
   return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
+}
+
+void control_plane::told_lost() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --telling_;
+  }
+  changed_.notify_all();
 }
 
 control_plane::~control_plane() {

@@ -255,6 +255,9 @@ class control_plane {
   void handle_frame(int p, std::uint64_t tag, message m);
   /// `silent`: found by its silence (no heartbeat), which a partition looks like too.
   void declare_lost(int p, const std::string& reason, bool silent = false);
+  /// After a membership change's on_lost callback (taken with telling_ raised under the lock):
+  /// lowers telling_ and wakes the waiters.
+  void told_lost();
   /// Keys carry the membership epoch (bits 48-55).
   static std::uint64_t epoch_key(std::uint64_t key, std::uint64_t epoch);
   /// The epoch a collective runs in: `wanted`, or the current one. Errors: `wanted` is past.
@@ -300,6 +303,9 @@ class control_plane {
   std::map<std::pair<int, std::uint64_t>, std::deque<message>> inbox_;
   std::optional<lost_node> lost_;  // the loss that ends the job (keep_going: the coordinator's, or being fenced)
   std::uint64_t epoch_ = 0;
+  // membership changes whose on_lost callback has not run yet: wait_membership returns only
+  // once they have (told_lost)
+  int telling_ = 0;
   std::vector<bool> live_;
   std::vector<int> lost_processes_;
   std::vector<lost_node> losses_;  // keep_going: the nodes the job went on without

@@ -158,6 +158,7 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     epoch_ = next.epoch;
     leader_ = process_;
     callback = on_lost_;
+    ++telling_;
   }
   // a replacement or a new process joins the running job here from now on (the launcher
   // learns where from the driver's note, $COHORT_LAUNCH_LEADER)
@@ -165,7 +166,7 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
   std::fprintf(stderr, "cohort: process %d took over as the coordinator (%d of %d processes followed)\n", process_,
                arrived, expected);
   if (callback) callback(n);
-  changed_.notify_all();
+  told_lost();
   return true;
 }
 
@@ -238,10 +239,11 @@ bool control_plane::follow(lost_node& n, int successor, std::uint64_t epoch) {
       epoch_ = next->epoch;
       leader_ = successor;
       callback = on_lost_;
+      ++telling_;
     }
     n = relayed;
     if (callback) callback(relayed);
-    changed_.notify_all();
+    told_lost();
     return true;
   }
   n.reason += "; process " + std::to_string(successor) + " did not take over: " + why;
