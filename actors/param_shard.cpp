@@ -117,8 +117,10 @@ status param_shard::update_tables(const piece_gradient& grad) {
 }
 
 local_rows& param_shard::local(const std::vector<sparse_table_grad>& tables) {
-  if (local_.tables() != tables.size()) local_ = local_rows(tables.size());
-  local_tables_ = tables;
+  if (local_.tables() != tables.size()) {  // a piece's tables keep their place from step to step
+    local_ = local_rows(tables.size());
+    local_tables_ = tables;
+  }
   return local_;
 }
 

@@ -61,7 +61,7 @@ std::int64_t table_exchange::agreed_through(std::int64_t done) const {
 }
 
 std::string table_exchange::recovery_note(std::int64_t done) const {
-  if (mode == exchange_mode::async && staleness > 0)
+  if (table_delay() > 0)
     return "async: the tables' waiting entries applied at the recovery (the next " + std::to_string(staleness) +
            " steps' lookups read fresher tables)";
   if (!geo()) return "";

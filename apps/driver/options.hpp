@@ -69,4 +69,8 @@ class option_set {
   std::vector<std::string> set_keys_;
 };
 
+/// A string option's comma-separated list as written: "a,b" gives {"a", "b"}, "" none, an
+/// empty item stays empty (its caller names it).
+std::vector<std::string> split_commas(const std::string& text);
+
 }  // namespace cohort::apps

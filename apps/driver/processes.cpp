@@ -234,16 +234,11 @@ status process_options::finish(const option_set& opts) {
     return make_error(errc::invalid_argument, "--dist.replacement: process 0 cannot be replaced");
   if (replan != "auto" && replan != "always" && replan != "keep")
     return make_error(errc::invalid_argument, "--fault.replan must be auto, always or keep, got '" + replan + "'");
-  signal_at_each.clear();
-  for (std::size_t from = 0;;) {
-    const auto comma = signal_at.find(',', from);
-    const std::string at = signal_at.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+  signal_at_each = split_commas(signal_at);
+  if (signal_at_each.empty()) signal_at_each.emplace_back();
+  for (const auto& at : signal_at_each)
     if (at != "step" && at != "transition")
       return make_error(errc::invalid_argument, "--fault.signal-at must be step or transition, got '" + at + "'");
-    signal_at_each.push_back(at);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
   if (!signal.empty() && signal != "KILL" && signal != "STOP" && signal != "TERM")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL, STOP or TERM, got '" + signal + "'");
   if (leave_after < 0) return make_error(errc::invalid_argument, "--elastic.leave-after must be >= 0");

@@ -77,12 +77,7 @@ status plan_options::finish(const option_set& opts) {
     for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
                             "plan.cuts", "plan.virtual-stages"})
       if (opts.was_set(key)) mode = planner::plan_mode::manual;
-  change_targets.clear();
-  for (std::size_t at = 0; !change_to.empty() && at <= change_to.size();) {
-    const std::size_t comma = std::min(change_to.find(',', at), change_to.size());
-    change_targets.push_back(change_to.substr(at, comma - at));
-    at = comma + 1;
-  }
+  change_targets = split_commas(change_to);
   if (change_targets.size() != change_at.size())
     return make_error(errc::invalid_argument,
                       "--plan.change-at has " + std::to_string(change_at.size()) + " steps and --plan.change-to " +

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "apps/run_app.hpp"
 #include "faults/fault_jobs.hpp"
@@ -25,6 +26,26 @@ namespace {
 
 std::string temp_path(const std::string& name) { return cohort::test::temp_path("table-recovery", name); }
 
+// The fault-free run of `job` and its twin with `fault`, both finished, and their 40 losses.
+struct twin_runs {
+  cohort::test::run_result clean, faulty;
+  std::vector<double> clean_losses, losses;
+};
+
+twin_runs run_twins(const std::string& job, const std::string& fault, const std::string& name) {
+  const std::string clean_metrics = temp_path(name + "-clean.jsonl"), metrics = temp_path(name + ".jsonl");
+  twin_runs t;
+  t.clean = run(DLRM_BINARY, job + " --metrics.file=" + clean_metrics);
+  REQUIRE_MESSAGE(t.clean.exit_code == 0, t.clean.err);
+  t.faulty = run(DLRM_BINARY, job + " " + fault + " --metrics.file=" + metrics);
+  REQUIRE_MESSAGE(t.faulty.exit_code == 0, t.faulty.err);  // geo: the end's check, every replica equal to replica 0
+  t.clean_losses = cohort::test::metrics_last_losses(clean_metrics);
+  t.losses = cohort::test::metrics_last_losses(metrics);
+  REQUIRE(t.losses.size() == 40);
+  REQUIRE(t.clean_losses.size() == 40);
+  return t;
+}
+
 }  // namespace
 
 TEST_SUITE("failure") {
@@ -33,12 +54,8 @@ TEST_SUITE("failure") {
     const std::string job = files.args() +
                             " --train.steps=40 --plan.mode=manual --plan.dp=2 --launch.nproc=2 --fault.recover=true "
                             "--exec.mode=async --exec.staleness=4";
-    const std::string clean_metrics = temp_path("async-clean.jsonl"), metrics = temp_path("async.jsonl");
-    auto clean = run(DLRM_BINARY, job + " --metrics.file=" + clean_metrics);
-    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    auto r = run(DLRM_BINARY,
-                 job + " --fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=10 --metrics.file=" + metrics);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const auto t = run_twins(job, "--fault.signal=KILL --fault.signal-rank=1 --fault.signal-step=10", "async");
+    const auto& r = t.faulty;
     INFO(r.err);
     const auto& rec = r.summary["recoveries"];
     REQUIRE(rec.size() == 1);
@@ -48,16 +65,14 @@ TEST_SUITE("failure") {
     CHECK(rec[0]["tables"].get<std::string>().find("async: the tables' waiting entries applied at the recovery") == 0);
     CHECK(r.err.find("embedding tables: async:") != std::string::npos);
     CHECK(r.summary["max_table_staleness"] == 4);  // fresher after the recovery, never staler
-    const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_last_losses(clean_metrics);
-    REQUIRE(a.size() == 40);
-    REQUIRE(b.size() == 40);
+    const auto &a = t.losses, &b = t.clean_losses;
     CHECK(std::equal(a.begin(), a.begin() + 10, b.begin()));  // bit for bit up to the loss
     // not an arithmetic reordering: the 4 steps after the recovery look up fresher tables
     // (seen: 2.5e-3 relative at most on this file, 3.5e-7 on MovieLens)
     const double after = cohort::test::max_relative_difference(a, b, 11);
     MESSAGE("async: max relative loss difference after the recovery " << after);
     CHECK(after <= 0.05);
-    CHECK(std::abs(r.summary["test_auc"].get<double>() - clean.summary["test_auc"].get<double>()) <= 0.01);
+    CHECK(std::abs(r.summary["test_auc"].get<double>() - t.clean.summary["test_auc"].get<double>()) <= 0.01);
   }
 
   TEST_CASE("geo tables: a lost node recovers with every replica back at the last exchange and the replicas agree") {
@@ -67,12 +82,8 @@ TEST_SUITE("failure") {
     const std::string job = files.args() +
                             " --train.steps=40 --plan.mode=manual --plan.dp=4 --launch.nproc=4 --fault.recover=true "
                             "--exec.mode=geo --exec.geo-steps=8 --train.optimizer=adagrad";
-    const std::string clean_metrics = temp_path("geo-clean.jsonl"), metrics = temp_path("geo.jsonl");
-    auto clean = run(DLRM_BINARY, job + " --metrics.file=" + clean_metrics);
-    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
-    auto r = run(DLRM_BINARY,
-                 job + " --fault.signal=KILL --fault.signal-rank=3 --fault.signal-step=13 --metrics.file=" + metrics);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);  // the end's check: every replica's tables equal replica 0's
+    const auto t = run_twins(job, "--fault.signal=KILL --fault.signal-rank=3 --fault.signal-step=13", "geo");
+    const auto& r = t.faulty;
     INFO(r.err);
     const auto& rec = r.summary["recoveries"];
     REQUIRE(rec.size() == 1);
@@ -81,11 +92,8 @@ TEST_SUITE("failure") {
     CHECK(rec[0]["tables"] ==
           "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps "
           "9-13 dropped");
-    const auto a = cohort::test::metrics_last_losses(metrics), b = cohort::test::metrics_last_losses(clean_metrics);
-    REQUIRE(a.size() == 40);
-    REQUIRE(b.size() == 40);
-    CHECK(std::equal(a.begin(), a.begin() + 13, b.begin()));  // bit for bit up to the loss
-    const double auc = r.summary["test_auc"].get<double>(), clean_auc = clean.summary["test_auc"].get<double>();
+    CHECK(std::equal(t.losses.begin(), t.losses.begin() + 13, t.clean_losses.begin()));  // bit for bit up to the loss
+    const double auc = r.summary["test_auc"].get<double>(), clean_auc = t.clean.summary["test_auc"].get<double>();
     MESSAGE("geo: test AUC " << auc << " after the recovery, " << clean_auc << " fault-free");
     CHECK(std::abs(auc - clean_auc) <= 0.02);
   }
