@@ -41,7 +41,7 @@ void after_admission(self_ptr self, std::int64_t step, const job_membership& m, 
     return fail(self, make_error(errc::io_error, "join: process 0 admitted processes but named no plan for them"));
   decided_plan d;
   d.choice = std::move(*st->next);
-  d.choice.how = "process 0's for the larger job";
+  d.choice.how = "the coordinator's for the larger job";
   d.replan_seconds = st->next_replan_s;
   d.predicted_step_s = st->next_predicted_step_s;
   s.joining_note = process_list(newcomers);
@@ -180,7 +180,7 @@ void join_as_newcomer(self_ptr self) {
   s.protocol->on_joined(j.state.committed);
   decided_plan d;
   d.choice = *j.state.next;
-  d.choice.how = "process 0's for the larger job";
+  d.choice.how = "the coordinator's for the larger job";
   d.replan_seconds = j.state.next_replan_s;
   d.predicted_step_s = j.state.next_predicted_step_s;
   std::vector<int> newcomers;

@@ -242,6 +242,31 @@ result<succession> parse_succession(const std::string& text, int world) {
   return s;
 }
 
+std::string standby_text(const std::vector<standby_address>& order) {
+  std::string out;
+  for (const auto& a : order) out += a.host + " " + std::to_string(a.port) + "\n";
+  return out;
+}
+
+result<std::vector<standby_address>> parse_standbys(const std::string& text) {
+  std::vector<standby_address> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    standby_address a;
+    long long port = -1;
+    std::string rest;
+    if (!(words >> a.host >> port) || (words >> rest) || !plausible_host(a.host) || port < 1 || port > 65535 ||
+        out.size() >= static_cast<std::size_t>(max_world))
+      return make_error(errc::io_error, "control: a malformed standby address '" + line.substr(0, 200) + "' (line " +
+                                            std::to_string(out.size() + 1) + ")");
+    a.port = static_cast<int>(port);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 result<message> read_message(tcp_socket& s, std::uint64_t generation, std::uint64_t max_payload, milliseconds timeout,
                              bool check_generation) {
   std::byte head[frame_header_bytes];

@@ -27,6 +27,9 @@
 //                                                                   lost coordinator (its standby port)
 //   took_over  0         text: succession_text                      the successor, to each node that
 //                                                                   followed it: the job goes on
+//   standby    0         text: standby_text ("host port" lines)      the coordinator, to a process
+//                                                                   waiting to join: where it waits
+//                                                                   again if the coordinator is lost
 //
 //   auto listener = tcp_listener::open("127.0.0.1", 0);
 //   if (!listener) return listener.error();
@@ -68,7 +71,8 @@ enum class kind : std::uint8_t {
   admitted = 14,    // the coordinator to a node, after its roster: the membership it joins
   departed = 15,    // the coordinator to the nodes that remain: a node left the job in good order
   follow = 16,      // a node to the successor of a lost coordinator: it follows, in this epoch
-  took_over = 17    // the successor to its followers: it leads now, without the processes named
+  took_over = 17,   // the successor to its followers: it leads now, without the processes named
+  standby = 18      // the coordinator to a process waiting to join: the standby ports, succession order
 };
 
 /// The frame tag of a message: (key << 8) | kind.
@@ -149,6 +153,17 @@ std::string succession_text(const succession& s);
 /// Validated for a job of `world` slots: the leader and every lost process in range, distinct,
 /// at least one lost, the leader not among them.
 result<succession> parse_succession(const std::string& text, int world);
+
+/// Where a process waiting to join the running job asks again when the coordinator it waits at
+/// is lost: every other live process's standby port, in succession order (lowest first: the
+/// one that takes over, then the one after it). "HOST PORT" per line; at most max_world lines.
+struct standby_address {
+  std::string host;
+  int port = 0;
+};
+std::string standby_text(const std::vector<standby_address>& order);
+/// errc::io_error naming the line: an implausible host, a port outside 1..65535, too many lines.
+result<std::vector<standby_address>> parse_standbys(const std::string& text);
 
 struct message {
   std::uint64_t tag = 0;

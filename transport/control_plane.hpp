@@ -124,8 +124,10 @@ struct control_options {
   /// partition never yields two coordinators — and the others follow it (control_succession.cpp).
   /// A coordinator that loses touch with more than half of its processes at once (silence
   /// within one heartbeat timeout: a partition; a closed connection is an ended process) ends
-  /// instead of leading a minority. The new coordinator admits no more processes (no replacements, no
-  /// joins: its predecessor's port is gone).
+  /// instead of leading a minority. The new coordinator admits replacements and joining processes
+  /// at its standby port (admit_replacements, admit_joins); a process that waited to join at the
+  /// lost coordinator asks again at the standby ports it was told (kind::standby), in succession
+  /// order, and waits at the new coordinator.
   bool succession = false;
   std::string standby_host = "127.0.0.1";
   /// How long a succession may take from the loss: the others must notice it too (at most a
@@ -135,6 +137,9 @@ struct control_options {
 
 /// The message a process waiting to join (a spare) gets when the job ends without it.
 inline constexpr const char* not_needed = "the job ended before this process was needed";
+/// A node gathering its followers after the coordinator's loss, to a process that asks it to
+/// join: it does not lead yet (the process asks again shortly).
+inline constexpr const char* not_leading = "this process does not lead the job (yet)";
 
 /// Who is in the job after `epoch` membership changes.
 struct membership {
@@ -279,6 +284,10 @@ class control_plane {
   void install_batch(std::vector<admission> batch, bool replacements);
   /// Tells every process still waiting to join that the job ended without it.
   void dismiss_waiting();
+  /// The coordinator, to a process waiting to join: the other live processes' standby ports in
+  /// succession order, where it asks again should this coordinator be lost (false: the write
+  /// failed, the process is gone).
+  bool tell_standbys(tcp_socket& s);
   /// On the monitor thread, a node that lost the coordinator `lost` (control_succession.cpp):
   /// takes over, or follows the node that does; false when the job cannot go on (then the
   /// caller ends it with `n`, whose reason says why).

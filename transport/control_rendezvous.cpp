@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "transport/auth.hpp"
 #include "transport/control_codec.hpp"
@@ -149,6 +150,7 @@ result<std::unique_ptr<control_plane>> control_plane::coordinate(const control_o
                           "control: sending the roster to process " + std::to_string(p) + ": " + st.error().message);
     pe.last_heard = clock::now();
   }
+  for (auto& a : cp->waiting_) (void)cp->tell_standbys(a.socket);  // one that is gone is dropped later
   cp->start_monitor();
   if (cp->listener_) {
     cp->admitting_ = true;
@@ -167,8 +169,9 @@ void control_plane::admit_loop() {
     auto h = checked_hello(*s, o_, initial);
     if (!h) continue;
     std::string why;
+    bool told = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       if (lost_ || stopping_) return;  // the job is ending
       if (h->world == 0) {
         if (!o_.admit_joins) {
@@ -176,6 +179,13 @@ void control_plane::admit_loop() {
         } else if (waiting_.size() >= 64) {
           why = "64 processes already wait to join this job";
         } else {
+          if (!told) {  // where it waits again should this coordinator be lost: told outside the lock
+            lock.unlock();
+            if (!tell_standbys(*s)) continue;  // gone already
+            told = true;
+            lock.lock();
+            if (lost_ || stopping_) return;
+          }
           admission a;
           a.entry = {-1,
                      s->peer_host(),
@@ -258,6 +268,21 @@ result<membership> control_plane::admit_joiners(int count, milliseconds timeout)
                                          std::to_string(timeout.count()) + " ms");
   if (lost_) return make_error(errc::closed, lost_->describe());
   return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
+}
+
+bool control_plane::tell_standbys(tcp_socket& s) {
+  std::vector<control::standby_address> order;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int p = 0; p < o_.world; ++p) {
+      const auto& n = roster_[static_cast<std::size_t>(p)];
+      if (p != process_ && live_[static_cast<std::size_t>(p)] && n.standby_port > 0)
+        order.push_back({n.host, n.standby_port});
+    }
+  }
+  return control::write_message(s, o_.generation, tag_of(kind::standby), static_cast<std::uint32_t>(process_),
+                                control::pack_text(control::standby_text(order)), o_.auth_timeout)
+      .ok();
 }
 
 void control_plane::dismiss_waiting() {
@@ -373,6 +398,50 @@ void control_plane::install_batch(std::vector<admission> batch, bool replacement
   changed_.notify_all();
 }
 
+namespace {
+
+milliseconds left_until(clock::time_point deadline) {
+  return std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - clock::now()));
+}
+
+struct reconnected {
+  tcp_socket socket;
+  std::string host;
+};
+
+// A process waiting to join whose coordinator was lost: the standby ports it was told, in
+// succession order, until one takes it in — the one that took over admits at its standby port
+// (a node still gathering its followers refuses anything else, a node that does not lead does
+// not answer: both are tried again shortly), until `give_up`.
+result<reconnected> ask_again(const control_options& o, const control::hello& hello,
+                              const std::vector<control::standby_address>& order, clock::time_point give_up) {
+  std::string last = "nobody answered";
+  while (clock::now() < give_up) {
+    for (const auto& at : order) {
+      const auto patience = std::min(milliseconds(1000), left_until(give_up));
+      auto s = tcp_socket::connect(at.host, at.port, patience);
+      if (s && authenticate_client(*s, o.secret, patience)) {
+        if (control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), patience)) {
+          // its first word: a refusal from a node that does not lead (tried again), or what a
+          // coordinator sends a waiting process (the standby order, the roster)
+          pollfd p{s->fd(), POLLIN, 0};
+          if (::poll(&p, 1, static_cast<int>(patience.count())) > 0) {
+            std::fprintf(stderr, "cohort: asked to join again at %s:%d\n", at.host.c_str(), at.port);
+            return reconnected{std::move(*s), at.host};
+          }
+          last = at.host + ":" + std::to_string(at.port) + " did not answer";
+          continue;
+        }
+      }
+      last = at.host + ":" + std::to_string(at.port) + ": " + (s ? "refused" : s.error().message);
+    }
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  return make_error(errc::timeout, "no process of the job took this process in (last: " + last + ")");
+}
+
+}  // namespace
+
 result<std::unique_ptr<control_plane>> control_plane::join(const control_options& o, int data_port) {
   const bool running = o.world == 0;  // joining the running job, whatever its size
   if (!running && o.world < 2)
@@ -399,8 +468,44 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
           control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
       !st)
     return st.error();
-  // a refusal is read whatever its generation (we may be the stale one)
-  auto m = control::read_message(*s, o.generation, control::small_payload, o.join_timeout, /*check_generation=*/false);
+  // a refusal is read whatever its generation (we may be the stale one); a process waiting to
+  // join the running job learns where the job goes on should its coordinator be lost, and asks
+  // there again (ask_again)
+  std::string coordinator_host = o.master_host;
+  std::vector<control::standby_address> standbys;
+  const auto give_up = clock::now() + o.join_timeout;
+  result<control::message> m = make_error(errc::closed, "not read");
+  for (;;) {
+    m = control::read_message(*s, o.generation, control::small_payload, left_until(give_up),
+                              /*check_generation=*/false);
+    if (m && running && control::is(m->tag, kind::standby)) {
+      auto text = control::text_of(m->body);
+      if (!text) return text.error();
+      auto order = control::parse_standbys(*text);
+      if (!order) return order.error();
+      standbys = std::move(*order);
+      continue;
+    }
+    const bool lost = !m && m.error().code == errc::closed;
+    bool not_yet = false;  // a node still gathering its followers after the loss
+    if (m && control::is(m->tag, kind::refuse))
+      if (auto why = control::text_of(m->body); why && *why == not_leading) not_yet = true;
+    if ((lost || not_yet) && running && !standbys.empty()) {
+      if (lost)
+        std::fprintf(stderr,
+                     "cohort: the coordinator this process waited at to join is gone (%s); asking the job's other "
+                     "processes where it goes on\n",
+                     m.error().message.c_str());
+      else
+        std::this_thread::sleep_for(milliseconds(200));
+      auto again = ask_again(o, hello, standbys, give_up);
+      if (!again) return make_error(again.error().code, "control: waiting to join: " + again.error().message);
+      coordinator_host = again->host;
+      *s = std::move(again->socket);
+      continue;
+    }
+    break;
+  }
   if (!m) return make_error(m.error().code, "control: waiting for the roster: " + m.error().message);
   auto body = control::text_of(m->body);
   if (!body) return body.error();
@@ -446,7 +551,7 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   const auto lead = static_cast<std::size_t>(mb.leader);
   cp->leader_ = mb.leader;
   cp->roster_ = std::move(*r);
-  cp->roster_[lead].host = o.master_host;
+  cp->roster_[lead].host = coordinator_host;
   cp->standby_ = std::move(standby);
   auto p = std::make_unique<peer>();
   p->address = s->peer_name();

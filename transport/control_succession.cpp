@@ -89,6 +89,11 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     auto m = control::read_message(*s, o_.generation, 64, std::min(o_.auth_timeout, left_until(deadline)));
     const auto v = m && control::is(m->tag, kind::follow) ? control::ints_of(m->body) : std::vector<std::int64_t>{};
     std::string why;
+    if (m && control::is(m->tag, kind::hello)) {  // a process waiting to join: it asks again once this one leads
+      (void)control::write_message(*s, o_.generation, tag_of(kind::refuse), static_cast<std::uint32_t>(process_),
+                                   control::pack_text(not_leading), o_.auth_timeout);
+      continue;
+    }
     if (v.size() != 2)
       why = "expected a follow";
     else if (v[0] < 0 || v[0] >= o_.world || v[0] == process_ || !live[static_cast<std::size_t>(v[0])] ||

@@ -378,7 +378,8 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   transport::control_options c;
   c.world = o.join_running ? 0 : static_cast<int>(o.rank == 0 ? o.slots() : o.world);
   c.initial = static_cast<int>(o.world);
-  c.admit_joins = o.recover && o.rank == 0 && o.max_procs > 0;  // spares wait even in a full job
+  // spares wait even in a full job; at process 0, or at the process that takes over from it
+  c.admit_joins = o.recover && o.max_procs > 0;
   c.process = o.join.empty() ? static_cast<int>(o.rank) : (o.rank > 0 ? static_cast<int>(o.rank) : -1);
   c.master_host = o.master_addr;
   c.master_port = static_cast<int>(o.master_port);

@@ -267,14 +267,19 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       out.straggler = static_cast<int>(straggler);
       return out;
     };
-    if (coordinator && p.dist.max_procs > 0) {  // --elastic.max-procs: processes may join the running job
+    if (p.dist.max_procs > 0) {  // --elastic.max-procs: processes may join the running job
+      // (at process 0, or at the process that took over from it: the others count none)
       const auto join_timeout = std::chrono::milliseconds(p.dist.join_timeout_ms);
       h.joiners_waiting = [&g, after = p.dist.join_after, join_timeout](std::int64_t step) {
+        if (!g.control->is_leader()) return 0;
         if (after > 0 && step + 1 < after) return 0;  // the test hook: not before this step
         int n = g.control->joiners_waiting();
         if (after > 0 && step + 1 == after) {  // ... and there as many as fill the job
+          // (its empty slots; process 0's stays empty once it is lost: nobody takes the coordinator's place)
+          const auto live = g.control->members().live;
+          const auto empty = static_cast<int>(std::count(live.begin() + 1, live.end(), false));
           const auto deadline = std::chrono::steady_clock::now() + join_timeout;
-          while (n < g.world() - g.live() && std::chrono::steady_clock::now() < deadline) {
+          while (n < empty && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the control proxy's thread
             n = g.control->joiners_waiting();
           }

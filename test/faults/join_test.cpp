@@ -311,6 +311,38 @@ TEST_SUITE("elastic") {
     CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
   }
 
+  TEST_CASE("a spare waiting at a lost coordinator asks its successor and joins the job there") {
+    // dp6 over 3 processes and one process waiting to join (at process 0); process 0 is killed
+    // after step 4: process 1 takes over, the waiting process asks again at the standby ports it
+    // was told (process 1's first) and process 1 admits it after step 10
+    const std::string job = mlp_job + " --plan.dp=6 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("successor-clean.jsonl"), metrics = temp_path("successor.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                 "--elastic.scale-out=always --fault.signal=KILL --fault.signal-rank=0 "
+                                 "--fault.signal-step=4 --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("process 1 took over as the coordinator") != std::string::npos);
+    CHECK(r.err.find("the coordinator this process waited at to join is gone") != std::string::npos);
+    CHECK(r.err.find("cohort: asked to join again at") != std::string::npos);
+    CHECK(r.err.find("launch: joining process") == std::string::npos);  // it exited 0
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0]["lost"] == "process 0");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "join");
+    CHECK(tr[0]["joining"] == "process 3");
+    CHECK(tr[0]["step"] == 10);
+    CHECK(r.summary["plan"]["processes"] == 3);  // processes 1, 2 and 3
+    CHECK(r.summary["scale_out"][0]["adopted"] == true);
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+    CHECK(cohort::test::metrics_last_losses(metrics) == cohort::test::metrics_losses(clean_metrics));
+  }
+
   TEST_CASE("a leave below --elastic.min-procs ends the job naming the bound") {
     auto r = run(MLP_BINARY, mlp_job +
                                  " --plan.dp=3 --launch.nproc=3 --elastic.min-procs=3 "

@@ -288,6 +288,31 @@ TEST_CASE("a succession round-trips, and every malformed one is refused") {
   }
 }
 
+TEST_CASE("the standby order a waiting process is told round-trips, and every malformed line is refused") {
+  const std::vector<standby_address> order = {{"127.0.0.1", 40771}, {"node7.example", 1}, {"::1", 65535}};
+  const std::string text = standby_text(order);
+  CHECK(text == "127.0.0.1 40771\nnode7.example 1\n::1 65535\n");
+  auto back = parse_standbys(text);
+  REQUIRE(back);
+  REQUIRE(back->size() == 3);
+  CHECK((*back)[0].host == "127.0.0.1");
+  CHECK((*back)[0].port == 40771);
+  CHECK((*back)[2].host == "::1");
+  CHECK((*back)[2].port == 65535);
+  REQUIRE(parse_standbys(""));
+  CHECK(parse_standbys("")->empty());  // a coordinator alone in its job
+  for (const std::string bad : {"127.0.0.1 0\n", "127.0.0.1 65536\n", "127.0.0.1\n", "127.0.0.1 80 9\n", "a;b 80\n",
+                                "127.0.0.1 -5\n", "h 80\n\n", "127.0.0.1 x\n"}) {
+    CAPTURE(bad);
+    auto r = parse_standbys(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("standby address") != std::string::npos);
+  }
+  std::string many;
+  for (int i = 0; i <= max_world; ++i) many += "h 80\n";
+  CHECK_FALSE(parse_standbys(many).ok());
+}
+
 TEST_CASE("a membership and an admission round-trip, and every malformed one is refused") {
   membership m;
   m.epoch = 4;
