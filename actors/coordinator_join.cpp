@@ -29,6 +29,13 @@ std::string process_list(const std::vector<int>& ps) {
 void after_admission(self_ptr self, std::int64_t step, const job_membership& m, const std::string& text,
                      std::chrono::steady_clock::time_point started) {
   auto& s = self->state;
+  // a process lost at the boundary (process 0 then admitted nobody) or with the admission: the
+  // join is dropped and the job recovers as after a failed step; the processes waiting to join
+  // are counted again at a later boundary
+  for (std::size_t p = 0; p < s.live.size() && p < m.live.size(); ++p)
+    if (s.live[p] && !m.live[p])
+      return transition_lost(
+          self, make_error(errc::closed, "process " + std::to_string(p) + " was lost while processes joined the job"));
   std::vector<int> newcomers(m.joined.begin() + static_cast<std::ptrdiff_t>(std::min(s.joined_seen, m.joined.size())),
                              m.joined.end());
   s.membership_epoch = m.epoch;
@@ -105,7 +112,7 @@ void admit(self_ptr self, const transition_action& a, scale_answer answer,
             [=](caf::error& e) { fail(self, from_caf(e)); });
   };
   on_proxy(
-      self, [=] { *members = admit_joiners(count); },
+      self, [=] { *members = admit_joiners(count, before); },
       [=] {
         if (!*members) return fail(self, (*members).error());
         const int came = static_cast<int>((*members)->joined.size() - std::min(seen, (*members)->joined.size()));
@@ -115,7 +122,7 @@ void admit(self_ptr self, const transition_action& a, scale_answer answer,
           on_proxy(
               self, [=] { *shared = share(text, epoch); },
               [=] {
-                if (!*shared) return fail(self, (*shared).error());
+                if (!*shared) return transition_lost(self, (*shared).error());
                 after_admission(self, step, **members, text, started);
               });
         };
@@ -146,7 +153,7 @@ void grow(self_ptr self, const transition_action& a, std::chrono::steady_clock::
         },
         [=] {
           if (!*members) return fail(self, (*members).error());
-          if (!*shared) return fail(self, (*shared).error());
+          if (!*shared) return transition_lost(self, (*shared).error());
           after_admission(self, step, **members, **shared, started);
         });
     return;

@@ -193,12 +193,15 @@ struct process_hooks {
   /// process 0's count of waiting processes and its straggler) -> the job's sum (called in step
   /// order), among the processes of membership `epoch` (a later membership fails it at once).
   std::function<result<step_sum>(std::int64_t step, const step_share& mine, std::uint64_t epoch)> sum_loss;
-  /// Process 0 of a job that may grow: how many processes wait to join that it has slots for,
-  /// asked with step `step`'s sum (0-based). Null: it cannot grow.
+  /// The coordinator of a job that may grow (process 0, or the process that took over from
+  /// it; the others answer 0): how many processes wait to join that it has slots for, asked with
+  /// step `step`'s sum (0-based). Null: it cannot grow.
   std::function<int(std::int64_t step)> joiners_waiting;
-  /// Process 0: admits up to `count` waiting processes in one membership change (a new epoch
-  /// even for none) and returns the membership.
-  std::function<result<job_membership>(int count)> admit_joiners;
+  /// The coordinator: admits up to `count` waiting processes in one membership change (a new
+  /// epoch even for none) and returns the membership — unless a process of `live` (the
+  /// membership as the runtime knows it) is lost by then: then nobody, no epoch added, and the
+  /// membership with that loss.
+  std::function<result<job_membership>(int count, const std::vector<bool>& live)> admit_joiners;
   /// Set where a node may leave in good order (SIGTERM, --elastic.leave-after): whether it asks
   /// to after step `step` (0-based). Null: never.
   std::function<bool(std::int64_t step)> wants_to_leave;

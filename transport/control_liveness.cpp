@@ -42,16 +42,17 @@ void control_plane::start_monitor() {
   monitor_ = std::thread([this] { monitor(); });
 }
 
+void control_plane::admit_at_standby() {
+  if (!standby_ || admitter_.joinable()) return;
+  listener_ = std::move(standby_);
+  standby_.reset();
+  admitting_ = true;
+  admitter_ = std::thread([this] { admit_loop(); });
+}
+
 void control_plane::monitor() {
   auto last_beat = clock::time_point{};
   while (!stopping_) {
-    if (promote_standby_.exchange(false) && standby_ && !admitter_.joinable()) {
-      // this process took over: processes join the running job at its standby port from now on
-      listener_ = std::move(standby_);
-      standby_.reset();
-      admitting_ = true;
-      admitter_ = std::thread([this] { admit_loop(); });
-    }
     if (listener_) install_admissions();  // replacements the admitter let in
     std::vector<pollfd> fds;
     std::vector<int> who;

@@ -242,8 +242,13 @@ class control_plane {
   /// The coordinator: admits up to `count` waiting processes into empty slots, all in one new
   /// membership (a new epoch even when none is left to admit, so every node waiting for the
   /// change sees one), and returns it. Errors: not the coordinator, the job ended, the monitor
-  /// did not install them within `timeout`.
-  result<membership> admit_joiners(int count, milliseconds timeout);
+  /// did not install them within `timeout`. With `known_live` (the processes the caller counts
+  /// live): when one of them is lost by the time the monitor would admit (a loss at the step
+  /// boundary), nobody is admitted and no epoch added — the loss is the change every node sees —
+  /// and the membership returned is the current one (its `joined` unchanged); the waiting
+  /// processes go on waiting.
+  result<membership> admit_joiners(int count, milliseconds timeout,
+                                   std::optional<std::vector<bool>> known_live = std::nullopt);
   /// An orderly end: goodbyes exchanged, so closing connections are not losses.
   status finish(milliseconds timeout);
   /// Payload bytes this process has sent on the control plane (collectives, heartbeats).
@@ -294,6 +299,9 @@ class control_plane {
   bool succeed(lost_node& n);
   bool take_over(lost_node& n, const std::vector<bool>& live, std::uint64_t epoch, int needed);
   bool follow(lost_node& n, int successor, std::uint64_t epoch);
+  /// On the monitor thread (the only one that reads listener_ while the job runs), once this
+  /// process took over: its standby port becomes the job's listener and the admitter starts.
+  void admit_at_standby();
   /// The coordinator (succession), a node gone silent: whether losing it leaves the
   /// coordinator touching fewer than half of the processes it had before this burst of silent
   /// losses (mutex_ held).
@@ -331,12 +339,10 @@ class control_plane {
   std::vector<admission> admitted_;  // replacements checked by the admitter, not installed yet (mutex_)
   std::vector<admission> waiting_;   // processes waiting to join (mutex_): no slot yet
   int release_ = -1;                 // admit_joiners: how many of them the monitor installs next (mutex_)
+  std::optional<std::vector<bool>> release_unless_lost_;  // ... unless one of these is lost (mutex_)
   std::optional<tcp_listener> listener_;
   std::optional<tcp_listener> standby_;  // a node's, with succession: where it would take over
-  // a successor that admits processes: its standby port becomes the job's listener, installed by
-  // the monitor thread (the only one that reads listener_ while the job runs)
-  std::atomic<bool> promote_standby_{false};
-  std::atomic<bool> admitting_{false};  // listener_ is set and the admitter runs
+  std::atomic<bool> admitting_{false};   // listener_ is set and the admitter runs
   std::atomic<int> leader_{0};
   // the coordinator's burst of losses (succession): when the last one came, and how many
   // processes were live before the first (mutex_)

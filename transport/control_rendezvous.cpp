@@ -257,12 +257,17 @@ int control_plane::joiners_waiting() {
   return std::min(empty, static_cast<int>(waiting_.size()));
 }
 
-result<membership> control_plane::admit_joiners(int count, milliseconds timeout) {
+result<membership> control_plane::admit_joiners(int count, milliseconds timeout,
+                                                std::optional<std::vector<bool>> known_live) {
   if (!is_leader()) return make_error(errc::invalid_argument, "control: only the coordinator admits processes");
   if (!admitting_) return make_error(errc::invalid_argument, "control: this job admits no processes");
   std::unique_lock<std::mutex> lock(mutex_);
   if (lost_) return make_error(errc::closed, lost_->describe());
   release_ = std::max(0, count);
+  if (known_live && known_live->size() != live_.size())
+    return make_error(errc::invalid_argument, "control: admit_joiners: " + std::to_string(known_live->size()) +
+                                                  " processes known live in a job of " + std::to_string(live_.size()));
+  release_unless_lost_ = std::move(known_live);
   if (!changed_.wait_for(lock, timeout, [&] { return release_ < 0 || lost_.has_value(); }))
     return make_error(errc::timeout, "control: the joining processes were not admitted within " +
                                          std::to_string(timeout.count()) + " ms");
@@ -306,7 +311,14 @@ void control_plane::install_admissions() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     replacements.swap(admitted_);
-    if (release_ >= 0) {
+    bool lost_since = false;  // a process the caller counts live is lost (declared by this thread before)
+    if (release_ >= 0 && release_unless_lost_)
+      for (std::size_t p = 0; p < live_.size(); ++p)
+        lost_since = lost_since || ((*release_unless_lost_)[p] && !live_[p]);
+    if (lost_since) {  // nobody is admitted and no epoch added: the loss is the change everyone sees
+      release_ = -1;
+      changed_.notify_all();
+    } else if (release_ >= 0) {
       release = true;
       std::vector<bool> taken = live_;
       for (const auto& a : replacements) taken[static_cast<std::size_t>(a.process)] = true;
@@ -418,7 +430,8 @@ result<reconnected> ask_again(const control_options& o, const control::hello& he
   std::string last = "nobody answered";
   while (clock::now() < give_up) {
     for (const auto& at : order) {
-      const auto patience = std::min(milliseconds(1000), left_until(give_up));
+      // short: a node that does not lead never answers (its standby port only queues the connection)
+      const auto patience = std::min(milliseconds(250), left_until(give_up));
       auto s = tcp_socket::connect(at.host, at.port, patience);
       if (s && authenticate_client(*s, o.secret, patience)) {
         if (control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), patience)) {
@@ -435,7 +448,7 @@ result<reconnected> ask_again(const control_options& o, const control::hello& he
       }
       last = at.host + ":" + std::to_string(at.port) + ": " + (s ? "refused" : s.error().message);
     }
-    std::this_thread::sleep_for(milliseconds(200));
+    std::this_thread::sleep_for(milliseconds(100));
   }
   return make_error(errc::timeout, "no process of the job took this process in (last: " + last + ")");
 }

@@ -166,8 +166,9 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
     ++telling_;
   }
   // a replacement or a new process joins the running job here from now on (the launcher
-  // learns where from the driver's note, $COHORT_LAUNCH_LEADER)
-  if (o_.keep_going && (o_.admit_replacements || o_.admit_joins)) promote_standby_ = true;
+  // learns where from the driver's note, $COHORT_LAUNCH_LEADER; a process that waited to join
+  // at the lost coordinator asks here again): before the runtime hears of the loss
+  if (o_.keep_going && (o_.admit_replacements || o_.admit_joins)) admit_at_standby();
   std::fprintf(stderr, "cohort: process %d took over as the coordinator (%d of %d processes followed)\n", process_,
                arrived, expected);
   if (callback) callback(n);

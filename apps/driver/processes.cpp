@@ -107,7 +107,8 @@ void process_options::add_to(option_set& opts) {
            "always, never (they wait as spares)")
       .add("elastic.join-after", join_after,
            "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
-           "--dist.join-timeout-ms) for as many as fill --elastic.max-procs; 0: whenever they come")
+           "--dist.join-timeout-ms) for as many as fill --elastic.max-procs (a coordinator that took over: at its "
+           "first step boundary after it); 0: whenever they come")
       .add("elastic.straggler-factor", straggler_factor,
            "with --fault.recover: a process whose forward and backward seconds per rank, the median over the last "
            "--elastic.straggler-steps steps, are above this many times its peers' (the median of the others') is a "

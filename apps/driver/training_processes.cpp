@@ -270,11 +270,15 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (p.dist.max_procs > 0) {  // --elastic.max-procs: processes may join the running job
       // (at process 0, or at the process that took over from it: the others count none)
       const auto join_timeout = std::chrono::milliseconds(p.dist.join_timeout_ms);
-      h.joiners_waiting = [&g, after = p.dist.join_after, join_timeout](std::int64_t step) {
+      auto waited = std::make_shared<bool>(false);
+      h.joiners_waiting = [&g, after = p.dist.join_after, join_timeout, waited](std::int64_t step) {
         if (!g.control->is_leader()) return 0;
         if (after > 0 && step + 1 < after) return 0;  // the test hook: not before this step
         int n = g.control->joiners_waiting();
-        if (after > 0 && step + 1 == after) {  // ... and there as many as fill the job
+        // ... and there (or at this coordinator's first boundary after it: a join dropped for a
+        // loss, a coordinator that took over) as many as fill the job
+        if (after > 0 && !*waited) {
+          *waited = true;
           // (its empty slots; process 0's stays empty once it is lost: nobody takes the coordinator's place)
           const auto live = g.control->members().live;
           const auto empty = static_cast<int>(std::count(live.begin() + 1, live.end(), false));
@@ -286,8 +290,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
         }
         return n;
       };
-      h.admit_joiners = [&g, join_timeout](int count) -> result<actors::job_membership> {
-        auto m = g.control->admit_joiners(count, join_timeout);
+      h.admit_joiners = [&g, join_timeout](int count, const std::vector<bool>& live) -> result<actors::job_membership> {
+        auto m = g.control->admit_joiners(count, join_timeout, live);
         if (!m) return m.error();
         return runtime_membership(*m, "processes joined");
       };

@@ -89,6 +89,64 @@ TEST_SUITE("failure") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
+  TEST_CASE(
+      "a node killed as a process joins: the join is dropped, the job recovers and the process joins a step later") {
+    // dp6 over 3 of at most 4 slots, one process waiting to join after step 10; process 2 is
+    // killed as that transition begins. The coordinator admits nobody for the membership it
+    // knew (the loss is the one change), every process drops the join, ranks 4 and 5 come back
+    // from their replicas, and the waiting process is admitted after step 11 into the free slot
+    const std::string job = mlp_job + " --plan.dp=6 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("join-clean.jsonl"), metrics = temp_path("join.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                 "--elastic.scale-out=always --fault.signal=KILL --fault.signal-rank=2 "
+                                 "--fault.signal-step=10 --fault.signal-at=transition --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    check_recovered_from_the_change(r, "process 2");
+    CHECK(r.err.find("launch: joining process") == std::string::npos);  // it exited 0
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "join");
+    CHECK(tr[0]["step"] == 11);
+    CHECK(tr[0]["joining"] == "process 2");  // the lost process's slot, free again
+    CHECK(r.summary["plan"]["processes"] == 3);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
+  TEST_CASE("the coordinator killed as a process joins: process 1 takes over and admits it a step later") {
+    // the same job, process 0 killed as the join begins: the waiting process asks again at
+    // process 1's standby port, process 1 takes over, recovers ranks 0 and 1 and admits it after
+    // step 11 (nobody takes the lost coordinator's slot: it becomes process 3)
+    const std::string job = mlp_job + " --plan.dp=6 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("join-lead-clean.jsonl"), metrics = temp_path("join-lead.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                 "--elastic.scale-out=always --fault.signal=KILL --fault.signal-rank=0 "
+                                 "--fault.signal-step=10 --fault.signal-at=transition --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    CHECK(r.err.find("job: process 1 took over as the job's coordinator") != std::string::npos);
+    CHECK(r.err.find("cohort: asked to join again at") != std::string::npos);
+    check_recovered_from_the_change(r, "process 0");
+    CHECK(r.err.find("launch: joining process") == std::string::npos);
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "join");
+    CHECK(tr[0]["step"] == 11);
+    CHECK(tr[0]["joining"] == "process 3");
+    CHECK(r.summary["plan"]["processes"] == 3);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
   TEST_CASE("--fault.signal-at takes step or transition for all or one per process") {
     auto r = run(MLP_BINARY, mlp_job + " --fault.signal-at=commit");
     CHECK(r.exit_code == 2);

@@ -624,6 +624,60 @@ TEST_CASE(
   CHECK((!spare && spare.error().code == errc::closed));
 }
 
+TEST_CASE("a process lost before the coordinator admits joiners: nobody is admitted and the loss is the one change" *
+          doctest::test_suite("failure")) {
+  // processes 0-2 of at most 4 slots and one process waiting to join; process 2 goes without a
+  // goodbye at the step boundary; the coordinator's admission for the membership it knew (0-2
+  // live) admits nobody and adds no epoch: every node sees the loss alone (epoch 1); the joiner
+  // still waits and an admission for the membership after the loss takes it (into slot 2)
+  job_ports ports(4);
+  control_options o = job_options(ports, 4);
+  o.keep_going = true;
+  o.admit_joins = true;
+  o.initial = 3;
+  coordinator c(ports, o);
+  control_options start = o;
+  start.world = 3;
+  plane_result node2 = make_error(errc::closed, "not joined");
+  std::thread t2([&] { node2 = join_as(start, 2, ports.data[2].port()); });
+  auto node1 = join_as(start, 1, ports.data[1].port());
+  t2.join();
+  control_plane& coord = c.get();
+  REQUIRE(node1);
+  REQUIRE(node2);
+  control_options joiner = o;
+  joiner.world = 0;
+  joiner.process = -1;
+  plane_result newcomer = make_error(errc::closed, "not joined");
+  std::thread joining([&] { newcomer = control_plane::join(joiner, ports.data[3].port()); });
+  for (int i = 0; i < 400 && coord.joiners_waiting() < 1; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(coord.joiners_waiting() == 1);
+  node2->reset();  // gone without a goodbye
+  for (int i = 0; i < 400 && coord.members().live[2]; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE_FALSE(coord.members().live[2]);
+  auto declined = coord.admit_joiners(1, 10s, std::vector<bool>{true, true, true, false});
+  REQUIRE(declined);
+  CHECK(declined->epoch == 1);
+  CHECK(declined->joined.empty());
+  CHECK(declined->live == std::vector<bool>{true, true, false, false});
+  CHECK(coord.joiners_waiting() == 1);  // it goes on waiting
+  auto seen = (*node1)->wait_membership(0, 10s);
+  REQUIRE(seen);
+  CHECK(seen->epoch == 1);
+  CHECK(seen->lost == std::vector<int>{2});
+  auto wrong = coord.admit_joiners(1, 10s, std::vector<bool>{true, true});
+  CHECK((!wrong && wrong.error().message.find("2 processes known live in a job of 4") != std::string::npos));
+  auto admitted = coord.admit_joiners(1, 10s, declined->live);
+  joining.join();
+  REQUIRE(admitted);
+  CHECK(admitted->epoch == 2);
+  CHECK(admitted->joined == std::vector<int>{2});
+  REQUIRE_MESSAGE(newcomer, refusal(newcomer));
+  CHECK((*newcomer)->process() == 2);
+  REQUIRE((*node1)->wait_membership(1, 10s));
+  finish_all({&coord, node1->get(), newcomer->get()});
+}
+
 TEST_CASE("a node of the job's start or a replacement is not taken for a process joining the running job") {
   // a job that cannot grow (here: one that takes replacements) refuses a process asking to join
   // it; admit_joiners is the coordinator's
