@@ -117,6 +117,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
   const bool first = job.leads();
   auto timed = std::make_shared<std::pair<double, double>>();  // connecting, moving the state (seconds)
   auto clock = [] { return std::chrono::steady_clock::now(); };
+  if (s.options.on_state_move) s.options.on_state_move(rec.step);
   if (rec.cause == "join") {  // the newcomers are on no data plane yet: the new one carries the state
     o.fabric_owner = o.new_owner;
     const auto plan = t->model->plan;

@@ -271,6 +271,8 @@ struct run_options {
   /// Called as a transition after `steps` steps begins here, before anything is decided or
   /// moved (a test hook's place: a process lost in the middle of a transition).
   std::function<void(std::int64_t steps)> on_transition_start;
+  /// Test hook: as a transition's state starts to move between processes, after that many steps.
+  std::function<void(std::int64_t steps)> on_state_move;
   /// Across processes with recovery: after a lost process's ranks are restored onto the
   /// processes that remain, the planner actor plans for their devices (this request, on as
   /// many devices as those processes held) and the job changes to that plan before the next

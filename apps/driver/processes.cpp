@@ -136,8 +136,8 @@ void process_options::add_to(option_set& opts) {
            "... after these steps (1-based, one per process), in the job's first attempt ...")
       .add("fault.signal-at", signal_at,
            "... step: before the next step starts; transition: as the transition due after that step (a leave, "
-           "join, migration or re-plan) begins on that process, the others in the middle of it (one for all, or "
-           "one per process: step,transition)");
+           "join, migration or re-plan) begins on that process, the others in the middle of it; exchange: as that "
+           "transition's state starts to move between processes (one for all, or one per process: step,transition)");
 }
 
 status process_options::finish(const option_set& opts) {
@@ -238,8 +238,9 @@ status process_options::finish(const option_set& opts) {
   signal_at_each = split_commas(signal_at);
   if (signal_at_each.empty()) signal_at_each.emplace_back();
   for (const auto& at : signal_at_each)
-    if (at != "step" && at != "transition")
-      return make_error(errc::invalid_argument, "--fault.signal-at must be step or transition, got '" + at + "'");
+    if (at != "step" && at != "transition" && at != "exchange")
+      return make_error(errc::invalid_argument,
+                        "--fault.signal-at must be step, transition or exchange, got '" + at + "'");
   if (!signal.empty() && signal != "KILL" && signal != "STOP" && signal != "TERM")
     return make_error(errc::invalid_argument, "--fault.signal must be KILL, STOP or TERM, got '" + signal + "'");
   if (leave_after < 0) return make_error(errc::invalid_argument, "--elastic.leave-after must be >= 0");

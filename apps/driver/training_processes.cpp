@@ -419,7 +419,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
            ++i)
         if (d.signal_rank[i] == g.process() && d.signal_step[i] == step && d.signal_at_each[i] == at) {
           std::fprintf(stderr, "fault: process %d raises SIG%s after step %lld%s\n", g.process(), d.signal.c_str(),
-                       static_cast<long long>(step), d.signal_at_each[i] == "transition" ? ", in the transition" : "");
+                       static_cast<long long>(step),
+                       d.signal_at_each[i] == "step"         ? ""
+                       : d.signal_at_each[i] == "transition" ? ", in the transition"
+                                                             : ", as the state moves");
           std::fflush(stderr);
           ::raise(d.signal == "KILL" ? SIGKILL : d.signal == "TERM" ? SIGTERM : SIGSTOP);
         }
@@ -429,6 +432,7 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       g.control->set_step(step + 1);  // 1-based
     };
     o.on_transition_start = [raise_if_due](std::int64_t steps) { raise_if_due(steps, "transition"); };
+    o.on_state_move = [raise_if_due](std::int64_t steps) { raise_if_due(steps, "exchange"); };
   };
   g.control->set_step(1);
   // a restarted job's notes for its launcher: the first step done, or the failure

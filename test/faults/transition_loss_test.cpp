@@ -147,10 +147,36 @@ TEST_SUITE("failure") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
+  TEST_CASE("a migration's source killed as the rank's state moves: the rank comes from its replica and moves after") {
+    // dp8 over 4: the operator moves rank 2 from process 1 to process 3 after step 12; process 1
+    // is killed once the decision is shared, as the state starts to move (--fault.signal-at=
+    // exchange). The change is dropped, ranks 2 and 3 come back from their replicas (rank 2 on
+    // process 0), and the migration, due again, moves rank 2 from there to process 3
+    const std::string job = mlp_job + " --plan.dp=8 --launch.nproc=4";
+    const std::string clean_metrics = temp_path("move-clean.jsonl"), metrics = temp_path("move.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.migrate-at=12:2:3 --fault.signal=KILL --fault.signal-rank=1 "
+                                 "--fault.signal-step=12 --fault.signal-at=exchange --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    CHECK(r.err.find("fault: process 1 raises SIGKILL after step 12, as the state moves") != std::string::npos);
+    check_recovered_from_the_change(r, "process 1");
+    const auto& tr = r.summary["transitions"];
+    REQUIRE(tr.size() == 1);
+    CHECK(tr[0]["cause"] == "request");
+    CHECK(tr[0]["step"] == 12);
+    CHECK(tr[0]["moved"] == "rank 2: process 0 -> process 3");
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
   TEST_CASE("--fault.signal-at takes step or transition for all or one per process") {
     auto r = run(MLP_BINARY, mlp_job + " --fault.signal-at=commit");
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find("--fault.signal-at must be step or transition, got 'commit'") != std::string::npos);
+    CHECK(r.err.find("--fault.signal-at must be step, transition or exchange, got 'commit'") != std::string::npos);
     auto two = run(MLP_BINARY, mlp_job +
                                    " --launch.nproc=4 --fault.signal=KILL --fault.signal-rank=2,3 "
                                    "--fault.signal-step=5,6 --fault.signal-at=step,transition,step");
