@@ -263,11 +263,11 @@ result<membership> control_plane::admit_joiners(int count, milliseconds timeout,
   if (!admitting_) return make_error(errc::invalid_argument, "control: this job admits no processes");
   std::unique_lock<std::mutex> lock(mutex_);
   if (lost_) return make_error(errc::closed, lost_->describe());
-  release_ = std::max(0, count);
   if (known_live && known_live->size() != live_.size())
     return make_error(errc::invalid_argument, "control: admit_joiners: " + std::to_string(known_live->size()) +
                                                   " processes known live in a job of " + std::to_string(live_.size()));
   release_unless_lost_ = std::move(known_live);
+  release_ = std::max(0, count);
   if (!changed_.wait_for(lock, timeout, [&] { return release_ < 0 || lost_.has_value(); }))
     return make_error(errc::timeout, "control: the joining processes were not admitted within " +
                                          std::to_string(timeout.count()) + " ms");
@@ -446,7 +446,7 @@ result<reconnected> ask_again(const control_options& o, const control::hello& he
           continue;
         }
       }
-      last = at.host + ":" + std::to_string(at.port) + ": " + (s ? "refused" : s.error().message);
+      last = at.host + ":" + std::to_string(at.port) + ": " + (s ? "no answer to the handshake" : s.error().message);
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
