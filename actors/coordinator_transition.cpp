@@ -133,8 +133,16 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
         },
         [=]() mutable {
           auto& st = self->state;
-          if (!*fabric) return execute(self, st.protocol->on_error((*fabric).error()));
-          if (!*exchanged) return execute(self, st.protocol->on_error((*exchanged).error()));
+          if (!*fabric || !*exchanged) {
+            const error e = !*fabric ? (*fabric).error() : (*exchanged).error();
+            // a process lost as the state moved to the newcomers: the others drop the join and
+            // recover; a newcomer holds nothing to recover from and ends (it may be started again)
+            if (std::find(st.owner.begin(), st.owner.end(), st.options.job->process) != st.owner.end())
+              return transition_lost(self, e);
+            return execute(self, st.protocol->on_error(make_error(
+                                     errc::closed, "this process did not join: the job changed as it joined (" +
+                                                       e.message + "); start it again to join")));
+          }
           rec.connect_seconds = timed->first;
           rec.move_seconds = timed->second;
           rec.bytes_moved = transfer_bytes(t->copies, o.slots);

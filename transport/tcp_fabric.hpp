@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -45,6 +46,9 @@ struct tcp_fabric_options {
   std::uint64_t generation = 1;
   std::string secret;           // the job secret ("" on loopback-only jobs)
   milliseconds timeout{30000};  // connecting, the handshake, and one frame's body
+  /// Asked every 100 ms while this process waits for a peer to connect: true when that wait
+  /// cannot end well (a member of this data plane is gone): it ends at once (errc::closed).
+  std::function<bool()> abandon;
 };
 
 class tcp_fabric : public fabric_base {

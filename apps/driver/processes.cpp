@@ -338,6 +338,12 @@ result<std::shared_ptr<transport::fabric>> process_group::connect(const planner:
   for (const auto& n : control->roster()) fo.peers.push_back({n.host, n.data_port});
   fo.secret = secret;
   fo.timeout = std::chrono::milliseconds(options.join_timeout_ms);
+  fo.abandon = [c = control.get(), members = fo.members] {
+    const auto live = c->members().live;
+    for (std::size_t p = 0; p < members.size() && p < live.size(); ++p)
+      if (members[p] && !live[p]) return true;
+    return false;
+  };
   if (options.transport == data_plane::ucx) {
     auto f = transport::ucx_fabric::create(fo);
     // every process takes part in the address exchange, even one whose UCX failed

@@ -173,6 +173,35 @@ TEST_SUITE("failure") {
     CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
   }
 
+  TEST_CASE("a node killed as the state moves to a joining process: the others recover and the newcomer ends") {
+    // dp6 over 3 and one process admitted after step 10; process 2 is killed as the state starts
+    // to move over the new data plane. The newcomer holds nothing to recover from: it ends
+    // (exit 1, "did not join"); the two that remain drop the join, restore ranks 4 and 5 from
+    // their replicas (their new data plane gives up once a member is gone) and go on
+    const std::string job = mlp_job + " --plan.dp=6 --launch.nproc=3";
+    const std::string clean_metrics = temp_path("join-move-clean.jsonl"), metrics = temp_path("join-move.jsonl");
+    auto clean = run(MLP_BINARY, job + " --metrics.file=" + clean_metrics);
+    REQUIRE_MESSAGE(clean.exit_code == 0, clean.err);
+    auto r = run(MLP_BINARY, job +
+                                 " --elastic.max-procs=4 --launch.joiners=1 --elastic.join-after=10 "
+                                 "--elastic.scale-out=always --fault.signal=KILL --fault.signal-rank=2 "
+                                 "--fault.signal-step=10 --fault.signal-at=exchange --metrics.file=" +
+                                 metrics);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    INFO(r.err);
+    CHECK(r.err.find("this process did not join: the job changed as it joined") != std::string::npos);
+    CHECK(r.err.find("launch: joining process 0") != std::string::npos);
+    const auto& rec = r.summary["recoveries"];
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0]["lost"] == "process 2");
+    CHECK(rec[0]["interrupted"] == "plan change");
+    CHECK(rec[0]["steps_redone"] == 0);
+    CHECK(r.summary["transitions"].empty());
+    CHECK(r.summary["plan"]["processes"] == 2);
+    CHECK(cohort::test::metrics_losses(metrics) == cohort::test::metrics_losses(clean_metrics));  // bit for bit
+    CHECK(r.summary["test_accuracy"] == clean.summary["test_accuracy"]);
+  }
+
   TEST_CASE("--fault.signal-at takes step or transition for all or one per process") {
     auto r = run(MLP_BINARY, mlp_job + " --fault.signal-at=commit");
     CHECK(r.exit_code == 2);
