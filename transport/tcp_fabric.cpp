@@ -194,9 +194,23 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
   for (int p = o.process + 1; p < processes && connected; ++p) {
     if (!member[static_cast<std::size_t>(p)]) continue;
     const auto& peer = o.peers[static_cast<std::size_t>(p)];
-    auto s = connect_one(peer);
-    if (s) {
-      if (auto st = authenticate_client(*s, o.secret, o.timeout); !st) s = st.error();
+    // a peer that left this connect (its own failed) never takes the handshake: with abandon,
+    // the handshake is tried a second at a time, the wait given up once a member is gone
+    result<tcp_socket> s = make_error(errc::timeout, "not connected");
+    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
+    for (;;) {
+      s = connect_one(peer);
+      if (!s) break;
+      const auto left = std::max(milliseconds(1),
+                                 std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
+      auto st = authenticate_client(*s, o.secret, o.abandon ? std::min(left, milliseconds(1000)) : left);
+      if (st) break;
+      s = st.error();
+      if (!o.abandon || std::chrono::steady_clock::now() >= deadline) break;  // else: a handshake not taken
+      if (o.abandon()) {
+        s = make_error(errc::closed, "a member of the new data plane is gone (the job's membership changed)");
+        break;
+      }
     }
     if (s) {
       const auto hello = encode_frame({.generation = o.generation,
