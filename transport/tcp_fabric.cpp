@@ -125,35 +125,28 @@ result<std::shared_ptr<tcp_fabric>> tcp_fabric::connect(tcp_listener& listener, 
                              .ranks = static_cast<std::uint32_t>(processes)};
   // Accept the members before this one while connecting to those after it.
   status accepted;
-  // a peer's connection, within the timeout; in slices where the wait may be abandoned
-  auto accept_one = [&]() -> result<tcp_socket> {
+  // a connection (`attempt`: one try within the time it is given), within the timeout; in
+  // slices of 100 ms where the wait may be abandoned
+  auto within_timeout = [&](auto attempt, const std::string& what) -> result<tcp_socket> {
     const auto deadline = std::chrono::steady_clock::now() + o.timeout;
     for (;;) {
       if (o.abandon && o.abandon())
         return make_error(errc::closed, "a member of the new data plane is gone (the job's membership changed)");
       const auto left = std::max(milliseconds(1),
                                  std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
-      auto s = listener.accept(o.abandon ? std::min(left, milliseconds(100)) : left);
+      result<tcp_socket> s = attempt(o.abandon ? std::min(left, milliseconds(100)) : left);
       if (s || s.error().code != errc::timeout) return s;
       if (std::chrono::steady_clock::now() >= deadline)
-        return make_error(errc::timeout, "accept on port " + std::to_string(listener.port()) + ": nobody came in " +
-                                             std::to_string(o.timeout.count()) + " ms");
+        return make_error(errc::timeout, what + " for " + std::to_string(o.timeout.count()) + " ms");
     }
   };
-  // a connection to a peer (which may not listen yet), the same way
-  auto connect_one = [&](const process_address& peer) -> result<tcp_socket> {
-    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
-    for (;;) {
-      if (o.abandon && o.abandon())
-        return make_error(errc::closed, "a member of the new data plane is gone (the job's membership changed)");
-      const auto left = std::max(milliseconds(1),
-                                 std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
-      auto s = tcp_socket::connect(peer.host, peer.port, o.abandon ? std::min(left, milliseconds(100)) : left);
-      if (s || s.error().code != errc::timeout) return s;
-      if (std::chrono::steady_clock::now() >= deadline)
-        return make_error(errc::timeout, "connect to " + peer.host + ":" + std::to_string(peer.port) + " failed for " +
-                                             std::to_string(o.timeout.count()) + " ms");
-    }
+  auto accept_one = [&] {
+    return within_timeout([&](milliseconds t) { return listener.accept(t); },
+                          "accept on port " + std::to_string(listener.port()) + ": nobody came in");
+  };
+  auto connect_one = [&](const process_address& peer) {
+    return within_timeout([&](milliseconds t) { return tcp_socket::connect(peer.host, peer.port, t); },
+                          "connect to " + peer.host + ":" + std::to_string(peer.port) + " failed");
   };
   std::thread acceptor([&] {
     for (int n = 0; n < members_before; ++n) {
