@@ -28,16 +28,21 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
              std::chrono::steady_clock::time_point started);
 
 // A step of the recovery failed: when another process was lost meanwhile (the membership moved
-// past `epoch`), the recovery starts again for the new membership; otherwise the job ends.
-void retry_or_fail(self_ptr self, const rejoin_action& a, std::uint64_t epoch,
+// past `before`), the recovery starts again for the new membership, its cause both changes';
+// otherwise the job ends.
+void retry_or_fail(self_ptr self, const rejoin_action& a, const job_membership& before,
                    std::chrono::steady_clock::time_point started, const error& e) {
   auto m = std::make_shared<result<job_membership>>(make_error(errc::closed, "not known"));
   auto await = self->state.options.job->await_membership;
+  const std::uint64_t epoch = before.epoch;
+  const std::string why = before.why;
   on_proxy(
       self, [=] { *m = await(epoch); },
       [=] {
-        if (*m && (*m)->epoch > epoch) return restore(self, a, **m, started);
-        fail(self, a.failure, e);
+        if (!*m || (*m)->epoch <= epoch) return fail(self, a.failure, e);
+        job_membership now = **m;
+        if (!why.empty() && now.why != why) now.why = now.why.empty() ? why : why + "; " + now.why;
+        restore(self, a, now, started);
       });
 }
 
@@ -123,7 +128,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
         *lines = gather(newest.ck ? std::to_string(newest.ck->step) : "-1", m.epoch);
       },
       [=]() mutable {
-        if (!*lines) return retry_or_fail(self, a, m.epoch, started, (*lines).error());
+        if (!*lines) return retry_or_fail(self, a, m, started, (*lines).error());
         std::int64_t agreed = -1;
         for (const auto& l : **lines) {
           if (l.empty()) continue;  // a lost process
@@ -162,7 +167,7 @@ void restore_from_checkpoint(self_ptr self, const rejoin_action& a, const job_me
             },
             [=]() mutable {
               if (!*states) return fail(self, a.failure, (*states).error());
-              if (!*fabric) return retry_or_fail(self, a, m.epoch, started, (*fabric).error());
+              if (!*fabric) return retry_or_fail(self, a, m, started, (*fabric).error());
               rec.source = "checkpoint";
               rec.tables.clear();  // the checkpoint's tables, as the replicas agreed when it was written
               rec.steps_redone = a.committed + 1 - agreed;
@@ -213,8 +218,8 @@ void move_pieces(self_ptr self, recovery_ptr r, std::shared_ptr<std::vector<piec
       },
       [=] {
         const auto& a = r->action;
-        if (!*fabric) return retry_or_fail(self, a, r->members.epoch, r->started, (*fabric).error());
-        if (!*moved) return retry_or_fail(self, a, r->members.epoch, r->started, (*moved).error());
+        if (!*fabric) return retry_or_fail(self, a, r->members, r->started, (*fabric).error());
+        if (!*moved) return retry_or_fail(self, a, r->members, r->started, (*moved).error());
         r->record.bytes_moved = bytes_across_processes(r->copies, o);
         install(self, std::move((*moved)->states), **fabric, r->record, r->started, r->agreed, r->agreed_loss);
       });
@@ -300,7 +305,7 @@ void agree(self_ptr self, recovery_ptr r) {
       self, [=] { *lines = gather(text, r->members.epoch); },
       [=] {
         const auto& a = r->action;
-        if (!*lines) return retry_or_fail(self, a, r->members.epoch, r->started, (*lines).error());
+        if (!*lines) return retry_or_fail(self, a, r->members, r->started, (*lines).error());
         auto& st = self->state;
         r->agreed = mine;
         r->agreed_loss = my_loss;
@@ -436,7 +441,7 @@ void restore(self_ptr self, const rejoin_action& a, const job_membership& m,
   on_proxy(
       self, [=] { *shared = share(text, epoch); },
       [=]() mutable {
-        if (!*shared) return retry_or_fail(self, a, epoch, started, (*shared).error());
+        if (!*shared) return retry_or_fail(self, a, m, started, (*shared).error());
         go_on();
       });
 }

@@ -140,8 +140,7 @@ void move_state(self_ptr self, std::shared_ptr<transition_plan> t, std::shared_p
             if (std::find(st.owner.begin(), st.owner.end(), st.options.job->process) != st.owner.end())
               return transition_lost(self, e);
             return execute(self, st.protocol->on_error(make_error(
-                                     errc::closed, "this process did not join: the job changed as it joined (" +
-                                                       e.message + "); start it again to join")));
+                                     errc::closed, std::string(run_options::join_dropped) + " (" + e.message + ")")));
           }
           rec.connect_seconds = timed->first;
           rec.move_seconds = timed->second;

@@ -296,6 +296,10 @@ struct run_options {
     job_membership members;
   };
   std::optional<joining_job> joining;
+  /// How a process joining the running job ends (errc::closed) when the job changed as its
+  /// state moved (another process lost): it holds nothing yet, the others recover without it;
+  /// the driver has it wait to join again.
+  static constexpr const char* join_dropped = "this process did not join: the job changed as it joined";
   /// Across processes with recovery: the fewest processes the job goes on with; a loss or a
   /// leave that leaves fewer ends the run (--elastic.min-procs).
   int min_processes = 1;

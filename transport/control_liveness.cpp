@@ -171,6 +171,7 @@ void control_plane::handle_frame(int p, std::uint64_t tag, message m) {
         n.process = -1;  // named by the coordinator's report
         n.reason = text->substr(static_cast<std::size_t>(used));
         n.step = step_;
+        n.epoch = epoch;
         losses_.push_back(n);
         callback = on_lost_;
         ++telling_;
@@ -288,8 +289,9 @@ void control_plane::declare_lost(int p, const std::string& reason, bool silent) 
       live_[static_cast<std::size_t>(p)] = false;
       lost_processes_.push_back(p);
       last_change_ = "process " + std::to_string(p) + " lost";
-      losses_.push_back(n);
       epoch = ++epoch_;
+      n.epoch = epoch;
+      losses_.push_back(n);
       ++telling_;  // lowered once on_lost ran (below)
     } else if (!(n.coordinator && o_.keep_going && o_.succession)) {
       lost_ = n;
@@ -385,6 +387,14 @@ std::optional<lost_node> control_plane::last_loss() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (losses_.empty()) return std::nullopt;
   return losses_.back();
+}
+
+std::vector<lost_node> control_plane::losses_after(std::uint64_t epoch) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<lost_node> out;
+  for (const auto& n : losses_)
+    if (n.epoch > epoch) out.push_back(n);
+  return out;
 }
 
 std::optional<lost_node> control_plane::wait_lost(milliseconds timeout) const {

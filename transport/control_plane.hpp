@@ -133,6 +133,10 @@ struct control_options {
   /// How long a succession may take from the loss: the others must notice it too (at most a
   /// heartbeat timeout after the last message heard), then reach the successor.
   milliseconds succession_timeout{0};  // 0: twice the heartbeat timeout, plus a second
+  /// A process joining the running job again (its first join was dropped): the job's other
+  /// processes' standby ports (host, port) in succession order, asked as a waiting process asks
+  /// them when the coordinator at master_host:master_port does not answer within a second.
+  std::vector<std::pair<std::string, int>> standbys;
 };
 
 /// The message a process waiting to join (a spare) gets when the job ends without it.
@@ -172,6 +176,7 @@ struct lost_node {
   std::string reason;
   double silent_s = 0;       // since the last message heard from it
   bool coordinator = false;  // it was the job's coordinator then
+  std::uint64_t epoch = 0;   // keep_going: the membership epoch the job went on in without it
   /// "lost node 1 (pid 4242 at 127.0.0.1:39120) at step 7: connection closed without a goodbye
   /// (the process died or was killed); last heard 0.02 s before"
   std::string describe() const;
@@ -198,6 +203,9 @@ class control_plane {
   arrival arrived_as() const { return arrived_; }
   /// Every process's entry (a replacement's once it joined; a lost one's stays as it was).
   std::vector<node_entry> roster() const;
+  /// The other live processes' standby ports (host, port), in succession order: where a
+  /// process that waits to join asks should its coordinator be lost.
+  std::vector<std::pair<std::string, int>> standby_order() const;
 
   /// Collectives: every process calls them in the same order with the same key.
   /// The coordinator's text, on every process (at most 1 MiB).
@@ -223,6 +231,9 @@ class control_plane {
   std::optional<lost_node> lost() const;
   /// The report of the latest node the job went on without (keep_going), if any.
   std::optional<lost_node> last_loss() const;
+  /// Every node the job went on without in a membership after `epoch`, oldest first (two
+  /// processes may be lost in one change the runtime sees).
+  std::vector<lost_node> losses_after(std::uint64_t epoch) const;
   /// Waits up to `timeout` for a loss to be known (after a data-plane failure, to report it).
   std::optional<lost_node> wait_lost(milliseconds timeout) const;
   /// The job's membership now.

@@ -275,16 +275,20 @@ result<membership> control_plane::admit_joiners(int count, milliseconds timeout,
   return membership{epoch_, live_, lost_processes_, replaced_, departed_, joined_, leader_.load()};
 }
 
+std::vector<std::pair<std::string, int>> control_plane::standby_order() const {
+  std::vector<std::pair<std::string, int>> order;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int p = 0; p < o_.world; ++p) {
+    const auto& n = roster_[static_cast<std::size_t>(p)];
+    if (p != process_ && live_[static_cast<std::size_t>(p)] && n.standby_port > 0)
+      order.emplace_back(n.host, n.standby_port);
+  }
+  return order;
+}
+
 bool control_plane::tell_standbys(tcp_socket& s) {
   std::vector<control::standby_address> order;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (int p = 0; p < o_.world; ++p) {
-      const auto& n = roster_[static_cast<std::size_t>(p)];
-      if (p != process_ && live_[static_cast<std::size_t>(p)] && n.standby_port > 0)
-        order.push_back({n.host, n.standby_port});
-    }
-  }
+  for (auto& [host, port] : standby_order()) order.push_back({host, port});
   return control::write_message(s, o_.generation, tag_of(kind::standby), static_cast<std::uint32_t>(process_),
                                 control::pack_text(control::standby_text(order)), o_.auth_timeout)
       .ok();
@@ -463,11 +467,6 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
     return make_error(errc::invalid_argument,
                       running ? std::string("control: a process joining a running job takes the place it is given")
                               : "control: a node's rank must be in 1.." + std::to_string(o.world - 1) + " (or -1)");
-  auto s = tcp_socket::connect(o.master_host, o.master_port, o.join_timeout);
-  if (!s)
-    return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " +
-                                          s.error().message);
-  if (auto st = authenticate_client(*s, o.secret, o.auth_timeout); !st) return st.error();
   // with succession, where this node would take over as the coordinator
   std::optional<tcp_listener> standby;
   if (o.succession && o.keep_going) {
@@ -477,16 +476,35 @@ result<std::unique_ptr<control_plane>> control_plane::join(const control_options
   }
   const control::hello hello{o.process, static_cast<std::int64_t>(::getpid()), data_port, o.world,
                              o.cores,   standby ? standby->port() : 0};
-  if (auto st =
-          control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
-      !st)
-    return st.error();
-  // a refusal is read whatever its generation (we may be the stale one); a process waiting to
-  // join the running job learns where the job goes on should its coordinator be lost, and asks
-  // there again (ask_again)
-  std::string coordinator_host = o.master_host;
+  // a process waiting to join the running job learns where the job goes on should its
+  // coordinator be lost, and asks there again (ask_again); one joining again knows it already
   std::vector<control::standby_address> standbys;
+  if (running)
+    for (const auto& [host, port] : o.standbys) standbys.push_back({host, port});
+  std::string coordinator_host = o.master_host;
   const auto give_up = clock::now() + o.join_timeout;
+  // (a lost coordinator's port may still take connections, held by its launcher: the
+  // handshake is what tells; asked for a second only when the job's other processes are known)
+  const auto patience = [&](milliseconds full) { return standbys.empty() ? full : std::min(milliseconds(1000), full); };
+  auto s = tcp_socket::connect(o.master_host, o.master_port, patience(o.join_timeout));
+  status greeted = s ? authenticate_client(*s, o.secret, patience(o.auth_timeout)) : status(s.error());
+  if (greeted)
+    greeted =
+        control::write_message(*s, o.generation, tag_of(kind::hello), 0, control::pack_hello(hello), o.auth_timeout);
+  if (!greeted && !standbys.empty()) {
+    std::fprintf(stderr, "cohort: the coordinator at %s:%d does not answer (%s); asking the job's other processes\n",
+                 o.master_host.c_str(), o.master_port, greeted.error().message.c_str());
+    auto again = ask_again(o, hello, standbys, give_up);
+    if (!again) return make_error(again.error().code, "control: joining again: " + again.error().message);
+    coordinator_host = again->host;
+    s = std::move(again->socket);
+  } else if (!s) {
+    return make_error(s.error().code, "control: joining " + o.master_host + ":" + std::to_string(o.master_port) + ": " +
+                                          s.error().message);
+  } else if (!greeted) {
+    return greeted.error();
+  }
+  // a refusal is read whatever its generation (we may be the stale one)
   result<control::message> m = make_error(errc::closed, "not read");
   for (;;) {
     m = control::read_message(*s, o.generation, control::small_payload, left_until(give_up),

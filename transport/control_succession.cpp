@@ -157,6 +157,7 @@ bool control_plane::take_over(lost_node& n, const std::vector<bool>& live, std::
       live_[static_cast<std::size_t>(p)] = false;
       lost_processes_.push_back(p);
     }
+    n.epoch = next.epoch;
     losses_.push_back(n);
     last_change_ = "the coordinator (process " + std::to_string(n.process) + ") lost, process " +
                    std::to_string(process_) + " took over";
@@ -239,6 +240,7 @@ bool control_plane::follow(lost_node& n, int successor, std::uint64_t epoch) {
           live_[static_cast<std::size_t>(p)] = false;
           lost_processes_.push_back(p);
         }
+      relayed.epoch = next->epoch;
       losses_.push_back(relayed);
       last_change_ = "the coordinator (process " + std::to_string(n.process) + ") lost, process " +
                      std::to_string(successor) + " took over";

@@ -106,7 +106,7 @@ void process_options::add_to(option_set& opts) {
            "the steps left exceeds the transition's cost; the decision and both predictions are logged), "
            "always, never (they wait as spares)")
       .add("elastic.join-after", join_after,
-           "test hook: the job takes processes waiting to join only after this step, and waits there (up to "
+           "test hook: the job takes processes waiting to join only after this step, and waits there (up to half "
            "--dist.join-timeout-ms) for as many as fill --elastic.max-procs (a coordinator that took over: at its "
            "first step boundary after it); 0: whenever they come")
       .add("elastic.straggler-factor", straggler_factor,
@@ -401,6 +401,7 @@ result<std::unique_ptr<process_group>> form_process_group(const process_options&
   c.standby_host = o.bind;
   c.admit_replacements = o.recover && o.replace_wait_ms > 0;
   c.replacement = o.replacement;
+  c.standbys = o.rejoin_standbys;
   result<std::unique_ptr<transport::control_plane>> cp = make_error(errc::closed, "not started");
   if (c.process == 0) {
     // the launcher's listening socket where it handed one over (its port is MASTER_PORT)

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/driver/options.hpp"
@@ -73,6 +74,9 @@ struct process_options {
   // --elastic.join-after (test hook): process 0 takes waiting processes only after this step,
   // and waits there for as many as fill --elastic.max-procs (0: whenever they come)
   std::int64_t join_after = 0;
+  // set by the driver, not an option: a process whose join was dropped (another process lost as
+  // its state moved) joins again, asking these standby ports should the coordinator not answer
+  std::vector<std::pair<std::string, int>> rejoin_standbys;
   std::int64_t joiners = 0;   // --launch.joiners: the launcher also starts this many joining processes
   bool bind_cores = false;    // --launch.bind-cores: each process on its own share of the cores
   bool join_running = false;  // --join without a size: this process joins the running job

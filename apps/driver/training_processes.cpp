@@ -66,11 +66,16 @@ void install_leave_on_sigterm() {
 
 }  // namespace
 
-// Process 0 plans and shares the plan; every process runs its block of ranks over the data
-// plane; a lost process ends the job with a report naming it.
-result<training_result> train_processes(const training_job& job, const plan_options& p,
-                                        const std::vector<std::string>& caf_arguments,
-                                        const std::shared_ptr<const start_point>& start) {
+namespace {
+
+// One try at the job: process 0 plans and shares the plan; every process runs its block of
+// ranks over the data plane; a lost process ends the job with a report naming it (or, with
+// --fault.recover, the others go on). A process joining the running job whose join was dropped
+// sets `rejoin`: where to ask again should the coordinator not answer.
+result<training_result> train_processes_once(const training_job& job, const plan_options& p,
+                                             const std::vector<std::string>& caf_arguments,
+                                             const std::shared_ptr<const start_point>& start,
+                                             std::optional<std::vector<std::pair<std::string, int>>>& rejoin) {
   if (p.only)
     return make_error(errc::invalid_argument, "--plan.only plans in one process: drop --launch.nproc / WORLD_SIZE");
   auto formed = form_process_group(p.dist);
@@ -282,7 +287,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
           // (its empty slots; process 0's stays empty once it is lost: nobody takes the coordinator's place)
           const auto live = g.control->members().live;
           const auto empty = static_cast<int>(std::count(live.begin() + 1, live.end(), false));
-          const auto deadline = std::chrono::steady_clock::now() + join_timeout;
+          // (half the join timeout: the others wait for this step's sum at most the whole)
+          const auto deadline = std::chrono::steady_clock::now() + join_timeout / 2;
           while (n < empty && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the control proxy's thread
             n = g.control->joiners_waiting();
@@ -317,9 +323,13 @@ result<training_result> train_processes(const training_job& job, const plan_opti
                                   std::chrono::milliseconds timeout) -> result<actors::job_membership> {
         auto m = g.control->wait_membership(epoch, timeout);
         if (!m) return m.error();
-        // every change has its report (a replacement's: the loss it answers)
-        auto n = g.control->last_loss();
-        return runtime_membership(*m, n ? n->describe() : std::string());
+        // every change has its report: the losses in it (two may go at once: a process and a
+        // newcomer that held nothing yet), or a replacement's: the loss it answers
+        std::string why;
+        for (const auto& n : g.control->losses_after(epoch)) why += (why.empty() ? "" : "; ") + n.describe();
+        if (why.empty())
+          if (auto n = g.control->last_loss()) why = n->describe();
+        return runtime_membership(*m, why);
       };
       h.await_membership = [wait_for_change, wait](std::uint64_t epoch) { return wait_for_change(epoch, wait); };
       h.gather_lines = [&g](const std::string& line, std::uint64_t epoch) {
@@ -447,9 +457,10 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       (void)loop.metrics.open(job.metrics_path, /*append=*/true);
       const auto me = g.control->roster()[static_cast<std::size_t>(g.process())];
       note_leader(g.process(), me.host, me.standby_port);
-      auto loss = g.control->last_loss();
-      std::fprintf(stderr, "\njob: process %d took over as the job's coordinator (%s)\n", g.process(),
-                   loss ? loss->describe().c_str() : "the coordinator was lost");
+      std::string why = "the coordinator was lost";  // (a newcomer's loss may have followed)
+      for (const auto& n : g.control->losses_after(0))
+        if (n.coordinator) why = n.describe();
+      std::fprintf(stderr, "\njob: process %d took over as the job's coordinator (%s)\n", g.process(), why.c_str());
       // the endpoint at the same address here (its figures from now on), the report's page whole
       if (auto st = serve_metrics(); !st)
         std::fprintf(stderr, "warning: --metrics.listen after taking over: %s\n", st.error().message.c_str());
@@ -499,6 +510,8 @@ result<training_result> train_processes(const training_job& job, const plan_opti
       if (auto lost = g.control->wait_lost(std::chrono::milliseconds(p.dist.heartbeat_timeout_ms + 1000)))
         e = make_error(errc::closed, lost->describe());
     if (coordinator) notes.failed(loop.last_committed, planner::describe(choice->plan), e.message);
+    if (p.dist.join_running && e.code == errc::closed && e.message.rfind(actors::run_options::join_dropped, 0) == 0)
+      rejoin = g.control->standby_order();
     return e;
   }
   // every rank's task times on the coordinator, for the refit: each process adds its own
@@ -575,6 +588,27 @@ result<training_result> train_processes(const training_job& job, const plan_opti
     if (!between.empty()) r->prediction["between_processes"] = std::move(between);
   }
   return r;
+}
+
+}  // namespace
+
+result<training_result> train_processes(const training_job& job, const plan_options& p,
+                                        const std::vector<std::string>& caf_arguments,
+                                        const std::shared_ptr<const start_point>& start) {
+  // a process joining the running job holds nothing until its state has moved: when the job
+  // changes as it moves (another process lost), the others recover without it and it waits to
+  // join again, a few times at most
+  constexpr int tries = 4;
+  plan_options q = p;
+  for (int attempt = 1;; ++attempt) {
+    std::optional<std::vector<std::pair<std::string, int>>> rejoin;
+    auto r = train_processes_once(job, q, caf_arguments, start, rejoin);
+    if (r || !rejoin) return r;
+    if (attempt == tries)
+      return make_error(r.error().code, r.error().message + "; it did not join in " + std::to_string(tries) + " tries");
+    std::fprintf(stderr, "job: %s; it waits to join again\n", r.error().message.c_str());
+    q.dist.rejoin_standbys = std::move(*rejoin);
+  }
 }
 
 }  // namespace cohort::apps
