@@ -4,7 +4,8 @@
 // the touched rows (the serial trainer with sparse tables). Rows per second = looked-up rows
 // (batch x 26) per second; the batches are the file's, in order, as the PyTorch side
 // (bench/embedding_torch.py) takes them. --hugepages asks the kernel for transparent huge pages
-// on the tables (madvise; an A/B of TLB misses on tables far larger than the caches).
+// on the tables (madvise; an A/B of TLB misses on tables far larger than the caches); --fused=false
+// writes and reads the gradient entries instead of the fused path (an A/B of the fusion).
 //
 //   build/apps/cohort-embedding --data.file=/tmp/cohort-criteo/bench_train.tsv --batch=2048
 //   {"bench":"cohort_embedding","rows_per_s":...,"batch":2048,"steps":200,"table_rows":33762577,...}
@@ -29,14 +30,17 @@ int main(int argc, char** argv) {
   std::string file;
   std::vector<std::int64_t> rows;
   std::int64_t batch = 2048, steps = 200, warmup = 10, dim = 16;
-  bool hugepages = false;
+  bool hugepages = false, fused = true;
   opts.add("data.file", file, "a Criteo TSV file (its .meta.json gives the table sizes); required")
       .add("model.rows", rows, "table sizes or one cap, as dlrm's (default: the file's .meta.json)")
       .add("model.dim", dim, "embedding dimension")
       .add("batch", batch, "samples per step")
       .add("steps", steps, "timed steps")
       .add("warmup", warmup, "untimed steps first")
-      .add("hugepages", hugepages, "madvise(MADV_HUGEPAGE) on the tables");
+      .add("hugepages", hugepages, "madvise(MADV_HUGEPAGE) on the tables")
+      .add("fused", fused,
+           "sum the touched rows straight from the bags' output gradient (the serial trainer's fused\n"
+           "path); false: write and read the gradient entries, as the actor runtime sends them");
   auto parsed = opts.parse(argc, argv);
   if (!parsed) {
     std::fprintf(stderr, "cohort-embedding: error: %s\n", parsed.error().message.c_str());
@@ -68,7 +72,8 @@ int main(int argc, char** argv) {
     loss = t == 0 ? part : loss + part;
   }
   auto tr = kernels::serial_trainer::create(
-      g, loss, {.optimizer = sgd_config{.lr = 0.01f}, .seed = 1, .threads = 1, .sparse_tables = true});
+      g, loss,
+      {.optimizer = sgd_config{.lr = 0.01f}, .seed = 1, .threads = 1, .sparse_tables = true, .fused_tables = fused});
   if (!tr) return fail(tr.error().message, 1);
   if (hugepages)
     for (auto& [name, t] : (*tr)->parameters()) {
@@ -96,6 +101,7 @@ int main(int argc, char** argv) {
                         {"table_rows", total_rows},
                         {"table_MB", static_cast<double>(total_rows * dim * 4) / 1e6},
                         {"hugepages", hugepages},
+                        {"fused", fused},
                         {"threads", 1}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

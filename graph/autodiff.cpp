@@ -172,8 +172,12 @@ status backward_pass::apply_rule(const node& n) {
         bag_attrs a = std::get<bag_attrs>(n.attrs);
         a.table = shape_of(n.inputs[0]);
         if (opts_.sparse_tables && only_read_by(n.inputs[0], n)) {
-          auto outs = g_.apply(k::embedding_bag_sparse_grad, a, {dy, in(1)});
-          if (outs.size() == 2) sparse_.push_back({n.inputs[0], outs[0].id, outs[1].id});
+          if (opts_.fused_tables) {
+            sparse_.push_back({.param = n.inputs[0], .output_grad = dy.id, .ids = n.inputs[1], .mean = a.mean});
+          } else {
+            auto outs = g_.apply(k::embedding_bag_sparse_grad, a, {dy, in(1)});
+            if (outs.size() == 2) sparse_.push_back({n.inputs[0], outs[0].id, outs[1].id});
+          }
         } else {
           accumulate(n.inputs[0], g_.apply1(k::embedding_bag_grad, a, {dy, in(1)}));
         }

@@ -29,8 +29,13 @@ struct gradients {
   /// With autodiff_options::sparse_tables: the tables whose gradient is kept as entries
   /// (rows [N] i32, -1 for none; values [N,D]) whose sum by row is the dense gradient. Such
   /// a parameter is not in param_grads.
+  /// With autodiff_options::fused_tables no entries are computed: rows and values are
+  /// no_value, and the caller sums the bag's output gradient `output_grad` [B,D] by the ids
+  /// `ids` [B,L] itself (row_sums::add_bags), a mean's share divided by its bag's count.
   struct sparse_grad {
     value_id param = no_value, rows = no_value, values = no_value;
+    value_id output_grad = no_value, ids = no_value;
+    bool mean = false;
   };
   std::vector<sparse_grad> sparse_grads;
 };
@@ -39,6 +44,9 @@ struct autodiff_options {
   /// A parameter table read only by one embedding_bag gets a sparse gradient (the touched
   /// rows, never a dense [V,D] table): sparse_grads instead of param_grads.
   bool sparse_tables = false;
+  /// With sparse_tables: no entries node either; the caller sums the bag's output gradient by
+  /// its ids (sparse_grad::output_grad, ids) and updates the rows in the same pass.
+  bool fused_tables = false;
 };
 
 /// Appends the backward nodes of scalar `loss`. Errors: loss not a scalar, or an op on the

@@ -171,6 +171,42 @@ void row_sums::add(const std::int32_t* rows, const float* values, std::int64_t n
   }
 }
 
+void row_sums::add_bags(const std::int32_t* ids, std::int64_t bags, std::int64_t length, const float* output_grad,
+                        bool mean) {
+  const std::size_t mask = keys_.size() - 1;
+  for (std::int64_t b = 0; b < bags; ++b) {
+    const std::int32_t* bag = ids + b * length;
+    std::int64_t used = 0;
+    if (mean)
+      for (std::int64_t l = 0; l < length; ++l) used += bag[l] >= 0 ? 1 : 0;
+    const float count = mean ? static_cast<float>(used) : 1.f;  // embedding_bag_sparse_grad's quotient
+    const float* src = output_grad + b * dim_;
+    for (std::int64_t l = 0; l < length; ++l) {
+      const std::int32_t r = bag[l];
+      if (r < 0) continue;
+      std::size_t h = static_cast<std::size_t>(r) * 0x9E3779B1u & mask;
+      while (keys_[h] != -1 && keys_[h] != r) h = (h + 1) & mask;
+      if (keys_[h] == -1) {
+        keys_[h] = r;
+        slot_of_key_[h] = static_cast<std::int32_t>(distinct_);
+        rows_[static_cast<std::size_t>(distinct_)] = r;
+        float* __restrict sum = sums_.data() + distinct_ * dim_;
+        ++distinct_;
+        if (mean)
+          for (std::int64_t j = 0; j < dim_; ++j) sum[j] = 0.f + src[j] / count;
+        else
+          for (std::int64_t j = 0; j < dim_; ++j) sum[j] = 0.f + src[j];
+      } else {
+        float* __restrict sum = sums_.data() + static_cast<std::int64_t>(slot_of_key_[h]) * dim_;
+        if (mean)
+          for (std::int64_t j = 0; j < dim_; ++j) sum[j] += src[j] / count;
+        else
+          for (std::int64_t j = 0; j < dim_; ++j) sum[j] += src[j];
+      }
+    }
+  }
+}
+
 void apply_sparse_update(tensor& table, const row_sums& sums, optimizer_state& state, const optimizer_config& cfg) {
   const std::int64_t dim = table.shape()[1];
   float* p = table.data<float>();

@@ -7,13 +7,16 @@
 //   optimizer_state st = make_state(param, cfg);     // zeroed slots (exp_avg, exp_avg_sq), step 0
 //   apply_update(param, grad, st, cfg);              // in place; st.step becomes 1
 //   assert(st.step == 1 && st.slots.size() == 2);
-//   row_sums touched(/*entries=*/3, /*dim=*/4);                // an embedding table's sparse gradient
+//   row_sums touched(/*entries=*/5, /*dim=*/4);                // an embedding table's sparse gradient
 //   std::int32_t rows[3] = {2, -1, 2};
 //   std::vector<float> values(12, 0.5f);
 //   touched.gather(rows, values.data(), 3);                     // one row (2), its values summed: 1.0
+//   std::int32_t bag_ids[2] = {4, 2};                           // or one bag's ids and its output
+//   std::vector<float> dy(4, 0.25f);                            // gradient, without the entries
+//   touched.add_bags(bag_ids, /*bags=*/1, /*length=*/2, dy.data(), /*mean=*/false);   // row 2: 1.25
 //   tensor table = tensor::full({5, 4}, 1.f);
 //   optimizer_state none = make_state(table, sgd_config{.lr = 0.1f});
-//   apply_sparse_update(table, touched, none, sgd_config{.lr = 0.1f});   // row 2 becomes 0.9
+//   apply_sparse_update(table, touched, none, sgd_config{.lr = 0.1f});   // row 2 becomes 0.875
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,11 @@ class row_sums {
   void clear();
   /// Adds more entries after those already summed (at most `entries` in all since clear()).
   void add(const std::int32_t* rows, const float* values, std::int64_t n);
+  /// Adds an embedding_bag's gradient without its entries: `bags` bags of `length` ids (-1:
+  /// padding) whose output gradient is `output_grad` [bags, dim]; each id's entry is its bag's
+  /// row (divided by the bag's count for a mean), summed bit for bit as add() sums the
+  /// entries embedding_bag_sparse_grad would write (at most `entries` ids in all).
+  void add_bags(const std::int32_t* ids, std::int64_t bags, std::int64_t length, const float* output_grad, bool mean);
   std::int64_t capacity() const { return static_cast<std::int64_t>(rows_.size()); }
   std::int64_t size() const { return distinct_; }
   const std::int32_t* rows() const { return rows_.data(); }

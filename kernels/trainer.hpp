@@ -34,6 +34,11 @@ struct trainer_options {
   /// sparse_tables): bit for bit the dense update, for an optimizer that allows it
   /// (sparse_update_problem); otherwise create() fails saying why.
   bool sparse_tables = false;
+  /// With sparse_tables and the fast kernels: the fused lookup-and-update path — a table's
+  /// touched rows are summed straight from its bag's output gradient and ids and updated (no
+  /// gradient entries written or read; autodiff's fused_tables), bit for bit the entries'
+  /// path. false: the entries, as the actor runtime sends them.
+  bool fused_tables = true;
 };
 
 class serial_trainer {
@@ -68,7 +73,9 @@ class serial_trainer {
   std::vector<optimizer_state> opt_state_;
   struct sparse_table {
     tensor* table;
-    value_id rows, values;
+    value_id rows, values;      // the entries (no_value when fused)
+    value_id output_grad, ids;  // the bag's, when fused
+    bool mean;
     row_sums sums;
     optimizer_state state;
   };

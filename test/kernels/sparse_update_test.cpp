@@ -1,12 +1,16 @@
 // Sparse table gradients: the entries embedding_bag_sparse_grad emits, summed by row
 // (row_sums), are the dense embedding_bag_grad bit for bit, and the sparse SGD and Adagrad
 // updates of the touched rows are the dense updates; optimizers that move untouched rows are
-// refused.
+// refused. The fused path (row_sums::add_bags, the serial trainer's fused_tables) sums the same
+// rows from the bags' output gradient without the entries, bit for bit.
 #include <doctest/doctest.h>
+
+#include <map>
 
 #include "graph/dsl.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/optimizer.hpp"
+#include "kernels/trainer.hpp"
 #include "support/tensor_checks.hpp"
 
 using namespace cohort;
@@ -42,6 +46,14 @@ TEST_CASE("sparse table gradient entries summed by row are the dense gradient, a
           scattered.data<float>()[sums.rows()[k] * dim + j] = sums.sums()[k * dim + j];
       for (std::int64_t i = 0; i < vocab * dim; ++i) CHECK(scattered.data<float>()[i] == dense_out[0].data<float>()[i]);
     }
+    row_sums fused(rows * length, dim);  // the bags' output gradient summed by id, no entries
+    fused.clear();
+    fused.add_bags(ids_t.data<std::int32_t>(), rows, length, dy_t.data<float>(), mean);
+    REQUIRE(fused.size() == sums.size());
+    for (std::int64_t k = 0; k < sums.size(); ++k) {
+      CHECK(fused.rows()[k] == sums.rows()[k]);
+      for (std::int64_t j = 0; j < dim; ++j) CHECK(fused.sums()[k * dim + j] == sums.sums()[k * dim + j]);
+    }
 
     for (const optimizer_config& rule :
          {optimizer_config{sgd_config{.lr = 0.3f}}, optimizer_config{adagrad_config{.lr = 0.3f}}}) {
@@ -63,4 +75,57 @@ TEST_CASE("sparse table gradient entries summed by row are the dense gradient, a
   CHECK(sparse_update_problem(sgd_config{.lr = 0.1f, .weight_decay = 0.1f}).find("weight decay") != std::string::npos);
   CHECK(sparse_update_problem(adamw_config{}).find("AdamW") != std::string::npos);
   CHECK(sparse_update_problem(adagrad_config{}).empty());
+}
+
+namespace {
+
+// Two pooled tables (one summed, one averaged, bags of 3 with padding and repeated ids) under
+// a small dense head, trained by the serial trainer with sparse tables.
+std::vector<float> train_tables(bool fused, const optimizer_config& rule, std::map<std::string, tensor>& params) {
+  const std::int64_t batch = 16, length = 3, dim = 4;
+  graph g;
+  var x = g.input("x", {batch, dim}), y = g.input("y", {batch, 1});
+  var a = embedding_bag(g.parameter("emb.a", {11, dim}, init_spec::uniform(0.5f)),
+                        g.input("a", {batch, length}, dtype::i32));
+  var b = embedding_bag(g.parameter("emb.b", {7, dim}, init_spec::uniform(0.5f)),
+                        g.input("b", {batch, length}, dtype::i32), /*mean=*/true);
+  var w = g.parameter("w", {dim, 1}, init_spec::uniform(0.5f));
+  var loss = mse(matmul(a * b + x, w), y);
+  auto tr =
+      serial_trainer::create(g, loss, {.optimizer = rule, .seed = 3, .sparse_tables = true, .fused_tables = fused});
+  REQUIRE(tr.ok());
+  std::vector<float> losses;
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    (*tr)->input("x").copy_from(test::random_tensor({batch, dim}, 10 + step));
+    (*tr)->input("y").copy_from(test::random_tensor({batch, 1}, 20 + step));
+    for (auto [name, vocab] : {std::pair<const char*, std::int32_t>{"a", 11}, {"b", 7}}) {
+      tensor ids = test::random_ints({batch, length}, 30 + step + static_cast<std::uint64_t>(vocab), vocab);
+      for (std::int64_t i = 1; i < ids.numel(); i += 5) ids.data<std::int32_t>()[i] = bag_padding;
+      (*tr)->input(name).copy_from(ids);
+    }
+    auto l = (*tr)->step();
+    REQUIRE(l.ok());
+    losses.push_back(*l);
+  }
+  for (auto& [name, t] : (*tr)->parameters()) params[name] = t.clone();
+  return losses;
+}
+
+}  // namespace
+
+TEST_CASE("the serial trainer's fused table path trains bit for bit as the gradient entries do") {
+  for (const optimizer_config& rule :
+       {optimizer_config{sgd_config{.lr = 0.2f}}, optimizer_config{adagrad_config{.lr = 0.2f}}}) {
+    CAPTURE(rule.index());
+    std::map<std::string, tensor> fused_params, entry_params;
+    const auto fused = train_tables(true, rule, fused_params);
+    const auto entries = train_tables(false, rule, entry_params);
+    CHECK(fused == entries);
+    REQUIRE(fused_params.size() == 3);
+    for (auto& [name, t] : fused_params) {
+      CAPTURE(name);
+      const tensor& other = entry_params.at(name);
+      for (std::int64_t i = 0; i < t.numel(); ++i) CHECK(t.data<float>()[i] == other.data<float>()[i]);
+    }
+  }
 }
