@@ -8,8 +8,9 @@
 # and on the benchmark pair (2,000,000 / 50,000 samples, Criteo Kaggle's full tables: 33.8 M rows,
 # 2.16 GB at f32): B=128, 3,000 timed steps after 20 warm-up ("full" below).
 # cohort runs the serial trainer with sparse table updates (--plan.mode=serial). Then the
-# embedding path alone on the full tables, B=2048, 200 timed steps: build/apps/cohort-embedding
-# (with and without transparent huge pages) vs bench/embedding_torch.py (nn.EmbeddingBag sparse,
+# embedding path alone on the full tables, B=2048, 1,000 timed steps: build/apps/cohort-embedding
+# (the fused path with and without transparent huge pages; "cohort-entries": --fused=false, the
+# gradient entries written and read) vs bench/embedding_torch.py (nn.EmbeddingBag sparse,
 # torch.optim.SGD), rows looked up and updated per second. Prints one JSON line per run and a
 # table of medians with the ratio cohort/PyTorch, then test AUC per side.
 #   bench/dlrm.sh [REPS]     (default 3; results in bench/results/dlrm-<date>.jsonl)
@@ -40,10 +41,12 @@ for ((r = 1; r <= reps; r++)); do
     --test-data "$data/bench_test.tsv" --batch 128 --steps 3000 --warmup 20 --threads 1
   for hp in false true; do
     run cohort embedding "hugepages=$hp" "$root/build/apps/cohort-embedding" --data.file="$data/bench_train.tsv" \
-      --batch=2048 --steps=200 --hugepages=$hp
+      --batch=2048 --steps=1000 --hugepages=$hp
   done
+  run cohort-entries embedding "hugepages=false" "$root/build/apps/cohort-embedding" \
+    --data.file="$data/bench_train.tsv" --batch=2048 --steps=1000 --fused=false
   COHORT_PEERS="$peers" run torch embedding "hugepages=false" $py "$root/bench/embedding_torch.py" \
-    "$data/bench_train.tsv" --batch 2048 --steps 200
+    "$data/bench_train.tsv" --batch 2048 --steps 1000
 done
 
 table torch

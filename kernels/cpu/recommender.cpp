@@ -1,6 +1,7 @@
 // Fast recommender kernels: embedding_bag adds each bag's rows into its output row (bags split
 // across the kernel pool); its gradient scatters them into the dense table gradient; the
-// pairwise-dot interaction and its gradient work one sample's [F,D] block at a time in float.
+// pairwise-dot interaction and its gradient work one sample's [F,D] block at a time in float:
+// the dots eight pairs at a time from a transposed copy, each gradient row summed in registers.
 // Bad ids go to the reference kernel, which names them.
 #include <algorithm>
 #include <cstring>
@@ -175,30 +176,101 @@ status embedding_bag_sparse_grad(const kernel_call& c) {
   return {};
 }
 
+namespace {
+
+constexpr std::int64_t dot_lanes = 8;             // pairs computed at once: one AVX2 register
+constexpr std::int64_t transposed_floats = 4096;  // a sample's [D, F] copy, on the stack
+
+// One sample's dots by rows of pairs: x_i against a block of 8 x_j at once, from a [D, F]
+// copy of the sample (`t`, F rounded up to `stride`), each dot summed over k in order.
+void sample_dots(const float* m, std::int64_t f, std::int64_t d, std::int64_t stride, float* t, float* out) {
+  for (std::int64_t j = 0; j < f; ++j)
+    for (std::int64_t k = 0; k < d; ++k) t[k * stride + j] = m[j * d + k];
+  for (std::int64_t i = 1; i < f; ++i) {
+    const float* xi = m + i * d;
+    for (std::int64_t jb = 0; jb < i; jb += dot_lanes) {
+      float acc[dot_lanes] = {};
+      for (std::int64_t k = 0; k < d; ++k) {
+        const float a = xi[k];
+        const float* tk = t + k * stride + jb;
+#pragma omp simd
+        for (std::int64_t l = 0; l < dot_lanes; ++l) acc[l] += a * tk[l];
+      }
+      const std::int64_t n = std::min(dot_lanes, i - jb);
+      for (std::int64_t l = 0; l < n; ++l) *out++ = acc[l];
+    }
+  }
+}
+
+}  // namespace
+
 status pairwise_dot(const kernel_call& c) {
   const tensor& x = c.in[0];
   const std::int64_t f = x.shape().at(-2), d = x.shape().at(-1), pairs = f * (f - 1) / 2;
   const std::int64_t rows = x.numel() / (f * d);
   const float* xs = x.data<float>();
   float* y = c.out[0].data<float>();
+  const std::int64_t stride = (f + dot_lanes - 1) / dot_lanes * dot_lanes;
   for_rows(c, rows, pairs * d, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
+    if (d * stride <= transposed_floats) {
+      float t[transposed_floats] = {};  // the padding past F stays zero
+      for (std::int64_t r = begin; r < end; ++r) sample_dots(xs + r * f * d, f, d, stride, t, y + r * pairs);
+      return;
+    }
+    for (std::int64_t r = begin; r < end; ++r) {  // wide samples: one pair at a time
       const float* m = xs + r * f * d;
       float* out = y + r * pairs;
-      for (std::int64_t i = 1; i < f; ++i) {
-        const float* xi = m + i * d;
+      for (std::int64_t i = 1; i < f; ++i)
         for (std::int64_t j = 0; j < i; ++j) {
-          const float* xj = m + j * d;
           float s = 0.f;
-#pragma omp simd reduction(+ : s)
-          for (std::int64_t k = 0; k < d; ++k) s += xi[k] * xj[k];
+          for (std::int64_t k = 0; k < d; ++k) s += m[i * d + k] * m[j * d + k];
           *out++ = s;
         }
-      }
     }
   });
   return {};
 }
+
+namespace {
+
+// One sample's gradient for a width D known at compile time: dx_i = sum over j != i of
+// dy(i, j) x_j, summed in registers in the order of j (the order the pair loop below adds
+// them to row i, so both give the same bits).
+template <std::int64_t D>
+void sample_dot_grad(const float* m, const float* g, std::int64_t f, float* dx) {
+  for (std::int64_t i = 0; i < f; ++i) {
+    float acc[D] = {};
+    for (std::int64_t j = 0; j < f; ++j) {
+      if (j == i) continue;
+      const float w = j < i ? g[i * (i - 1) / 2 + j] : g[j * (j - 1) / 2 + i];
+      const float* xj = m + j * D;
+#pragma omp simd
+      for (std::int64_t k = 0; k < D; ++k) acc[k] += w * xj[k];
+    }
+    std::memcpy(dx + i * D, acc, sizeof(acc));
+  }
+}
+
+// Any width: pair by pair, each adding to both rows.
+void sample_dot_grad_pairs(const float* m, const float* g, std::int64_t f, std::int64_t d, float* dx) {
+  std::memset(dx, 0, static_cast<std::size_t>(f * d) * sizeof(float));
+  for (std::int64_t i = 1; i < f; ++i) {
+    const float* xi = m + i * d;
+    float* di = dx + i * d;
+    for (std::int64_t j = 0; j < i; ++j) {
+      const float w = g[i * (i - 1) / 2 + j];
+      const float* xj = m + j * d;
+      float* dj = dx + j * d;
+#pragma omp simd
+      for (std::int64_t k = 0; k < d; ++k) {
+        di[k] += w * xj[k];
+        dj[k] += w * xi[k];
+      }
+    }
+  }
+}
+
+}  // namespace
 
 status pairwise_dot_grad(const kernel_call& c) {
   const tensor& x = c.in[1];
@@ -212,20 +284,18 @@ status pairwise_dot_grad(const kernel_call& c) {
       const float* m = xs + r * f * d;
       const float* g = dy + r * pairs;
       float* out = dx + r * f * d;
-      std::memset(out, 0, static_cast<std::size_t>(f * d) * sizeof(float));
-      for (std::int64_t i = 1; i < f; ++i) {
-        const float* xi = m + i * d;
-        float* di = out + i * d;
-        for (std::int64_t j = 0; j < i; ++j) {
-          const float w = g[i * (i - 1) / 2 + j];
-          const float* xj = m + j * d;
-          float* dj = out + j * d;
-#pragma omp simd
-          for (std::int64_t k = 0; k < d; ++k) {
-            di[k] += w * xj[k];
-            dj[k] += w * xi[k];
-          }
-        }
+      switch (d) {  // the widths recommender models use get their rows in registers
+        case 8:
+          sample_dot_grad<8>(m, g, f, out);
+          break;
+        case 16:
+          sample_dot_grad<16>(m, g, f, out);
+          break;
+        case 32:
+          sample_dot_grad<32>(m, g, f, out);
+          break;
+        default:
+          sample_dot_grad_pairs(m, g, f, d, out);
       }
     }
   });
