@@ -444,7 +444,8 @@ result<training_result> train_processes_once(const training_job& job, const plan
     o.on_transition_start = [raise_if_due](std::int64_t steps) { raise_if_due(steps, "transition"); };
     o.on_state_move = [raise_if_due](std::int64_t steps) { raise_if_due(steps, "exchange"); };
   };
-  g.control->set_step(1);
+  // the step a loss names until the first step starts: a newcomer's is the job's, a resumed run's the next
+  g.control->set_step(joining ? joining->state.committed + 1 : start->first_step + 1);
   // a restarted job's notes for its launcher: the first step done, or the failure
   launch_notes notes;
   auto with_notes = [&](actors::run_options& o) {

@@ -56,6 +56,7 @@ void check_newcomer_joins_again(int killed, int slot) {
   CHECK(r.err.find("fault: " + lost + " raises SIGKILL after step 10, as the state moves") != std::string::npos);
   CHECK(r.err.find("job: this process did not join: the job changed as it joined") != std::string::npos);
   CHECK(r.err.find("it waits to join again") != std::string::npos);
+  CHECK(r.err.find(") at step 1: ") == std::string::npos);  // the newcomer names the job's step, not its own
   CHECK(r.err.find("launch: joining process 0") == std::string::npos);  // it did not end
   const auto& rec = r.summary["recoveries"];
   REQUIRE(rec.size() == 1);
