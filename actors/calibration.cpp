@@ -94,14 +94,11 @@ double optimizer_bytes_per_s() {
 }
 
 // The embedding path on one core, in bytes of table rows per second: embedding_bag pooling
-// 64 Ki ids (bags of one) from a 64 MiB table of 16-wide rows, the ids skewed towards the
+// 64 Ki ids (bags of one) from a table of `rows` 16-wide rows, the ids skewed towards the
 // first rows (u^2: click logs' hot ids), and the sparse SGD update of the same entries
 // (summed by row, then applied) — the kernels the runtime runs.
-struct embedding_rates {
-  double lookup_bytes_per_s = 0, update_bytes_per_s = 0;
-};
-embedding_rates measure_embedding_rates() {
-  constexpr std::int64_t rows = std::int64_t{1} << 20, dim = 16, n = std::int64_t{1} << 16;
+planner::table_rate measure_embedding_rates(std::int64_t rows) {
+  constexpr std::int64_t dim = 16, n = std::int64_t{1} << 16;
   graph g;
   var t = g.parameter("t", {rows, dim}, init_spec::zeros());
   var ids = g.input("ids", {n, 1}, dtype::i32);
@@ -118,7 +115,8 @@ embedding_rates measure_embedding_rates() {
   std::vector<tensor> out{tensor::zeros({n, dim})};
   auto kernels_table = kernels::cpu_kernels();
   const double row_bytes = static_cast<double>(n * dim) * 4.0;
-  embedding_rates r;
+  planner::table_rate r;
+  r.table_bytes = static_cast<double>(rows * dim) * 4.0;
   r.lookup_bytes_per_s = row_bytes / seconds_of([&] { (void)kernels_table[op_kind::embedding_bag]({op, in, out}); }, 7);
   const optimizer_config sgd = sgd_config{.lr = 1e-3f};
   auto state = kernels::make_state(table, sgd);
@@ -167,9 +165,18 @@ machine_profile calibrate(int threads, const progress_fn& progress) {
   p.cache_bandwidth_bytes_per_s = copy_bytes_per_s(static_cast<std::size_t>(p.cache_bytes / 4));  // src + dst = half
   report_progress(progress, 3, measurements);
   p.optimizer_bytes_per_s = optimizer_bytes_per_s();
-  const embedding_rates embedding = measure_embedding_rates();
-  p.lookup_bytes_per_s = embedding.lookup_bytes_per_s;
-  p.sparse_update_bytes_per_s = embedding.update_bytes_per_s;
+  // tables of 256 KiB (in the caches), 4 MiB, 64 MiB (the scalar rates: beyond the caches) and
+  // 512 MiB (beyond the TLB's reach too, where the memory allows)
+  const double memory = planner::detect_memory_bytes();
+  for (int log2_rows : {12, 16, 20, 23}) {
+    const std::int64_t rows = std::int64_t{1} << log2_rows;
+    if (log2_rows == 23 && !(memory > 16.0 * static_cast<double>(rows) * 64.0)) break;
+    p.table_rates.push_back(measure_embedding_rates(rows));
+    if (log2_rows == 20) {
+      p.lookup_bytes_per_s = p.table_rates.back().lookup_bytes_per_s;
+      p.sparse_update_bytes_per_s = p.table_rates.back().update_bytes_per_s;
+    }
+  }
   report_progress(progress, 4, measurements);
   // two ranks in this process, recursive doubling at 4 KiB and 4 MiB (actors/link_measure.hpp)
   {

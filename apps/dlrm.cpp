@@ -59,6 +59,7 @@ result<std::string> place_tables_for(const app& a, dlrm_config& model, std::int6
   if (profile->lookup_bytes_per_s > 0 && profile->sparse_update_bytes_per_s > 0) {
     r.lookup_bytes_per_s = profile->lookup_bytes_per_s;
     r.update_bytes_per_s = profile->sparse_update_bytes_per_s;
+    r.rates_by_size = profile->table_rates;
     r.rates_source = "measured, " + profile->source;
   } else {  // random rows: a quarter and an eighth of streaming bandwidth, until measured
     r.lookup_bytes_per_s = profile->memory_bandwidth_bytes_per_s / 4;

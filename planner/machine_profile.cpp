@@ -79,6 +79,26 @@ result<machine_profile> load_profile(const std::string& path) {
   if (j.contains("lookup_bytes_per_s")) COHORT_READ(p.lookup_bytes_per_s, j, "lookup_bytes_per_s", w);
   if (j.contains("sparse_update_bytes_per_s"))
     COHORT_READ(p.sparse_update_bytes_per_s, j, "sparse_update_bytes_per_s", w);
+  if (j.contains("table_rates")) {  // added 2026-12-07: optional
+    if (!j["table_rates"].is_array())
+      return make_error(errc::invalid_argument, w + ".table_rates: must be an array of measured sizes");
+    for (std::size_t i = 0; i < j["table_rates"].size(); ++i) {
+      const std::string where = w + ".table_rates[" + std::to_string(i) + "]";
+      const json& e = j["table_rates"][i];
+      if (!e.is_object()) return make_error(errc::invalid_argument, where + ": must be an object");
+      table_rate t;
+      COHORT_READ(t.table_bytes, e, "table_bytes", where);
+      COHORT_READ(t.lookup_bytes_per_s, e, "lookup_bytes_per_s", where);
+      COHORT_READ(t.update_bytes_per_s, e, "update_bytes_per_s", where);
+      if (!(t.table_bytes > 0) || !(t.lookup_bytes_per_s > 0) || !(t.update_bytes_per_s > 0) ||
+          !std::isfinite(t.table_bytes) || !std::isfinite(t.lookup_bytes_per_s) ||
+          !std::isfinite(t.update_bytes_per_s))
+        return make_error(errc::invalid_argument, where + ": the size and the rates must be positive and finite");
+      if (!p.table_rates.empty() && !(t.table_bytes > p.table_rates.back().table_bytes))
+        return make_error(errc::invalid_argument, where + ": the sizes must ascend");
+      p.table_rates.push_back(t);
+    }
+  }
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");
   COHORT_READ(p.link.latency_s, j["link"], "latency_s", w + ".link");
@@ -159,6 +179,10 @@ status save_profile(const std::string& path, const machine_profile& p) {
               {"per_step_seconds", p.eff.per_step_seconds},
               {"per_rank_seconds", p.eff.per_rank_seconds}}},
             {"refits", p.refits}};
+  for (const auto& t : p.table_rates)
+    j["table_rates"].push_back({{"table_bytes", t.table_bytes},
+                                {"lookup_bytes_per_s", t.lookup_bytes_per_s},
+                                {"update_bytes_per_s", t.update_bytes_per_s}});
   for (const auto& [plane, c] : p.process_links)
     j["process_links"][plane] = {{"bandwidth_bytes_per_s", c.cost.bandwidth_bytes_per_s},
                                  {"latency_s", c.cost.latency_s},
@@ -214,16 +238,25 @@ std::string describe(const machine_profile& p) {
                   c.cost.latency_s * 1e6, c.per_step_seconds * 1e6);
     between += l;
   }
-  char b[768];
+  std::string by_size;  // "(0.26 MB 3.1/1.2, ...)": lookup/update GB/s at each measured size
+  for (const auto& t : p.table_rates) {
+    char l[64];
+    std::snprintf(l, sizeof l, "%s%.3g MB %.2f/%.2f", by_size.empty() ? " (by table size, lookup/update: " : ", ",
+                  t.table_bytes / 1e6, t.lookup_bytes_per_s / 1e9, t.update_bytes_per_s / 1e9);
+    by_size += l;
+  }
+  if (!by_size.empty()) by_size += ")";
+  char b[1024];
   std::snprintf(b, sizeof b,
                 "%d cores, %.1f GFLOP/s per core (GEMM operands %.0f GB/s), %.1f GB/s memory, %.0f GB/s in %.0f MiB "
-                "cache, optimizer %.0f GB/s, lookup %.2f GB/s, sparse update %.2f GB/s, link %.2f GB/s + %.1f us%s; "
+                "cache, optimizer %.0f GB/s, lookup %.2f GB/s, sparse update %.2f GB/s%s, link %.2f GB/s + %.1f us%s; "
                 "efficiency gemm %.2f, "
                 "memory %.2f, link %.2f, %.1f us per op; runtime %.0f us per task, %.0f us per step, %.0f us per extra "
                 "rank (%s%s)",
                 p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
-                p.lookup_bytes_per_s / 1e9, p.sparse_update_bytes_per_s / 1e9, p.link.bandwidth_bytes_per_s / 1e9,
+                p.lookup_bytes_per_s / 1e9, p.sparse_update_bytes_per_s / 1e9, by_size.c_str(),
+                p.link.bandwidth_bytes_per_s / 1e9,
                 p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory, p.eff.link,
                 p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
                 p.eff.per_rank_seconds * 1e6, p.source.c_str(),

@@ -20,6 +20,7 @@
 
 #include "graph/error.hpp"
 #include "planner/search.hpp"
+#include "planner/table_placement.hpp"
 
 namespace cohort::planner {
 
@@ -45,6 +46,9 @@ struct machine_profile {
   /// updated from sparse gradient entries (summed by row, then plain SGD).
   double lookup_bytes_per_s = 0;
   double sparse_update_bytes_per_s = 0;
+  /// The same at several table sizes (ascending; empty: not measured, the rates above hold
+  /// for every size): calibration measures a table in the caches and ones beyond them.
+  std::vector<table_rate> table_rates;
   link_cost link{5e9, 10e-6};  // in-process fabric: allreduce between threads
   /// Between two processes of one job on this machine, by data plane ("tcp", "ucx"). Absent:
   /// not measured yet.

@@ -41,13 +41,17 @@ class placer {
     const double row_bytes = static_cast<double>(t.dim) * 4.0;
     const double table_bytes = static_cast<double>(t.rows) * row_bytes * (1.0 + r_.optimizer_slots);
     // a row read at a random id costs at least a cache line, however narrow: the rates were
-    // measured on 64-byte rows, and a column shard's half rows cost what whole ones do
-    auto work_of = [&](double bytes_per_row) {
+    // measured on 64-byte rows, and a column shard's half rows cost what whole ones do; a
+    // rank's piece of `piece_bytes` is read at the rates of a table that size (in the caches
+    // or not)
+    const double rows_bytes = static_cast<double>(t.rows) * row_bytes;
+    auto work_of = [&](double bytes_per_row, double piece_bytes) {
+      const table_rate at = rates_at(r_.rates_by_size, piece_bytes, {0, r_.lookup_bytes_per_s, r_.update_bytes_per_s});
       return t.ids_per_step * std::max(bytes_per_row, cache_line_bytes) *
-             (1.0 / r_.lookup_bytes_per_s + 1.0 / r_.update_bytes_per_s);
+             (1.0 / at.lookup_bytes_per_s + 1.0 / at.update_bytes_per_s);
     };
-    const double work = work_of(row_bytes);
     const double tp = r_.tp, pooled = r_.pooled_rows * row_bytes;
+    const double work = work_of(row_bytes, rows_bytes);
     const double rounds = std::ceil(std::log2(std::max(2.0, tp)));
     const double allreduce =
         2.0 * rounds * r_.link.latency_s + 2.0 * (tp - 1) / tp * pooled / r_.link.bandwidth_bytes_per_s;
@@ -61,7 +65,8 @@ class placer {
         for (std::size_t k = 0; k < ranks_; ++k) {
           o.bytes[k] = table_bytes / tp;
           // row: a tp-th of the ids each; column: every id, a tp-th of each row
-          o.seconds[k] = c.how == table_sharding::row ? work / tp : work_of(row_bytes / tp);
+          o.seconds[k] = c.how == table_sharding::row ? work_of(row_bytes, rows_bytes / tp) / tp
+                                                      : work_of(row_bytes / tp, rows_bytes / tp);
         }
         // row: the partial sums added (an allreduce); column: the columns gathered (half of it)
         o.exchange_s = c.how == table_sharding::row ? allreduce : 0.5 * allreduce;
@@ -194,6 +199,23 @@ class placer {
 
 }  // namespace
 
+table_rate rates_at(const std::vector<table_rate>& by_size, double bytes, const table_rate& whole) {
+  if (by_size.empty()) return {bytes, whole.lookup_bytes_per_s, whole.update_bytes_per_s};
+  const table_rate &first = by_size.front(), &last = by_size.back();
+  if (bytes <= first.table_bytes) return {bytes, first.lookup_bytes_per_s, first.update_bytes_per_s};
+  if (bytes >= last.table_bytes) return {bytes, last.lookup_bytes_per_s, last.update_bytes_per_s};
+  std::size_t hi = 1;
+  while (by_size[hi].table_bytes < bytes) ++hi;
+  const table_rate& a = by_size[hi - 1];
+  const table_rate& b = by_size[hi];
+  const double f = std::log(bytes / a.table_bytes) / std::log(b.table_bytes / a.table_bytes);
+  auto between = [f](double rate_a, double rate_b) {  // seconds per byte, linear in log(size)
+    return 1.0 / ((1.0 - f) / rate_a + f / rate_b);
+  };
+  return {bytes, between(a.lookup_bytes_per_s, b.lookup_bytes_per_s),
+          between(a.update_bytes_per_s, b.update_bytes_per_s)};
+}
+
 result<table_plan> place_tables(const table_request& r) {
   if (r.tp < 1) return make_error(errc::invalid_argument, "table placement: tp must be at least 1");
   if (!(r.pooled_rows > 0)) return make_error(errc::invalid_argument, "table placement: pooled_rows must be positive");
@@ -204,6 +226,13 @@ result<table_plan> place_tables(const table_request& r) {
   if (r.tp > 1 && (!(r.link.bandwidth_bytes_per_s > 0) || !(r.link.latency_s >= 0)))
     return make_error(errc::invalid_argument, "table placement: the link's bandwidth must be positive");
   if (r.optimizer_slots < 0) return make_error(errc::invalid_argument, "table placement: optimizer_slots < 0");
+  for (std::size_t i = 0; i < r.rates_by_size.size(); ++i) {
+    const table_rate& t = r.rates_by_size[i];
+    if (!(t.table_bytes > 0) || !(t.lookup_bytes_per_s > 0) || !(t.update_bytes_per_s > 0) ||
+        (i > 0 && !(t.table_bytes > r.rates_by_size[i - 1].table_bytes)))
+      return make_error(errc::invalid_argument, "table placement: rates_by_size[" + std::to_string(i) +
+                                                    "]: sizes and rates must be positive, the sizes ascending");
+  }
   for (const auto& t : r.tables)
     if (t.rows < 1 || t.dim < 1 || !(t.ids_per_step >= 0))
       return make_error(errc::invalid_argument,
@@ -213,7 +242,7 @@ result<table_plan> place_tables(const table_request& r) {
 
 std::string explain(const table_request& r, const table_plan& p) {
   std::string out;
-  char b[256];
+  char b[512];
   for (auto how : {table_sharding::table, table_sharding::row, table_sharding::column, table_sharding::replicated}) {
     std::string names;
     int count = 0;
@@ -239,11 +268,24 @@ std::string explain(const table_request& r, const table_plan& p) {
     std::snprintf(b, sizeof b, "%s%.3g", k == 0 ? "" : "/", p.rank_seconds[k] * 1e3);
     seconds += b;
   }
+  std::string rates;
+  if (r.rates_by_size.empty()) {
+    std::snprintf(b, sizeof b, "lookup %.2f GB/s, update %.2f GB/s", r.lookup_bytes_per_s / 1e9,
+                  r.update_bytes_per_s / 1e9);
+    rates = b;
+  } else {  // each piece at its size: the smallest and the largest measured
+    const table_rate &small = r.rates_by_size.front(), &large = r.rates_by_size.back();
+    std::snprintf(b, sizeof b,
+                  "by a piece's size: lookup %.2f GB/s (%.3g MB) to %.2f GB/s (%.3g MB), update %.2f to %.2f GB/s",
+                  small.lookup_bytes_per_s / 1e9, small.table_bytes / 1e6, large.lookup_bytes_per_s / 1e9,
+                  large.table_bytes / 1e6, small.update_bytes_per_s / 1e9, large.update_bytes_per_s / 1e9);
+    rates = b;
+  }
   std::snprintf(b, sizeof b,
                 "tables: per rank %s GB of %.3g GB, %s ms of lookups and updates per step, %.3g ms of exchanges; "
-                "rates: lookup %.2f GB/s, update %.2f GB/s (%s)\n",
-                bytes.c_str(), r.memory_per_rank_bytes / 1e9, seconds.c_str(), p.exchange_seconds * 1e3,
-                r.lookup_bytes_per_s / 1e9, r.update_bytes_per_s / 1e9, r.rates_source.c_str());
+                "rates: %s (%s)\n",
+                bytes.c_str(), r.memory_per_rank_bytes / 1e9, seconds.c_str(), p.exchange_seconds * 1e3, rates.c_str(),
+                r.rates_source.c_str());
   out += b;
   if (!p.fits) out += "tables: " + p.what_would_fit + "\n";
   return out;

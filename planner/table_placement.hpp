@@ -2,7 +2,8 @@
 // replicated, column-wise, row-wise or table-wise (whole on one rank), chosen from a cost
 // function over what each rank holds and does per step — the bytes of its tables and their
 // optimizer state against its memory, the rows it looks up and updates at the calibrated
-// rates (machine_profile::lookup_bytes_per_s, sparse_update_bytes_per_s), and the exchange of
+// rates (machine_profile::table_rates at the size of each rank's piece of the table, else
+// lookup_bytes_per_s and sparse_update_bytes_per_s), and the exchange of
 // pooled outputs between the ranks over the link. The busiest rank's seconds plus the
 // exchanges' are minimised; every choice is explained, and when no choice fits the ranks'
 // memory, the answer says what would.
@@ -35,6 +36,17 @@ struct table_spec {
   double ids_per_step = 0;  // ids one data-parallel replica looks up in it per step (rows x bag)
 };
 
+/// The embedding path's rates for a table of `table_bytes` (a table in the caches pools its
+/// rows far faster than one in memory): one core's bytes of rows looked up and updated per second.
+struct table_rate {
+  double table_bytes = 0, lookup_bytes_per_s = 0, update_bytes_per_s = 0;
+};
+
+/// The rates for a table of `bytes`: `by_size` (ascending table_bytes) read at that size —
+/// seconds per byte interpolated linearly in log(size) between the two sizes around it, the
+/// nearest size's beyond either end; `whole` (the scalar rates) when `by_size` is empty.
+table_rate rates_at(const std::vector<table_rate>& by_size, double bytes, const table_rate& whole);
+
 struct table_request {
   std::vector<table_spec> tables;
   int tp = 1;
@@ -43,8 +55,9 @@ struct table_request {
   int optimizer_slots = 0;           // state values per parameter (Adagrad 1, SGD 0)
   double lookup_bytes_per_s = 0;     // one rank's rates, in bytes of rows
   double update_bytes_per_s = 0;
-  link_cost link;            // between the tensor-parallel ranks
-  std::string rates_source;  // "calibrated", or how they were estimated (said in explain)
+  std::vector<table_rate> rates_by_size;  // when measured: each rank's piece priced at its size
+  link_cost link;                         // between the tensor-parallel ranks
+  std::string rates_source;               // "calibrated", or how they were estimated (said in explain)
 };
 
 struct table_choice {

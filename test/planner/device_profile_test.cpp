@@ -272,3 +272,36 @@ TEST_CASE("a machine profile keeps the embedding path's rates, and a negative on
   CHECK(bad.error().message == path.string() + ": profile.lookup_bytes_per_s: expected a non-negative number");
   fs::remove(path);
 }
+
+TEST_CASE("a machine profile keeps the embedding rates by table size, and sizes that do not ascend are refused") {
+  const auto path = scratch("table-rates-profile.json");
+  machine_profile p;
+  p.table_rates = {{262144, 14e9, 12e9}, {67108864, 6.5e9, 2.25e9}};
+  REQUIRE(save_profile(path.string(), p));
+  auto loaded = load_profile(path.string());
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->table_rates.size() == 2);
+  CHECK(loaded->table_rates[1].table_bytes == 67108864);
+  CHECK(loaded->table_rates[1].lookup_bytes_per_s == 6.5e9);
+  CHECK(loaded->table_rates[0].update_bytes_per_s == 12e9);
+  CHECK(describe(*loaded).find("(by table size, lookup/update: 0.262 MB 14.00/12.00, 67.1 MB 6.50/2.25)") !=
+        std::string::npos);
+  const std::string head = R"({"cohort_profile": 1, "cores": 2, "flops_f32_per_core": 5e10,
+    "memory_bandwidth_bytes_per_s": 1e10, "refits": 0, "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
+    "efficiency": {"gemm": 0.9, "memory": 0.5, "link": 0.8, "per_op_seconds": 2e-6}, "table_rates": )";
+  write(path, head + R"([{"table_bytes": 4e6, "lookup_bytes_per_s": 1e9, "update_bytes_per_s": 1e9},
+    {"table_bytes": 1e6, "lookup_bytes_per_s": 2e9, "update_bytes_per_s": 2e9}]})");
+  auto descending = load_profile(path.string());
+  REQUIRE(!descending);
+  CHECK(descending.error().message == path.string() + ": profile.table_rates[1]: the sizes must ascend");
+  write(path, head + R"([{"table_bytes": 4e6, "lookup_bytes_per_s": 0, "update_bytes_per_s": 1e9}]})");
+  auto zero = load_profile(path.string());
+  REQUIRE(!zero);
+  CHECK(zero.error().message ==
+        path.string() + ": profile.table_rates[0]: the size and the rates must be positive and finite");
+  write(path, head + R"({"table_bytes": 4e6}})");
+  auto not_array = load_profile(path.string());
+  REQUIRE(!not_array);
+  CHECK(not_array.error().message == path.string() + ": profile.table_rates: must be an array of measured sizes");
+  fs::remove(path);
+}

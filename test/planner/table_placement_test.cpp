@@ -111,3 +111,44 @@ TEST_CASE("bad table placement requests are errors naming what is wrong") {
   r.memory_per_rank_bytes = 0;
   CHECK(place_tables(r).error().message == "table placement: memory_per_rank_bytes must be positive");
 }
+
+TEST_CASE("the rates at a table's size: interpolated in log size between the measured sizes") {
+  const std::vector<table_rate> measured{{1e6, 4e9, 2e9}, {1e8, 1e9, 1e9}};
+  const table_rate whole{0, 3e9, 3e9};
+  const table_rate mid = rates_at(measured, 1e7, whole);  // halfway in log size
+  CHECK(mid.lookup_bytes_per_s == doctest::Approx(1.0 / (0.5 / 4e9 + 0.5 / 1e9)).epsilon(1e-12));  // 1.6e9
+  CHECK(mid.update_bytes_per_s == doctest::Approx(1.0 / (0.5 / 2e9 + 0.5 / 1e9)).epsilon(1e-12));  // 1.33e9
+  CHECK(rates_at(measured, 5e5, whole).lookup_bytes_per_s == 4e9);  // below the smallest: its rates
+  CHECK(rates_at(measured, 1e9, whole).update_bytes_per_s == 1e9);  // beyond the largest: its rates
+  CHECK(rates_at({}, 1e9, whole).lookup_bytes_per_s == 3e9);        // none measured: the one rate
+  table_request r = request(1, 1, 1000);                            // 64 kB: at the smallest size's rates
+  r.rates_by_size = measured;
+  auto p = place_tables(r);
+  REQUIRE(p.ok());
+  CHECK(p->rank_seconds[0] == doctest::Approx(4096.0 * 64 * (1 / 4e9 + 1 / 2e9)).epsilon(1e-12));
+  r.rates_by_size = {{1e6, 4e9, 2e9}, {1e6, 1e9, 1e9}};
+  auto bad = place_tables(r);
+  REQUIRE(!bad);
+  CHECK(bad.error().message.find("rates_by_size[1]: sizes and rates must be positive, the sizes ascending") !=
+        std::string::npos);
+}
+
+TEST_CASE("a row shard is priced at its own size: halving a table out of memory can make row-wise pay") {
+  // one 100 MB table over 2 ranks; replicated, each rank reads it all at the 100 MB rate; row-wise,
+  // each reads half the ids from its 50 MB half, a little faster, and pays one exchange of the
+  // pooled rows, set between the two: only the size-aware price finds that row-wise pays
+  table_request r = request(2, 1, 1'562'500);
+  r.tables[0].ids_per_step = 1e5;
+  r.pooled_rows = 1e5;
+  r.link = {6.4e6 / 6.8e-3, 0};  // the exchange: 6.8 ms
+  auto flat = place_tables(r);
+  REQUIRE(flat.ok());
+  CHECK(flat->tables[0].how == table_sharding::replicated);  // 12.8 ms against 6.4 + 6.8
+  r.rates_by_size = {{1e6, 8e9, 8e9}, {1e8, 1e9, 1e9}};
+  auto sized = place_tables(r);
+  REQUIRE(sized.ok());
+  CHECK(sized->tables[0].how == table_sharding::row);  // 5.56 + 6.8 ms against 12.8
+  CHECK(sized->step_seconds < flat->step_seconds);
+  CHECK(explain(r, *sized).find("rates: by a piece's size: lookup 8.00 GB/s (1 MB) to 1.00 GB/s (100 MB)") !=
+        std::string::npos);
+}
