@@ -91,8 +91,7 @@ result<machine_profile> load_profile(const std::string& path) {
       COHORT_READ(t.lookup_bytes_per_s, e, "lookup_bytes_per_s", where);
       COHORT_READ(t.update_bytes_per_s, e, "update_bytes_per_s", where);
       if (!(t.table_bytes > 0) || !(t.lookup_bytes_per_s > 0) || !(t.update_bytes_per_s > 0) ||
-          !std::isfinite(t.table_bytes) || !std::isfinite(t.lookup_bytes_per_s) ||
-          !std::isfinite(t.update_bytes_per_s))
+          !std::isfinite(t.table_bytes) || !std::isfinite(t.lookup_bytes_per_s) || !std::isfinite(t.update_bytes_per_s))
         return make_error(errc::invalid_argument, where + ": the size and the rates must be positive and finite");
       if (!p.table_rates.empty() && !(t.table_bytes > p.table_rates.back().table_bytes))
         return make_error(errc::invalid_argument, where + ": the sizes must ascend");
@@ -256,9 +255,8 @@ std::string describe(const machine_profile& p) {
                 p.cores, p.flops_f32_per_core / 1e9, p.gemm_bytes_per_s / 1e9, p.memory_bandwidth_bytes_per_s / 1e9,
                 p.cache_bandwidth_bytes_per_s / 1e9, p.cache_bytes / (1 << 20), p.optimizer_bytes_per_s / 1e9,
                 p.lookup_bytes_per_s / 1e9, p.sparse_update_bytes_per_s / 1e9, by_size.c_str(),
-                p.link.bandwidth_bytes_per_s / 1e9,
-                p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory, p.eff.link,
-                p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
+                p.link.bandwidth_bytes_per_s / 1e9, p.link.latency_s * 1e6, between.c_str(), p.eff.gemm, p.eff.memory,
+                p.eff.link, p.eff.per_op_seconds * 1e6, p.eff.per_task_seconds * 1e6, p.eff.per_step_seconds * 1e6,
                 p.eff.per_rank_seconds * 1e6, p.source.c_str(),
                 p.refits > 0 ? (", " + std::to_string(p.refits) + " refits").c_str() : "");
   return b;
