@@ -144,6 +144,7 @@ TEST_CASE("bad plan changes: one line naming what is wrong and exit code 2") {
   // both processes end on process 0's error: the node received it over the control plane
   auto both = run(MLP_BINARY, base + " --plan.change-at=5 --plan.change-to=" + broken + " --launch.nproc=2");
   const std::string said = ": cuts: expected an array of node indices";
+  INFO(both.err);  // a rare failure seen once under load: what each process said
   const auto first = both.err.find(said);
   REQUIRE(first != std::string::npos);
   CHECK(both.err.find(said, first + 1) != std::string::npos);
