@@ -36,8 +36,13 @@ def plan(run, layout):
             f"--cluster.file={os.path.join(root, 'configs/published', run['cluster'])}"]
     if layout:
         args += [f"--plan.dp={layout['dp']}", f"--plan.tp={layout['tp']}", f"--plan.pp={layout['pp']}"]
-    if run.get("runtime", {}).get("overlap"):
-        args.append(f"--plan.assume-overlap={run['runtime']['overlap']}")
+    runtime = run.get("runtime", {})
+    if runtime.get("overlap"):
+        args.append(f"--plan.assume-overlap={runtime['overlap']}")
+    if runtime.get("sequence_parallel"):
+        args.append("--plan.assume-sequence-parallel=true")
+    if runtime.get("f32_gradients"):
+        args.append("--plan.assume-f32-gradients=true")
     if layout and layout.get("recompute"):
         args.append("--plan.always-recompute=true")
     p = subprocess.run(args, capture_output=True, text=True)

@@ -115,6 +115,8 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
                           "--plan.assume-overlap: expected none, tp, dp or tp,dp, got '" + opts.assume_overlap + "'");
       at = comma + 1;
     }
+    s.search.sequence_parallel = opts.assume_sequence_parallel;
+    s.search.f32_gradients = opts.assume_f32_gradients;
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();

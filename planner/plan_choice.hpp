@@ -54,13 +54,15 @@ struct plan_request {
   std::string data_plane = "tcp";  // what links them (tcp, ucx): the profile's link between processes
   std::int64_t max_micro_batches = 64;
   std::string cluster_file;
-  std::string device_profile;     // the cluster's devices' profile (overrides the one the cluster file names)
-  bool half_precision = false;    // plan for mixed precision (cluster files)
-  bool recompute = false;         // may plan activation recomputation (cluster files)
-  bool always_recompute = false;  // auto: only plans that recompute (what a published run did; cluster files)
-  bool sparse_tables = false;     // embedding tables take sparse gradients: priced as their entries
-  bool lookups_first = false;     // the heterogeneous pipeline: every table lookup in the first stage
-  std::string assume_overlap;     // "", "none", "tp", "dp", "tp,dp": the runtime planned for overlaps these
+  std::string device_profile;             // the cluster's devices' profile (overrides the one the cluster file names)
+  bool half_precision = false;            // plan for mixed precision (cluster files)
+  bool recompute = false;                 // may plan activation recomputation (cluster files)
+  bool always_recompute = false;          // auto: only plans that recompute (what a published run did; cluster files)
+  bool sparse_tables = false;             // embedding tables take sparse gradients: priced as their entries
+  bool lookups_first = false;             // the heterogeneous pipeline: every table lookup in the first stage
+  std::string assume_overlap;             // "", "none", "tp", "dp", "tp,dp": the runtime planned for overlaps these
+  bool assume_sequence_parallel = false;  // the runtime planned for splits tp's repeated work by sequence
+  bool assume_f32_gradients = false;      // the runtime planned for reduces gradients in f32
 };
 
 /// Everything the planner needs, gathered once per run.

@@ -30,6 +30,7 @@ struct per_rows {
 struct tp_view {
   const axis_completion* completion = nullptr;
   std::vector<bool> split;                 // every node: its computation is divided over tp
+  std::vector<bool> sequence_split;        // every node: else repeated, divided by sequence parallelism
   std::vector<per_rows> comm_bytes;        // every node: allreduce-equivalent bytes over the tp group
   std::vector<per_rows> activation_bytes;  // forward node: outputs one rank keeps per micro-batch
   std::vector<double> param_bytes;         // forward node: parameters one rank holds, read first here
@@ -40,7 +41,7 @@ struct tp_view {
   std::vector<per_rows> sparse_value_bytes;  // of which their values (a touched row's bytes each)
 };
 
-result<tp_view> view_for(const model_analysis& a, int tp) {
+result<tp_view> view_for(const model_analysis& a, int tp, bool sequence_parallel) {
   auto comp = a.completion(tp);
   if (!comp) return comp.error();
   const axis_completion& c = **comp;
@@ -49,6 +50,7 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
   out.completion = &c;
   const std::size_t n = g.nodes().size(), forward = a.forward_nodes();
   out.split.assign(n, false);
+  out.sequence_split.assign(n, false);
   out.comm_bytes.assign(n, {});
   // the runtime converts a value to a placement once and reuses it for every consumer
   // (graph/partition.cpp): charged once, at the first
@@ -63,9 +65,15 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
       if (!converted.emplace(nd.inputs[j], to_string(need)).second) continue;
       // all-gather and reduce-scatter move half what an allreduce moves
       double weight = is_partial(have) && is_replicate(need) ? 1.0 : 0.5;
+      // sequence parallelism: a backward allreduce (a column-split GEMM's input gradient)
+      // becomes a reduce-scatter and an all-gather, and the GEMM's weight gradient gathers
+      // the input it kept split by sequence again: half an allreduce more (Megatron's linear
+      // layers re-gather in the backward pass; the forward pass moves what it moved)
+      if (sequence_parallel && tp > 1 && i >= forward && weight == 1.0) weight = 1.5;
       auto v = static_cast<std::size_t>(nd.inputs[j]);
       out.comm_bytes[i] += {weight * a.value_bytes_fixed[v], weight * a.value_bytes_per_row[v]};
     }
+    out.sequence_split[i] = sequence_parallel && tp > 1 && !out.split[i];
   }
   // gradients placed unlike their parameters are fixed up at the end of the backward pass
   for (auto [p, d] : a.grads.param_grads)
@@ -83,8 +91,10 @@ result<tp_view> view_for(const model_analysis& a, int tp) {
   for (std::size_t i = 0; i < forward; ++i) {
     for (auto v : g.nodes()[i].outputs) {
       double share = as_shard(c.placement_of(v)) != nullptr ? 1.0 / tp : 1.0;
+      // sequence parallelism keeps a whole value's rows split over the group
+      const double row_share = sequence_parallel ? 1.0 / tp : share;
       auto k = static_cast<std::size_t>(v);
-      out.activation_bytes[i] += {a.value_bytes_fixed[k] * share, a.value_bytes_per_row[k] * share};
+      out.activation_bytes[i] += {a.value_bytes_fixed[k] * share, a.value_bytes_per_row[k] * row_share};
     }
     for (auto v : g.nodes()[i].inputs)
       if (g.value(v).kind == value_kind::parameter && !counted[static_cast<std::size_t>(v)]) {
@@ -186,7 +196,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   if (auto st = validate(p, o.batch); !st) return st.error();
   auto it = cache.views.find(p.tp);
   if (it == cache.views.end()) {
-    auto v = view_for(a, p.tp);
+    auto v = view_for(a, p.tp, o.sequence_parallel);
     if (!v) return v.error();
     it = cache.views.emplace(p.tp, std::move(*v)).first;
   }
@@ -213,7 +223,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
       (i < forward ? host_stage.forward_s : host_stage.backward_s) += seconds;
       continue;
     }
-    if (view.split[i]) cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm, cost.attention};
+    if (view.split[i] || view.sequence_split[i])
+      cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm, cost.attention};
     double seconds = compute_seconds(cost, o.topo.speed, o.eff);
     double comm = allreduce_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
@@ -354,7 +365,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     const double touched =
         std::min(sparse_params[k] / (p.shard_params ? p.dp : 1), sparse_values[k] * p.micro_batches * p.dp);
     const double updated = sparse_params[k] > 0 ? (p.shard_params ? dense / p.dp : dense) + touched : owned;
-    double grads = (p.shard_params ? params[k] : dense) * bytes_scale;
+    const double grad_scale = o.f32_gradients ? 1.0 : bytes_scale;  // gradient bytes per parameter byte
+    double grads = (p.shard_params ? params[k] : dense) * grad_scale;
     const double gather = p.shard_params ? all_gather_ring_seconds(params[k] * bytes_scale, p.dp, dp_link, o.eff) : 0;
     double reduce = p.shard_params ? reduce_scatter_ring_seconds(grads, p.dp, dp_link, o.eff)
                                    : allreduce_seconds(grads, p.dp, dp_link, o.eff);
@@ -368,11 +380,12 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     timing[k].update_s = reduce + update;
     out.stages[k].update_comm_s = reduce;  // scaled to the task's wall time below
     dp_comm = std::max(dp_comm, reduce);
-    // parameters and gradients in the compute type (a sparse table's gradient is its entries,
-    // never a dense table, unless a sharded plan's flat buffer holds one); master weights
+    // parameters and gradients in the compute type, gradients in f32 where the runtime keeps
+    // them so (a sparse table's gradient is its entries, never a dense table, unless a
+    // sharded plan's flat buffer holds one); master weights
     // (mixed precision) and optimizer state on the owner
-    double memory = (params[k] + grads / bytes_scale + entries) * bytes_scale +
-                    owned * (slots + (o.half_precision ? 1.0 : 0.0)) + activations[k] * in_flight[k] + layer_peak[k];
+    double memory = (params[k] + entries) * bytes_scale + grads + owned * (slots + (o.half_precision ? 1.0 : 0.0)) +
+                    activations[k] * in_flight[k] + layer_peak[k];
     peak = std::max(peak, memory);
   }
   const std::size_t first = on_host ? 1 : 0;  // the simulator's index of the first accelerator stage

@@ -108,6 +108,16 @@ struct search_options {
   /// (--overlap-grad-reduce, --overlap-param-gather).
   bool overlap_tp_comm = false;
   bool overlap_dp_reduction = false;
+  /// Plan for a runtime with sequence parallelism (planning published runs only; Megatron's
+  /// --sequence-parallel, which its --tp-comm-overlap requires): the work a tensor-parallel
+  /// group would repeat on every rank (layer norms, residual adds, dropout, the loss) is split
+  /// over the group by sequence, and so are the activations it keeps. Its collectives move
+  /// what the allreduce moved (a reduce-scatter and an all-gather instead).
+  bool sequence_parallel = false;
+  /// Plan for a runtime that accumulates and reduces gradients in f32 under mixed precision
+  /// (planning published runs only; Megatron does for bf16 unless --grad-reduce-in-bf16): the
+  /// data-parallel reduction moves, and the gradient buffer holds, 4 bytes per parameter.
+  bool f32_gradients = false;
   /// Chunks per pipeline rank to consider (interleaved 1F1B where > 1: 1F1B plans whose
   /// micro-batches come in whole groups of pp, at most one stage per layer).
   std::vector<int> virtual_stages = {1, 2, 4};

@@ -190,3 +190,91 @@ TEST_CASE("sparse embedding tables: the data-parallel step prices their gathered
   // dense: sparse, a step's entries stand in its place
   CHECK(s->peak_memory_bytes == doctest::Approx(d->peak_memory_bytes - table_bytes + entries).epsilon(1e-9));
 }
+
+TEST_CASE("sequence parallelism: tp ranks split the work they would repeat and its activations") {
+  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
+  // compute only (a link that costs nothing), at one efficiency for every size: each rank of
+  // a sequence-parallel tp2 group does half the work one rank does alone
+  search_options o = on_devices(2, 256);
+  o.eff.per_op_seconds = 0;
+  o.topo.intra = o.topo.inter = {1e30, 0};
+  auto alone = evaluate_plan(*a, parallel_plan{}, o);
+  auto repeated = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
+  o.sequence_parallel = true;
+  auto split = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
+  REQUIRE(alone);
+  REQUIRE(repeated);
+  REQUIRE(split);
+  CHECK(split->stages[0].forward_s == doctest::Approx(alone->stages[0].forward_s / 2).epsilon(1e-9));
+  CHECK(split->stages[0].backward_s == doctest::Approx(alone->stages[0].backward_s / 2).epsilon(1e-9));
+  CHECK(repeated->stages[0].forward_s > split->stages[0].forward_s * 1.001);  // the loss, the bias adds: whole
+  // the activations a rank keeps (what grows with the batch): half of one rank's alone
+  auto activations = [&](const parallel_plan& p, bool sp) {
+    search_options at = o;
+    at.sequence_parallel = sp;
+    auto small = evaluate_plan(*a, p, at);
+    at.batch = 512;
+    auto large = evaluate_plan(*a, p, at);
+    REQUIRE(small);
+    REQUIRE(large);
+    return large->peak_memory_bytes - small->peak_memory_bytes;
+  };
+  const double one = activations(parallel_plan{}, false);
+  REQUIRE(one > 0);
+  CHECK(activations(parallel_plan{.tp = 2}, true) == doctest::Approx(one / 2).epsilon(1e-9));
+  CHECK(activations(parallel_plan{.tp = 2}, false) > one / 2 * 1.001);
+}
+
+TEST_CASE("sequence parallelism: the forward collectives move what the allreduces moved, the backward half again") {
+  // a transformer block as Megatron splits it: q, k, v and fc1 by columns, proj and fc2 by rows
+  auto a = analyzed(
+      [](graph& g, std::int64_t rows) {
+        return apps::build_gpt(g, {.layers = 1, .d = 64, .heads = 4, .seq = 32, .fused_attention = true}, rows).loss;
+      },
+      2);
+  // communication only (compute that costs nothing), a link without latency: times are bytes
+  search_options o = on_devices(2, 8);
+  o.eff.per_op_seconds = 0;
+  o.topo.speed = {1e30, 1e30};
+  o.topo.intra = o.topo.inter = {100e9, 0};
+  auto plain = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
+  o.sequence_parallel = true;
+  auto split = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
+  REQUIRE(plain);
+  REQUIRE(split);
+  REQUIRE(plain->stages[0].forward_s > 1e-9);
+  REQUIRE(plain->stages[0].backward_s > 1e-9);
+  CHECK(split->stages[0].forward_s == doctest::Approx(plain->stages[0].forward_s).epsilon(1e-9));
+  // the forward pass allreduces proj's and fc2's outputs; the backward pass the gradients of
+  // the block's input (q, k, v) and of fc1's, the same sizes, and fixes up the gradients
+  // placed unlike their parameters. Sequence parallelism gathers q/k/v's and fc1's input
+  // again for their weight gradients: half of each of those two allreduces more.
+  CHECK(split->stages[0].backward_s ==
+        doctest::Approx(plain->stages[0].backward_s + 0.5 * plain->stages[0].forward_s).epsilon(1e-12));
+}
+
+TEST_CASE("f32 gradients under mixed precision: the reduction moves and the buffer holds 4 bytes per parameter") {
+  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
+  search_options o = on_devices(2, 256);
+  o.half_precision = true;
+  o.topo.intra = o.topo.inter = {100e9, 0};
+  const double params = (1024.0 * 4096 + 4096 + 4096.0 * 1024 + 1024 + 1024.0 * 10 + 10) * 4.0;
+  for (bool sharded : {false, true}) {
+    const parallel_plan dp2{.dp = 2, .shard_params = sharded};
+    o.f32_gradients = false;
+    auto half = evaluate_plan(*a, dp2, o);
+    o.f32_gradients = true;
+    auto full = evaluate_plan(*a, dp2, o);
+    REQUIRE(half);
+    REQUIRE(full);
+    const link_cost& link = o.topo.intra;
+    // the gradients: 2 bytes per parameter, or 4; a sharded plan's parameters gathered in 2 either way
+    const double gather = sharded ? all_gather_ring_seconds(params / 2, 2, link, o.eff) : 0;
+    auto reduce = [&](double bytes) {
+      return sharded ? reduce_scatter_ring_seconds(bytes, 2, link, o.eff) : allreduce_seconds(bytes, 2, link, o.eff);
+    };
+    CHECK(half->stages[0].update_comm_s == doctest::Approx(reduce(params / 2) + gather).epsilon(1e-9));
+    CHECK(full->stages[0].update_comm_s == doctest::Approx(reduce(params) + gather).epsilon(1e-9));
+    CHECK(full->peak_memory_bytes - half->peak_memory_bytes == doctest::Approx(params / 2).epsilon(1e-9));
+  }
+}
