@@ -43,6 +43,8 @@ def plan(run, layout):
         args.append("--plan.assume-sequence-parallel=true")
     if runtime.get("f32_gradients"):
         args.append("--plan.assume-f32-gradients=true")
+    if runtime.get("f32_loss"):
+        args.append("--plan.assume-f32-loss=true")
     if layout and layout.get("recompute"):
         args.append("--plan.always-recompute=true")
     p = subprocess.run(args, capture_output=True, text=True)

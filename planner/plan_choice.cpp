@@ -117,6 +117,7 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     }
     s.search.sequence_parallel = opts.assume_sequence_parallel;
     s.search.f32_gradients = opts.assume_f32_gradients;
+    s.search.f32_loss = opts.assume_f32_loss;
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();

@@ -63,6 +63,7 @@ struct plan_request {
   std::string assume_overlap;             // "", "none", "tp", "dp", "tp,dp": the runtime planned for overlaps these
   bool assume_sequence_parallel = false;  // the runtime planned for splits tp's repeated work by sequence
   bool assume_f32_gradients = false;      // the runtime planned for reduces gradients in f32
+  bool assume_f32_loss = false;           // the runtime planned for computes the loss in f32 passes
 };
 
 /// Everything the planner needs, gathered once per run.

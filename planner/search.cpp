@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -118,6 +119,14 @@ result<tp_view> view_for(const model_analysis& a, int tp, bool sequence_parallel
   return out;
 }
 
+// The loss node of the f32 loss (search_options::f32_loss) and the logits it reads, or nullopt.
+std::optional<value_id> f32_loss_logits(const search_options& o, const node& n) {
+  if (!o.f32_loss) return std::nullopt;
+  if (n.kind == op_kind::softmax_cross_entropy) return n.inputs[0];
+  if (n.kind == op_kind::softmax_cross_entropy_grad) return n.inputs[1];
+  return std::nullopt;
+}
+
 link_cost link_for(const search_options& o, int span) {
   return span <= o.topo.devices_per_machine ? o.topo.intra : o.topo.inter;
 }
@@ -225,6 +234,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     }
     if (view.split[i] || view.sequence_split[i])
       cost = {cost.flops / p.tp, cost.bytes / p.tp, cost.gemm, cost.attention};
+    if (auto logits = f32_loss_logits(o, g.nodes()[i]))  // passes over the rank's vocabulary share
+      cost.bytes = a.value_bytes(*logits, rows) / 4.0 / p.tp * f32_loss_bytes_per_logit(i >= forward, o.half_precision);
     double seconds = compute_seconds(cost, o.topo.speed, o.eff);
     double comm = allreduce_seconds(view.comm_bytes[i].at(rows) * bytes_scale, p.tp, tp_link, o.eff);
     (i < forward ? fwd_s : bwd_s)[owner] += seconds + comm;
@@ -289,6 +300,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
       continue;
     }
     double bytes = view.activation_bytes[i].at(rows) * bytes_scale;
+    if (auto logits = f32_loss_logits(o, g.nodes()[i]))  // the f32 softmax kept where the logits were
+      bytes += a.value_bytes(*logits, rows) * (1.0 - bytes_scale) / p.tp;
     if (!recompute) {
       activations[s] += bytes;
     } else {
@@ -512,6 +525,11 @@ result<topology> topology_of(const cluster& c, bool half_precision) {
   }
   t.inter = c.machines().size() > 1 ? c.inter_link() : t.intra;
   return t;
+}
+
+double f32_loss_bytes_per_logit(bool backward, bool half_precision) {
+  const double convert = half_precision ? 2.0 + 4.0 : 0.0;
+  return backward ? 8.0 + convert : convert + 4.0 + 8.0 + 8.0 + 4.0 + 8.0;
 }
 
 std::string describe(const planned& p) {

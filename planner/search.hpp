@@ -118,6 +118,11 @@ struct search_options {
   /// (planning published runs only; Megatron does for bf16 unless --grad-reduce-in-bf16): the
   /// data-parallel reduction moves, and the gradient buffer holds, 4 bytes per parameter.
   bool f32_gradients = false;
+  /// Plan for a runtime that computes the loss in f32 as separate passes over each rank's share
+  /// of the vocabulary (planning published runs only; Megatron's vocab-parallel cross-entropy
+  /// unless --fp16-lm-cross-entropy or --cross-entropy-loss-fusion): f32_loss_bytes_per_logit
+  /// moved per logit, and the f32 softmax kept for the backward pass instead of the logits.
+  bool f32_loss = false;
   /// Chunks per pipeline rank to consider (interleaved 1F1B where > 1: 1F1B plans whose
   /// micro-batches come in whole groups of pp, at most one stage per layer).
   std::vector<int> virtual_stages = {1, 2, 4};
@@ -126,6 +131,12 @@ struct search_options {
   /// balanced around them.
   bool lookups_first = false;
 };
+
+/// Bytes the f32 loss (search_options::f32_loss) moves per logit: forward (`backward` false)
+/// the conversion to f32 under mixed precision (2 read, 4 written), the row maxima (4), the
+/// shift in place (8), exp in place (8), the row sums (4) and the division that keeps the
+/// softmax (8); backward the softmax scaled in place (8) and converted back (4 read, 2 written).
+double f32_loss_bytes_per_logit(bool backward, bool half_precision);
 
 /// Predicts one plan (stage cuts chosen here unless `cuts` is given). `embedding_on_host`
 /// runs the forward operations before the first layer boundary (and their backward) on

@@ -51,6 +51,9 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.assume-f32-gradients", assume_f32_gradients,
            "plan for a runtime that keeps and reduces gradients in f32 under mixed precision, as Megatron does for "
            "bf16 (cluster files only)")
+      .add("plan.assume-f32-loss", assume_f32_loss,
+           "plan for a runtime that computes the loss in f32, as separate passes over each tp rank's share of the "
+           "vocabulary, as Megatron's vocab-parallel cross-entropy (cluster files only)")
       .add("plan.always-recompute", always_recompute,
            "consider only plans that recompute activations, as a published run did (cluster files only)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
@@ -209,11 +212,12 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (!plan.schedule.empty())
     if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
   if ((plan.recompute || plan.always_recompute || plan.half_precision || !plan.assume_overlap.empty() ||
-       plan.assume_sequence_parallel || plan.assume_f32_gradients) &&
+       plan.assume_sequence_parallel || plan.assume_f32_gradients || plan.assume_f32_loss) &&
       plan.cluster_file.empty())
     return make_error(errc::invalid_argument,
                       "--plan.recompute, --plan.always-recompute, --plan.assume-overlap, "
-                      "--plan.assume-sequence-parallel, --plan.assume-f32-gradients and --plan.half-precision plan "
+                      "--plan.assume-sequence-parallel, --plan.assume-f32-gradients, --plan.assume-f32-loss and "
+                      "--plan.half-precision plan "
                       "for a --cluster.file; "
                       "the runtime here trains in f32 without recomputation");
   if (plan.max_micro_batches < 1 || plan.ranks < 0)

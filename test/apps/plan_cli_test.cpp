@@ -161,8 +161,8 @@ TEST_CASE("a cluster is priced with its device profile, and the planning options
   auto bad = run(GPT_BINARY, gpt3 + "--plan.assume-overlap=pp");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--plan.assume-overlap: expected none, tp, dp or tp,dp, got 'pp'") != std::string::npos);
-  for (const char* other_runtime :
-       {"--plan.assume-overlap=tp", "--plan.assume-sequence-parallel=true", "--plan.assume-f32-gradients=true"}) {
+  for (const char* other_runtime : {"--plan.assume-overlap=tp", "--plan.assume-sequence-parallel=true",
+                                    "--plan.assume-f32-gradients=true", "--plan.assume-f32-loss=true"}) {
     auto here = run(GPT_BINARY, small_gpt + other_runtime);
     CHECK_MESSAGE(here.exit_code == 2, other_runtime);
     CHECK_MESSAGE(here.err.find("plan for a --cluster.file") != std::string::npos, other_runtime);

@@ -278,3 +278,40 @@ TEST_CASE("f32 gradients under mixed precision: the reduction moves and the buff
     CHECK(full->peak_memory_bytes - half->peak_memory_bytes == doctest::Approx(params / 2).epsilon(1e-9));
   }
 }
+
+TEST_CASE("the loss in f32 passes: bytes per logit forward and backward, the softmax kept in f32") {
+  // forward: convert (2 + 4), max (4), shift (8), exp (8), sum (4), divide (8); backward: scale
+  // (8), convert back (4 + 2); without mixed precision nothing is converted
+  CHECK(f32_loss_bytes_per_logit(false, true) == 38);
+  CHECK(f32_loss_bytes_per_logit(true, true) == 14);
+  CHECK(f32_loss_bytes_per_logit(false, false) == 32);
+  CHECK(f32_loss_bytes_per_logit(true, false) == 8);
+  // 64 rows of 1,000 classes: the loss and its gradient are the only nodes whose price changes
+  constexpr std::int64_t rows = 64, classes = 1000;
+  auto a = analyzed([](graph& g, std::int64_t r) { return test::toy_wide_linear(g, 512, classes, r); }, 2);
+  graph at_rows;
+  var at_rows_loss = test::toy_wide_linear(at_rows, 512, classes, rows);
+  REQUIRE(autodiff(at_rows, at_rows_loss));
+  op_profile loss, grad;
+  for (const node& n : at_rows.nodes()) {
+    if (n.kind == op_kind::softmax_cross_entropy) loss = profile_of(at_rows, n, 1);
+    if (n.kind == op_kind::softmax_cross_entropy_grad) grad = profile_of(at_rows, n, 1);
+  }
+  REQUIRE(loss.bytes > 0);
+  REQUIRE(grad.bytes > 0);
+  search_options o = on_devices(1, rows);
+  o.half_precision = true;
+  auto plain = evaluate_plan(*a, parallel_plan{}, o);
+  o.f32_loss = true;
+  auto f32 = evaluate_plan(*a, parallel_plan{}, o);
+  REQUIRE(plain);
+  REQUIRE(f32);
+  const double logits = rows * classes, bandwidth = o.topo.speed.memory_bytes_per_s * o.eff.memory;
+  // the plain price: the node's operands once, in 2-byte types
+  CHECK(f32->stages[0].forward_s - plain->stages[0].forward_s ==
+        doctest::Approx((38 * logits - loss.bytes / 2) / bandwidth).epsilon(1e-9));
+  CHECK(f32->stages[0].backward_s - plain->stages[0].backward_s ==
+        doctest::Approx((14 * logits - grad.bytes / 2) / bandwidth).epsilon(1e-9));
+  // the f32 softmax (4 bytes a logit) kept in place of the 2-byte logits
+  CHECK(f32->peak_memory_bytes - plain->peak_memory_bytes == doctest::Approx(2 * logits).epsilon(1e-9));
+}
