@@ -111,8 +111,10 @@ struct search_options {
   /// Plan for a runtime with sequence parallelism (planning published runs only; Megatron's
   /// --sequence-parallel, which its --tp-comm-overlap requires): the work a tensor-parallel
   /// group would repeat on every rank (layer norms, residual adds, dropout, the loss) is split
-  /// over the group by sequence, and so are the activations it keeps. Its collectives move
-  /// what the allreduce moved (a reduce-scatter and an all-gather instead).
+  /// over the group by sequence, and so are the activations it keeps. The forward pass's
+  /// collectives move what its allreduces moved (a reduce-scatter and an all-gather each); the
+  /// backward pass's half again (each column-split GEMM's input is gathered again for its
+  /// weight gradient).
   bool sequence_parallel = false;
   /// Plan for a runtime that accumulates and reduces gradients in f32 under mixed precision
   /// (planning published runs only; Megatron does for bf16 unless --grad-reduce-in-bf16): the
