@@ -57,14 +57,18 @@ print("parameters: " + ", ".join(f"{m} {v / 1e9:.1f}B" for m, v in params.items(
 # the cost model's measured error: the newest bench/published.sh run, beside these predictions
 import glob, os
 runs = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "published-*.jsonl")))
-if runs:
-    rows = [json.loads(l) for l in open(runs[-1])]
-    for prefix, what in (("megatron-2021", "Megatron-LM 2021, A100"), ("mcore-h100", "Megatron-Core 2024, H100")):
+said = False
+for prefix, what in (("megatron-2021", "Megatron-LM 2021, A100"), ("mcore-h100", "Megatron-Core 2024, H100")):
+    # the newest run that has these rows (a run of some rows only leaves the others to older ones)
+    for path in reversed(runs):
+        rows = [json.loads(l) for l in open(path)]
         errors = [abs(r["layout_error"]) for r in rows if r["id"].startswith(prefix) and "layout_error" in r]
         if errors:
             print(f"simulated; the cost model against {what} runs: mean absolute error {100 * sum(errors) / len(errors):.1f} % "
-                  f"over {len(errors)}, largest {100 * max(errors):.1f} % ({os.path.basename(runs[-1])})")
-else:
+                  f"over {len(errors)}, largest {100 * max(errors):.1f} % ({os.path.basename(path)})")
+            said = True
+            break
+if not said:
     print("simulated; no bench/published.sh result yet to say how far off the cost model is")
 PY
 echo "raw: $out"
