@@ -90,13 +90,10 @@ result<machine_profile> load_profile(const std::string& path) {
       COHORT_READ(t.table_bytes, e, "table_bytes", where);
       COHORT_READ(t.lookup_bytes_per_s, e, "lookup_bytes_per_s", where);
       COHORT_READ(t.update_bytes_per_s, e, "update_bytes_per_s", where);
-      if (!(t.table_bytes > 0) || !(t.lookup_bytes_per_s > 0) || !(t.update_bytes_per_s > 0) ||
-          !std::isfinite(t.table_bytes) || !std::isfinite(t.lookup_bytes_per_s) || !std::isfinite(t.update_bytes_per_s))
-        return make_error(errc::invalid_argument, where + ": the size and the rates must be positive and finite");
-      if (!p.table_rates.empty() && !(t.table_bytes > p.table_rates.back().table_bytes))
-        return make_error(errc::invalid_argument, where + ": the sizes must ascend");
       p.table_rates.push_back(t);
     }
+    if (auto problem = table_rates_problem(p.table_rates); !problem.empty())
+      return make_error(errc::invalid_argument, w + ".table_rates" + problem);
   }
   if (!j.contains("link") || !j["link"].is_object()) return make_error(errc::invalid_argument, w + ".link: missing");
   COHORT_READ(p.link.bandwidth_bytes_per_s, j["link"], "bandwidth_bytes_per_s", w + ".link");

@@ -26,40 +26,9 @@
 #include "planner/analysis.hpp"
 #include "planner/cluster.hpp"
 #include "planner/plan.hpp"
+#include "planner/topology.hpp"
 
 namespace cohort::planner {
-
-/// The devices a plan runs on, seen as uniform: `devices` of one speed and memory, grouped
-/// `devices_per_machine` to a machine, one link speed inside a machine and one between.
-struct topology {
-  int devices = 1;
-  int devices_per_machine = 1;
-  device_speed speed;
-  double memory_bytes = 8e9;
-  link_cost intra{1e10, 2e-6}, inter{1e9, 2e-5};
-  /// > 0: the ranks share this many cores (ranks of one process on a small machine; the
-  /// simulator's processor sharing). 0: every device computes on its own.
-  double shared_cores = 0;
-  /// Each step's cost of the ranks being spread over processes (their control-plane rounds),
-  /// beyond the runtime's own terms (efficiency::step_overhead_seconds); 0 in one process.
-  double per_step_seconds = 0;
-  /// The host CPUs next to the accelerators, on a heterogeneous cluster: where the planner
-  /// may put the model's first layer (the embedding table) when that pays.
-  struct host_side {
-    int devices = 0;
-    device_speed speed;
-    double memory_bytes = 0;
-    link_cost link;                                            // host <-> accelerator
-    efficiency eff = efficiency{}.without_runtime_overhead();  // the host CPUs' own (not the accelerators')
-  };
-  std::optional<host_side> host;
-};
-
-/// The uniform view of a cluster: its accelerators if it has any, else its CPU devices; the
-/// slowest device's speed and the smallest memory (a plan moves at its slowest rank's pace);
-/// the slowest link inside a machine and the link between machines. `half_precision` takes
-/// the f16 FLOP/s. Errors: a cluster without devices.
-result<topology> topology_of(const cluster& c, bool half_precision = false);
 
 /// What one stage's ranks are predicted to spend per step, in the runtime's task kinds, as the
 /// runtime measures them: from a task's start to its end, waits for inputs left out, slowed

@@ -216,6 +216,17 @@ table_rate rates_at(const std::vector<table_rate>& by_size, double bytes, const 
           between(a.update_bytes_per_s, b.update_bytes_per_s)};
 }
 
+std::string table_rates_problem(const std::vector<table_rate>& by_size) {
+  for (std::size_t i = 0; i < by_size.size(); ++i) {
+    const table_rate& t = by_size[i];
+    const std::string at = "[" + std::to_string(i) + "]: ";
+    for (double v : {t.table_bytes, t.lookup_bytes_per_s, t.update_bytes_per_s})
+      if (!(v > 0) || !std::isfinite(v)) return at + "the size and the rates must be positive and finite";
+    if (i > 0 && !(t.table_bytes > by_size[i - 1].table_bytes)) return at + "the sizes must ascend";
+  }
+  return "";
+}
+
 result<table_plan> place_tables(const table_request& r) {
   if (r.tp < 1) return make_error(errc::invalid_argument, "table placement: tp must be at least 1");
   if (!(r.pooled_rows > 0)) return make_error(errc::invalid_argument, "table placement: pooled_rows must be positive");
@@ -226,13 +237,8 @@ result<table_plan> place_tables(const table_request& r) {
   if (r.tp > 1 && (!(r.link.bandwidth_bytes_per_s > 0) || !(r.link.latency_s >= 0)))
     return make_error(errc::invalid_argument, "table placement: the link's bandwidth must be positive");
   if (r.optimizer_slots < 0) return make_error(errc::invalid_argument, "table placement: optimizer_slots < 0");
-  for (std::size_t i = 0; i < r.rates_by_size.size(); ++i) {
-    const table_rate& t = r.rates_by_size[i];
-    if (!(t.table_bytes > 0) || !(t.lookup_bytes_per_s > 0) || !(t.update_bytes_per_s > 0) ||
-        (i > 0 && !(t.table_bytes > r.rates_by_size[i - 1].table_bytes)))
-      return make_error(errc::invalid_argument, "table placement: rates_by_size[" + std::to_string(i) +
-                                                    "]: sizes and rates must be positive, the sizes ascending");
-  }
+  if (auto problem = table_rates_problem(r.rates_by_size); !problem.empty())
+    return make_error(errc::invalid_argument, "table placement: rates_by_size" + problem);
   for (const auto& t : r.tables)
     if (t.rows < 1 || t.dim < 1 || !(t.ids_per_step >= 0))
       return make_error(errc::invalid_argument,

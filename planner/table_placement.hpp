@@ -47,6 +47,10 @@ struct table_rate {
 /// nearest size's beyond either end; `whole` (the scalar rates) when `by_size` is empty.
 table_rate rates_at(const std::vector<table_rate>& by_size, double bytes, const table_rate& whole);
 
+/// What is wrong with rates by size ("[i]: ..." naming the first bad entry), or "": every size
+/// and rate positive and finite, the sizes ascending.
+std::string table_rates_problem(const std::vector<table_rate>& by_size);
+
 struct table_request {
   std::vector<table_spec> tables;
   int tp = 1;

@@ -35,6 +35,24 @@ search_options on_devices(int devices, std::int64_t batch, double memory_bytes =
   return o;
 }
 
+// toy_mlp {1024, 4096, 1024, 10}: the model most cases plan, and its parameter count
+var mlp_1024(graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }
+constexpr double mlp_1024_params = 1024.0 * 4096 + 4096 + 4096.0 * 1024 + 1024 + 1024.0 * 10 + 10;
+
+// `p` predicted with one of the planner's terms off, then on
+struct off_on {
+  planned off, on;
+};
+off_on with_term(const model_analysis& a, const parallel_plan& p, search_options o, bool search_options::*term) {
+  o.*term = false;
+  auto off = evaluate_plan(a, p, o);
+  o.*term = true;
+  auto on = evaluate_plan(a, p, o);
+  REQUIRE(off);
+  REQUIRE(on);
+  return {std::move(*off), std::move(*on)};
+}
+
 }  // namespace
 
 TEST_CASE("fused attention costs two GEMMs forward and five backward, a causal row only its visible keys") {
@@ -68,19 +86,14 @@ TEST_CASE("fused attention costs two GEMMs forward and five backward, a causal r
 }
 
 TEST_CASE("tensor-parallel collectives overlapped: each stage's micro-batch takes the longer of compute and comm") {
-  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
-  search_options o = on_devices(2, 256);
-  const parallel_plan tp2{.tp = 2};
-  auto plain = evaluate_plan(*a, tp2, o);
-  o.overlap_tp_comm = true;
-  auto overlapped = evaluate_plan(*a, tp2, o);
-  REQUIRE(plain);
-  REQUIRE(overlapped);
-  const auto &p = plain->stages[0], &v = overlapped->stages[0];
+  auto a = analyzed(mlp_1024, 2);
+  const auto [plain, overlapped] =
+      with_term(*a, parallel_plan{.tp = 2}, on_devices(2, 256), &search_options::overlap_tp_comm);
+  const auto &p = plain.stages[0], &v = overlapped.stages[0];
   REQUIRE(p.compute_comm_s > 0);
   REQUIRE(p.compute_comm_s < (p.forward_s + p.backward_s) / 2);  // comm shorter than compute: hidden whole
   CHECK(p.forward_s + p.backward_s - (v.forward_s + v.backward_s) == doctest::Approx(p.compute_comm_s));
-  CHECK(overlapped->step_s == doctest::Approx(plain->step_s - p.compute_comm_s));
+  CHECK(overlapped.step_s == doctest::Approx(plain.step_s - p.compute_comm_s));
 }
 
 TEST_CASE("overlapped communication: what a pass cannot hide, hand-computed") {
@@ -100,21 +113,14 @@ TEST_CASE("overlapped communication: what a pass cannot hide, hand-computed") {
 TEST_CASE(
     "the data-parallel reduction overlapped: each layer's share as its backward is done and the first layer's "
     "exposed") {
-  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
-  search_options o = on_devices(2, 4096);
+  auto a = analyzed(mlp_1024, 2);
   // the first matmul's weight: the last gradient the backward pass makes and the first weight
   // the forward pass needs; with a 4096-row pass every other share is hidden
-  const double params = 1024.0 * 4096 + 4096 + 4096.0 * 1024 + 1024 + 1024.0 * 10 + 10;
-  const double first = 1024.0 * 4096 / params;
+  const double first = 1024.0 * 4096 / mlp_1024_params;
   for (bool sharded : {false, true}) {
-    const parallel_plan dp2{.dp = 2, .shard_params = sharded};
-    o.overlap_dp_reduction = false;
-    auto plain = evaluate_plan(*a, dp2, o);
-    o.overlap_dp_reduction = true;
-    auto overlapped = evaluate_plan(*a, dp2, o);
-    REQUIRE(plain);
-    REQUIRE(overlapped);
-    const auto &p = plain->stages[0], &v = overlapped->stages[0];
+    const auto [plain, overlapped] = with_term(*a, parallel_plan{.dp = 2, .shard_params = sharded}, on_devices(2, 4096),
+                                               &search_options::overlap_dp_reduction);
+    const auto &p = plain.stages[0], &v = overlapped.stages[0];
     REQUIRE(p.update_comm_s > 0);
     CHECK(p.update_comm_s < p.backward_s);
     // unsharded: the allreduce's first-layer share; sharded: that of the reduce-scatter after
@@ -192,7 +198,7 @@ TEST_CASE("sparse embedding tables: the data-parallel step prices their gathered
 }
 
 TEST_CASE("sequence parallelism: tp ranks split the work they would repeat and its activations") {
-  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
+  auto a = analyzed(mlp_1024, 2);
   // compute only (a link that costs nothing), at one efficiency for every size: each rank of
   // a sequence-parallel tp2 group does half the work one rank does alone
   search_options o = on_devices(2, 256);
@@ -237,45 +243,36 @@ TEST_CASE("sequence parallelism: the forward collectives move what the allreduce
   o.eff.per_op_seconds = 0;
   o.topo.speed = {1e30, 1e30};
   o.topo.intra = o.topo.inter = {100e9, 0};
-  auto plain = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
-  o.sequence_parallel = true;
-  auto split = evaluate_plan(*a, parallel_plan{.tp = 2}, o);
-  REQUIRE(plain);
-  REQUIRE(split);
-  REQUIRE(plain->stages[0].forward_s > 1e-9);
-  REQUIRE(plain->stages[0].backward_s > 1e-9);
-  CHECK(split->stages[0].forward_s == doctest::Approx(plain->stages[0].forward_s).epsilon(1e-9));
+  const auto [plain, split] = with_term(*a, parallel_plan{.tp = 2}, o, &search_options::sequence_parallel);
+  REQUIRE(plain.stages[0].forward_s > 1e-9);
+  REQUIRE(plain.stages[0].backward_s > 1e-9);
+  CHECK(split.stages[0].forward_s == doctest::Approx(plain.stages[0].forward_s).epsilon(1e-9));
   // the forward pass allreduces proj's and fc2's outputs; the backward pass the gradients of
   // the block's input (q, k, v) and of fc1's, the same sizes, and fixes up the gradients
   // placed unlike their parameters. Sequence parallelism gathers q/k/v's and fc1's input
   // again for their weight gradients: half of each of those two allreduces more.
-  CHECK(split->stages[0].backward_s ==
-        doctest::Approx(plain->stages[0].backward_s + 0.5 * plain->stages[0].forward_s).epsilon(1e-12));
+  CHECK(split.stages[0].backward_s ==
+        doctest::Approx(plain.stages[0].backward_s + 0.5 * plain.stages[0].forward_s).epsilon(1e-12));
 }
 
 TEST_CASE("f32 gradients under mixed precision: the reduction moves and the buffer holds 4 bytes per parameter") {
-  auto a = analyzed([](graph& g, std::int64_t rows) { return test::toy_mlp(g, {1024, 4096, 1024, 10}, rows); }, 2);
+  auto a = analyzed(mlp_1024, 2);
   search_options o = on_devices(2, 256);
   o.half_precision = true;
   o.topo.intra = o.topo.inter = {100e9, 0};
-  const double params = (1024.0 * 4096 + 4096 + 4096.0 * 1024 + 1024 + 1024.0 * 10 + 10) * 4.0;
+  const double params = mlp_1024_params * 4.0;
   for (bool sharded : {false, true}) {
-    const parallel_plan dp2{.dp = 2, .shard_params = sharded};
-    o.f32_gradients = false;
-    auto half = evaluate_plan(*a, dp2, o);
-    o.f32_gradients = true;
-    auto full = evaluate_plan(*a, dp2, o);
-    REQUIRE(half);
-    REQUIRE(full);
+    const auto [half, full] =
+        with_term(*a, parallel_plan{.dp = 2, .shard_params = sharded}, o, &search_options::f32_gradients);
     const link_cost& link = o.topo.intra;
     // the gradients: 2 bytes per parameter, or 4; a sharded plan's parameters gathered in 2 either way
     const double gather = sharded ? all_gather_ring_seconds(params / 2, 2, link, o.eff) : 0;
     auto reduce = [&](double bytes) {
       return sharded ? reduce_scatter_ring_seconds(bytes, 2, link, o.eff) : allreduce_seconds(bytes, 2, link, o.eff);
     };
-    CHECK(half->stages[0].update_comm_s == doctest::Approx(reduce(params / 2) + gather).epsilon(1e-9));
-    CHECK(full->stages[0].update_comm_s == doctest::Approx(reduce(params) + gather).epsilon(1e-9));
-    CHECK(full->peak_memory_bytes - half->peak_memory_bytes == doctest::Approx(params / 2).epsilon(1e-9));
+    CHECK(half.stages[0].update_comm_s == doctest::Approx(reduce(params / 2) + gather).epsilon(1e-9));
+    CHECK(full.stages[0].update_comm_s == doctest::Approx(reduce(params) + gather).epsilon(1e-9));
+    CHECK(full.peak_memory_bytes - half.peak_memory_bytes == doctest::Approx(params / 2).epsilon(1e-9));
   }
 }
 
@@ -301,17 +298,13 @@ TEST_CASE("the loss in f32 passes: bytes per logit forward and backward, the sof
   REQUIRE(grad.bytes > 0);
   search_options o = on_devices(1, rows);
   o.half_precision = true;
-  auto plain = evaluate_plan(*a, parallel_plan{}, o);
-  o.f32_loss = true;
-  auto f32 = evaluate_plan(*a, parallel_plan{}, o);
-  REQUIRE(plain);
-  REQUIRE(f32);
+  const auto [plain, f32] = with_term(*a, parallel_plan{}, o, &search_options::f32_loss);
   const double logits = rows * classes, bandwidth = o.topo.speed.memory_bytes_per_s * o.eff.memory;
   // the plain price: the node's operands once, in 2-byte types
-  CHECK(f32->stages[0].forward_s - plain->stages[0].forward_s ==
+  CHECK(f32.stages[0].forward_s - plain.stages[0].forward_s ==
         doctest::Approx((38 * logits - loss.bytes / 2) / bandwidth).epsilon(1e-9));
-  CHECK(f32->stages[0].backward_s - plain->stages[0].backward_s ==
+  CHECK(f32.stages[0].backward_s - plain.stages[0].backward_s ==
         doctest::Approx((14 * logits - grad.bytes / 2) / bandwidth).epsilon(1e-9));
   // the f32 softmax (4 bytes a logit) kept in place of the 2-byte logits
-  CHECK(f32->peak_memory_bytes - plain->peak_memory_bytes == doctest::Approx(2 * logits).epsilon(1e-9));
+  CHECK(f32.peak_memory_bytes - plain.peak_memory_bytes == doctest::Approx(2 * logits).epsilon(1e-9));
 }
