@@ -9,7 +9,8 @@
 # rank them (the noise ceiling for the rank correlation). Then the same across processes: every
 # candidate for a job of 2 and of 4 processes (one thread each, --plan.processes) trained with
 # --launch.nproc, against predictions made with the profile's measured link between processes
-# (there is no "after" there: a job's refit is not saved).
+# ("before") and after REFIT_RUNS runs of the chosen plan have refit the compute and the link's
+# slowdown for that many processes ("after").
 #   bench/planner_accuracy.sh [STEPS]      (default 12 timed steps per gpt plan, 10x that for mlp)
 #   PROCS="2" bench/planner_accuracy.sh    (process counts; default "2 4"; PROCS= skips them)
 #   MODELS=mlp bench/planner_accuracy.sh   (only some models; default "mlp gpt")
@@ -91,7 +92,7 @@ done
 
 # across processes: one thread per process, one rank each, the plans for that job; "before"
 # from the fresh profile (its measured link between processes), "after" from the profile that
-# REFIT_RUNS runs of the chosen plan refit (the processes' per-step cost)
+# REFIT_RUNS runs of the chosen plan refit (the compute, and the link's slowdown for that many processes)
 for model in ${MODELS:-mlp gpt}; do
   for procs in ${PROCS-2 4}; do
     base="$(args_for $model | sed 's/--train.threads=[0-9]*/--train.threads=1/') --plan.max-micro-batches=8"
@@ -192,7 +193,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)])
 procs = sorted({(r["model"], r["processes"]) for r in rows if "processes" in r})
 if procs:
-    print(f"\nacross processes (one thread each; predictions before and after the refit of the processes' per-step cost):")
+    print(f"\nacross processes (one thread each; predictions before and after the refit of the compute and the link's slowdown):")
     print(f"{'model':5} {'procs':>5} {'plans':>5} {'MAPE before':>11} {'MAPE after':>10} {'rho before':>10} "
           f"{'rho after':>9} {'auto/best before':>16} {'auto/best after':>15}")
 for model, n in procs:

@@ -108,13 +108,32 @@ result<machine_profile> load_profile(const std::string& path) {
       process_link c;
       COHORT_READ(c.cost.bandwidth_bytes_per_s, cost, "bandwidth_bytes_per_s", where);
       COHORT_READ(c.cost.latency_s, cost, "latency_s", where);
-      if (cost.contains("per_step_seconds")) COHORT_READ(c.per_step_seconds, cost, "per_step_seconds", where);
-      if (cost.contains("refits")) COHORT_READ(c.refits, cost, "refits", where);
       if (!(c.cost.bandwidth_bytes_per_s > 0) || !std::isfinite(c.cost.bandwidth_bytes_per_s) ||
-          !std::isfinite(c.cost.latency_s) || !std::isfinite(c.per_step_seconds) || c.per_step_seconds > 1)
-        return make_error(errc::invalid_argument, where +
-                                                      ": bandwidth must be positive and finite, the latency and "
-                                                      "the per-step seconds finite (at most 1 s a step)");
+          !std::isfinite(c.cost.latency_s))
+        return make_error(errc::invalid_argument,
+                          where + ": bandwidth must be positive and finite, the latency finite");
+      // (profiles of 2026-12-05 to -07 kept a per-step term here instead: ignored, refit anew)
+      if (cost.contains("by_processes")) {
+        const json& by = cost["by_processes"];
+        if (!by.is_object())
+          return make_error(errc::invalid_argument, where + ".by_processes: must be an object by process count");
+        for (const auto& [count, fit] : by.items()) {
+          const std::string at = where + ".by_processes." + count;
+          char* end = nullptr;
+          const long n = std::strtol(count.c_str(), &end, 10);
+          if (count.empty() || *end != '\0' || n < 2 || n > (1 << 16))
+            return make_error(errc::invalid_argument, at + ": the key must be a process count from 2 to 65536");
+          if (!fit.is_object()) return make_error(errc::invalid_argument, at + ": must be an object");
+          job_link jl;
+          COHORT_READ(jl.slowdown, fit, "slowdown", at);
+          COHORT_READ(jl.refits, fit, "refits", at);
+          if (!(jl.slowdown >= min_link_slowdown && jl.slowdown <= max_link_slowdown))
+            return make_error(errc::invalid_argument, at + ".slowdown: must lie in [" +
+                                                          std::to_string(min_link_slowdown) + ", " +
+                                                          std::to_string(max_link_slowdown) + "]");
+          c.by_processes[static_cast<int>(n)] = jl;
+        }
+      }
       p.process_links[plane] = c;
     }
   }
@@ -179,11 +198,12 @@ status save_profile(const std::string& path, const machine_profile& p) {
     j["table_rates"].push_back({{"table_bytes", t.table_bytes},
                                 {"lookup_bytes_per_s", t.lookup_bytes_per_s},
                                 {"update_bytes_per_s", t.update_bytes_per_s}});
-  for (const auto& [plane, c] : p.process_links)
-    j["process_links"][plane] = {{"bandwidth_bytes_per_s", c.cost.bandwidth_bytes_per_s},
-                                 {"latency_s", c.cost.latency_s},
-                                 {"per_step_seconds", c.per_step_seconds},
-                                 {"refits", c.refits}};
+  for (const auto& [plane, c] : p.process_links) {
+    json link = {{"bandwidth_bytes_per_s", c.cost.bandwidth_bytes_per_s}, {"latency_s", c.cost.latency_s}};
+    for (const auto& [n, fit] : c.by_processes)
+      link["by_processes"][std::to_string(n)] = {{"slowdown", fit.slowdown}, {"refits", fit.refits}};
+    j["process_links"][plane] = std::move(link);
+  }
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -219,20 +239,32 @@ topology local_topology(const machine_profile& p, int ranks, int threads, int pr
   if (processes > 1 && ranks % processes == 0) {  // a machine here is one process of the job
     t.devices_per_machine = ranks / processes;
     const auto measured = p.process_links.find(plane);
-    t.inter = measured != p.process_links.end() ? measured->second.cost : unmeasured_process_link;
-    t.per_step_seconds = measured != p.process_links.end() ? measured->second.per_step_seconds : 0;
+    t.inter = measured != p.process_links.end() ? job_link_cost(measured->second, processes) : unmeasured_process_link;
   }
   return t;
+}
+
+link_cost slowed(const link_cost& c, double factor) { return {c.bandwidth_bytes_per_s / factor, c.latency_s * factor}; }
+
+link_cost job_link_cost(const process_link& l, int processes) {
+  auto fit = l.by_processes.upper_bound(processes);  // the first count above; the one before is ours
+  if (fit == l.by_processes.begin()) return l.cost;
+  return slowed(l.cost, std::prev(fit)->second.slowdown);
 }
 
 std::string describe(const machine_profile& p) {
   std::string between;
   for (const auto& [plane, c] : p.process_links) {
     char l[96];
-    std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us, %.0f us per step",
-                  between.empty() ? ", between processes " : ", ", plane.c_str(), c.cost.bandwidth_bytes_per_s / 1e9,
-                  c.cost.latency_s * 1e6, c.per_step_seconds * 1e6);
+    std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us", between.empty() ? ", between processes " : ", ",
+                  plane.c_str(), c.cost.bandwidth_bytes_per_s / 1e9, c.cost.latency_s * 1e6);
     between += l;
+    for (const auto& [n, fit] : c.by_processes) {
+      std::snprintf(l, sizeof l, "%sx%.2g for %d processes", n == c.by_processes.begin()->first ? " (" : ", ",
+                    fit.slowdown, n);
+      between += l;
+    }
+    if (!c.by_processes.empty()) between += ")";
   }
   std::string by_size;  // "(0.26 MB 3.1/1.2, ...)": lookup/update GB/s at each measured size
   for (const auto& t : p.table_rates) {

@@ -24,13 +24,30 @@
 
 namespace cohort::planner {
 
+/// The range a refit slowdown is kept in (a profile outside it is refused).
+inline constexpr double min_link_slowdown = 1.0 / 16, max_link_slowdown = 4096;
+
+/// How much slower than calibrated a job of some number of processes finds the link between
+/// them: refit from its runs (run_refit.hpp), a geometric running mean over `refits` runs.
+struct job_link {
+  double slowdown = 1;  // the calibrated latency times this, its bandwidth over it
+  int refits = 0;
+};
+
 /// What a job of several processes on this machine pays for their link, per data plane.
 struct process_link {
-  link_cost cost;               // an allreduce over that fabric (actors::measure_process_link)
-  double per_step_seconds = 0;  // each step's cost of being several processes, beyond the
-                                // in-process runtime's terms: refit from the job's runs
-  int refits = 0;               // multi-process runs folded into per_step_seconds
+  link_cost cost;  // an allreduce over that fabric between two idle threads (actors::measure_process_link)
+  /// By the job's process count: a job's own messages meet receivers that are busy or asleep
+  /// (more so where processes outnumber cores), which a quiet measurement does not see.
+  std::map<int, job_link> by_processes;
 };
+
+/// The link a job of `processes` processes is taken to see over `l`: the calibrated cost
+/// slowed by the refit for that count, else for the largest smaller count refit, else as
+/// calibrated.
+link_cost job_link_cost(const process_link& l, int processes);
+/// `c` slowed by `factor`: latency times it, bandwidth over it.
+link_cost slowed(const link_cost& c, double factor);
 
 struct machine_profile {
   int cores = 1;
@@ -87,13 +104,13 @@ inline constexpr link_cost unmeasured_process_link{1e9, 50e-6};
 /// max(1, threads / ranks) kernel threads, and all share min(threads, cores) cores (processor
 /// sharing when ranks outnumber them); 1/ranks of the memory each. Spread over `processes`
 /// processes of one job on this machine (contiguous blocks of ranks), a group within a process
-/// takes the in-process link and one across processes the `plane`'s process link
-/// (unmeasured_process_link when the profile has none).
+/// takes the in-process link and one across processes the `plane`'s process link as a job of
+/// that many processes sees it (job_link_cost; unmeasured_process_link when the profile has none).
 topology local_topology(const machine_profile& p, int ranks, int threads, int processes = 1,
                         const std::string& plane = "tcp");
 
 /// One line: "2 cores, 48.1 GFLOP/s per core, 12.3 GB/s memory, link 3.2 GB/s + 12 us, between
-/// processes tcp 1.9 GB/s + 40 us (calibrated, 2 refits)".
+/// processes tcp 1.9 GB/s + 40 us (x3.1 for 2 processes), ..., (calibrated, 2 refits)".
 std::string describe(const machine_profile& p);
 
 }  // namespace cohort::planner

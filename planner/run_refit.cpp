@@ -5,8 +5,10 @@
 #include "planner/rank_layout.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace cohort::planner {
 
@@ -136,45 +138,81 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
   return out;
 }
 
+namespace {
+
+/// The slowdown of the link between processes at which `plan` is predicted to take `measured`
+/// seconds a step: bisection on its logarithm (the step grows with the link's cost), clamped to
+/// [min_link_slowdown, max_link_slowdown]; nullopt when the link plays no part in the step.
+std::optional<double> solve_slowdown(const planning_setup& setup, const plan_choice& choice, search_options o,
+                                     const link_cost& calibrated, double measured) {
+  auto step_at = [&](double factor) -> std::optional<double> {
+    o.topo.inter = slowed(calibrated, factor);
+    auto p = evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute);
+    if (!p) return std::nullopt;
+    return p->step_s;
+  };
+  const auto lowest = step_at(min_link_slowdown), highest = step_at(max_link_slowdown);
+  if (!lowest || !highest || !(*highest > *lowest)) return std::nullopt;
+  if (measured <= *lowest) return min_link_slowdown;
+  if (measured >= *highest) return max_link_slowdown;
+  double lo = std::log(min_link_slowdown), hi = std::log(max_link_slowdown);
+  for (int i = 0; i < 32; ++i) {
+    const double mid = (lo + hi) / 2;
+    const auto at = step_at(std::exp(mid));
+    if (!at) return std::nullopt;
+    (*at < measured ? lo : hi) = mid;
+  }
+  return std::exp((lo + hi) / 2);
+}
+
+}  // namespace
+
 json refit_between_processes(const plan_choice& choice, planning_setup& setup, const task_totals& t, bool save) {
   json out = json::object();
   if (setup.cluster || setup.processes < 2 || !choice.predicted || t.step_seconds.empty()) return out;
   std::vector<double> steps = t.step_seconds;
   std::sort(steps.begin(), steps.end());
   const double measured = steps[steps.size() / 2];
-  // the run's compute first (its forward and backward tasks run the same kernels as in one
-  // process): the excess is then what being several processes costs, not what the profile's
-  // efficiencies miss for this model
+  process_link& link = setup.profile.process_links[setup.data_plane];
+  if (link.cost.bandwidth_bytes_per_s <= 0) link.cost = unmeasured_process_link;  // what the prediction used
+  out["plane"] = setup.data_plane;
+  out["processes"] = setup.processes;
+  // The run's compute first (its forward and backward tasks run the same kernels as in one
+  // process); the slowdown is then what the measured step leaves. Where tensor-parallel
+  // collectives between the processes run inside the tasks, the tasks cannot tell slow compute
+  // from a slow link: their excess is taken as compute, and the slowdown explains the rest.
+  search_options o = setup.search;
+  o.topo = local_topology_of(setup, choice.plan.ranks(), setup.threads);
   efficiency compute = setup.search.eff;
-  const refit_result fit = refit(stage_observations(choice.plan, choice.predicted->stages, t), compute);
-  const bool compute_refit = fit.changed && efficiency_problem(fit.eff).empty();
-  if (compute_refit) {
+  refit_result fit = refit(stage_observations(choice.plan, choice.predicted->stages, t), compute);
+  fit.eff.link = compute.link;  // the reduction's fit: the slowdown's to explain, not kept
+  if (fit.changed && efficiency_problem(fit.eff).empty()) {
     compute.gemm = fit.eff.gemm;
     compute.memory = fit.eff.memory;
     compute.gemm_by_flops = fit.eff.gemm_by_flops;
     compute.per_op_seconds = fit.eff.per_op_seconds;
-  }
-  search_options without = setup.search;
-  without.eff = compute;
-  without.topo = local_topology_of(setup, choice.plan.ranks(), setup.threads);
-  without.topo.per_step_seconds = 0;
-  auto p = evaluate_plan(*setup.analysis, choice.plan, without, choice.predicted->cuts, choice.predicted->recompute);
-  if (!p) return out;
-  const double excess = measured - p->step_s;
-  if (compute_refit) {  // into the profile's running mean, as a run in one process would
+    // into the profile's running mean, as a run in one process would
     setup.profile.eff = blend(setup.search.eff, compute, refit_weight(setup.profile.refits + 1));
     ++setup.profile.refits;
     out["compute_factor"] = fit.compute_factor;
   }
-  process_link& link = setup.profile.process_links[setup.data_plane];
-  if (link.cost.bandwidth_bytes_per_s <= 0) link.cost = without.topo.inter;  // the figure the prediction used
-  const double weight = refit_weight(link.refits + 1);
-  link.per_step_seconds = (1 - weight) * link.per_step_seconds + weight * std::max(0.0, excess);
-  ++link.refits;
-  out["plane"] = setup.data_plane;
-  out["excess_s"] = excess;
-  out["per_step_seconds"] = link.per_step_seconds;
-  out["refits"] = link.refits;
+  o.eff = compute;
+  o.topo.inter = link.cost;
+  if (auto calibrated =
+          evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute))
+    out["excess_s"] = measured - calibrated->step_s;  // over the link as calibrated
+  const auto slowdown = solve_slowdown(setup, choice, o, link.cost, measured);
+  if (!slowdown) {
+    out["note"] = "the plan's step does not depend on the link between processes: nothing to refit";
+    return out;
+  }
+  job_link& job = link.by_processes[setup.processes];
+  const double weight = refit_weight(job.refits + 1);  // a geometric running mean over the runs
+  job.slowdown = std::exp((1 - weight) * std::log(job.slowdown) + weight * std::log(*slowdown));
+  ++job.refits;
+  out["run_slowdown"] = *slowdown;
+  out["slowdown"] = job.slowdown;
+  out["refits"] = job.refits;
   if (save) {
     if (auto st = save_profile(setup.profile_path, setup.profile); !st)
       std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());

@@ -63,13 +63,17 @@ nlohmann::json compare_and_refit(const plan_choice& choice, planning_setup& setu
 
 /// A job of several processes on this machine (setup.processes > 1): its compute is refit from
 /// its forward and backward tasks (the same kernels as in one process; gemm, memory and per-op
-/// into the profile's running mean, the link and overhead terms untouched), and what its
-/// measured step (the median timed step) then exceeds the prediction without the processes'
-/// own term by — their control-plane rounds, the data plane's wake-ups — is folded into the data
-/// plane's process_link::per_step_seconds as a running mean (the n-th run with weight
-/// refit_weight(n); an excess below 0 counts as 0). Saved with the profile when `save`. Returns
-/// the summary's "between_processes": {"plane", "excess_s", "per_step_seconds", "refits",
-/// "compute_factor" when the compute was refit, "profile" when saved}.
+/// into the profile's running mean, the link and overhead terms untouched). Then the slowdown of
+/// the data plane's link at which the plan is predicted to take its measured step (the median
+/// timed step) — the job's messages meet receivers that are busy or asleep, more so where its
+/// processes outnumber the cores, which the calibration (both ends idle) does not see — is
+/// folded into process_link::by_processes[processes] as a geometric running mean (the n-th run
+/// with weight refit_weight(n)). Tensor-parallel collectives between the processes run inside
+/// the tasks, which cannot tell slow compute from a slow link: there the compute takes their
+/// excess and the slowdown the rest. Saved with the profile when `save`. Returns the summary's
+/// "between_processes": {"plane", "processes", "excess_s" (over the link as calibrated),
+/// "run_slowdown", "slowdown" (the mean), "refits", "compute_factor" when the compute was
+/// refit, "profile" when saved}.
 nlohmann::json refit_between_processes(const plan_choice& choice, planning_setup& setup, const task_totals& t,
                                        bool save);
 

@@ -447,7 +447,7 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     const double work = timing[k + first].update_s;
     if (work > 0) out.stages[k].update_comm_s *= out.stages[k].update_s / work;
   }
-  out.step_s = sim.step_s + o.eff.step_overhead_seconds(p.ranks()) + o.topo.per_step_seconds;
+  out.step_s = sim.step_s + o.eff.step_overhead_seconds(p.ranks());
   out.bubble = sim.bubble;
   out.comm_s = tp_comm / p.pp + p2p_total / p.pp + dp_comm;
   out.peak_memory_bytes = peak;

@@ -25,9 +25,6 @@ struct topology {
   /// > 0: the ranks share this many cores (ranks of one process on a small machine; the
   /// simulator's processor sharing). 0: every device computes on its own.
   double shared_cores = 0;
-  /// Each step's cost of the ranks being spread over processes (their control-plane rounds),
-  /// beyond the runtime's own terms (efficiency::step_overhead_seconds); 0 in one process.
-  double per_step_seconds = 0;
   /// The host CPUs next to the accelerators, on a heterogeneous cluster: where the planner
   /// may put the model's first layer (the embedding table) when that pays.
   struct host_side {

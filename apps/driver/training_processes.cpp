@@ -584,7 +584,7 @@ result<training_result> train_processes_once(const training_job& job, const plan
     r->prediction = planner::compare_and_refit(*choice, *setup, /*save=*/false, all, false);
     r->prediction["note"] =
         "refit from every process's task times; its efficiencies are not saved (the profile's are the in-process "
-        "runtime's), what the processes cost each step beyond them is (between_processes)";
+        "runtime's); the link between the processes is refit as this job met it (between_processes)";
     auto between = planner::refit_between_processes(*choice, *setup, all, p.refit);
     if (!between.empty()) r->prediction["between_processes"] = std::move(between);
   }

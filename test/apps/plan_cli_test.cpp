@@ -239,8 +239,10 @@ TEST_CASE("a job of two processes measures the link between them once and keeps 
   auto saved = nlohmann::json::parse(in);
   CHECK(saved["process_links"]["tcp"]["bandwidth_bytes_per_s"].get<double>() > 0);
   CHECK(saved["process_links"]["tcp"]["latency_s"].get<double>() >= 0);
-  CHECK(saved["process_links"]["tcp"]["refits"] == 1);  // the processes' per-step cost, refit
-  CHECK(saved["refits"].get<int>() <= 1);               // the compute, unless its fit was refused (above 1 under load)
+  // the link's slowdown for a job of 2, refit from the run
+  CHECK(saved["process_links"]["tcp"]["by_processes"]["2"]["refits"] == 1);
+  CHECK(saved["process_links"]["tcp"]["by_processes"]["2"]["slowdown"].get<double>() > 0);
+  CHECK(saved["refits"].get<int>() <= 1);  // the compute, unless its fit was refused (above 1 under load)
   auto second = run(MLP_BINARY, job);
   REQUIRE_MESSAGE(second.exit_code == 0, second.err);
   CHECK(second.err.find("link between processes measured") == std::string::npos);  // kept, not measured again

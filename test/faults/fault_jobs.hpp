@@ -33,8 +33,8 @@ inline std::string pinned_planner() {
   "link": {"bandwidth_bytes_per_s": 5e9, "latency_s": 1e-5},
   "efficiency": {"gemm": 0.37, "memory": 0.31, "link": 0.85, "per_op_seconds": 8e-5,
                  "per_task_seconds": 0, "per_step_seconds": 0.0035, "per_rank_seconds": 0},
-  "process_links": {"tcp": {"bandwidth_bytes_per_s": 1.2e9, "latency_s": 8e-6, "per_step_seconds": 3e-4},
-                    "ucx": {"bandwidth_bytes_per_s": 4e9, "latency_s": 3e-6, "per_step_seconds": 4e-4}}}
+  "process_links": {"tcp": {"bandwidth_bytes_per_s": 1.2e9, "latency_s": 8e-6, "by_processes": {"2": {"slowdown": 3, "refits": 1}}},
+                    "ucx": {"bandwidth_bytes_per_s": 4e9, "latency_s": 3e-6, "by_processes": {"2": {"slowdown": 3, "refits": 1}}}}}
 )";
     return p;
   }();

@@ -1,9 +1,11 @@
 // The link between the processes of one job on this machine (issue 22 item 7): kept in the
 // machine profile per data plane and validated when read; a group of ranks within one process
-// takes the in-process link, one across processes the measured link of the job's plane.
+// takes the in-process link, one across processes the measured link of the job's plane
+// slowed as the job's own runs found it.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -42,20 +44,22 @@ std::string load_error(const std::string& links) {
 TEST_CASE("links between processes are saved with the profile and read back, bad ones refused naming the field") {
   const auto path = scratch("process-links.json");
   machine_profile p;
-  p.process_links["tcp"] = {{1.25e9, 30e-6}, 150e-6, 2};
-  p.process_links["ucx"] = {{6.5e9, 2e-6}};
+  p.process_links["tcp"] = {{1.25e9, 30e-6}, {{2, {3.5, 2}}, {4, {9, 1}}}};
+  p.process_links["ucx"] = {{6.5e9, 2e-6}, {}};
   REQUIRE(save_profile(path.string(), p).ok());
   auto back = load_profile(path.string());
   REQUIRE(back.ok());
   REQUIRE(back->process_links.size() == 2);
   CHECK(back->process_links["tcp"].cost.bandwidth_bytes_per_s == 1.25e9);
   CHECK(back->process_links["tcp"].cost.latency_s == 30e-6);
-  CHECK(back->process_links["tcp"].per_step_seconds == 150e-6);
-  CHECK(back->process_links["tcp"].refits == 2);
+  REQUIRE(back->process_links["tcp"].by_processes.size() == 2);
+  CHECK(back->process_links["tcp"].by_processes[2].slowdown == 3.5);
+  CHECK(back->process_links["tcp"].by_processes[2].refits == 2);
+  CHECK(back->process_links["tcp"].by_processes[4].slowdown == 9);
   CHECK(back->process_links["ucx"].cost.bandwidth_bytes_per_s == 6.5e9);
-  CHECK(back->process_links["ucx"].per_step_seconds == 0);
-  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us, 150 us per step, ucx 6.50 GB/s + 2.0 us, "
-                             "0 us per step") != std::string::npos);
+  CHECK(back->process_links["ucx"].by_processes.empty());
+  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us (x3.5 for 2 processes, x9 for 4 processes), "
+                             "ucx 6.50 GB/s + 2.0 us") != std::string::npos);
   fs::remove(path);
   // profiles written before the field: none measured
   machine_profile none;
@@ -65,22 +69,39 @@ TEST_CASE("links between processes are saved with the profile and read back, bad
   CHECK(old->process_links.empty());
   fs::remove(path);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5}})").empty());
+  // the per-step term profiles kept before the slowdown: read, ignored
+  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5, "per_step_seconds": 2e-4,
+                     "refits": 3}})")
+            .empty());
   CHECK(load_error(R"([1, 2])").find("profile.process_links: must be an object of data planes") != std::string::npos);
   CHECK(load_error(R"({"rdma": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5}})")
             .find("profile.process_links.rdma: the data planes are tcp and ucx") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 0, "latency_s": 1e-5}})")
             .find("profile.process_links.tcp: bandwidth must be positive") != std::string::npos);
-  CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5, "per_step_seconds": 5}})")
-            .find("at most 1 s a step") != std::string::npos);
+  const std::string link = R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e-5, "by_processes": )";
+  CHECK(load_error(link + "[2]}}").find("process_links.tcp.by_processes: must be an object by process count") !=
+        std::string::npos);
+  CHECK(load_error(link + R"({"1": {"slowdown": 2, "refits": 1}}}})")
+            .find("process_links.tcp.by_processes.1: the key must be a process count") != std::string::npos);
+  CHECK(load_error(link + R"({"two": {"slowdown": 2, "refits": 1}}}})")
+            .find("process_links.tcp.by_processes.two: the key must be a process count") != std::string::npos);
+  CHECK(load_error(link + R"({"2": {"slowdown": 5000, "refits": 1}}}})")
+            .find("process_links.tcp.by_processes.2.slowdown: must lie in") != std::string::npos);
+  CHECK(load_error(link + R"({"2": {"slowdown": 0, "refits": 1}}}})")
+            .find("process_links.tcp.by_processes.2.slowdown: must lie in") != std::string::npos);
+  CHECK(load_error(link + R"({"2": {"slowdown": 2}}}})").find("process_links.tcp.by_processes.2.refits: missing") !=
+        std::string::npos);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": -1}})")
             .find("profile.process_links.tcp.latency_s: expected a non-negative number") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"latency_s": 1e-5}})").find("process_links.tcp") != std::string::npos);
 }
 
-TEST_CASE("ranks spread over processes: within one the in-process link, across them the plane's") {
+TEST_CASE(
+    "ranks spread over processes: within one the in-process link, across them the plane's as a job of that size sees "
+    "it") {
   machine_profile p;
   p.link = {5e9, 10e-6};
-  p.process_links["tcp"] = {{1.2e9, 40e-6}, 200e-6};
+  p.process_links["tcp"] = {{1.2e9, 40e-6}, {{2, {3, 1}}, {4, {8, 2}}}};
   const topology one = local_topology(p, 4, 4);
   CHECK(one.devices_per_machine == 4);
   CHECK(one.inter.bandwidth_bytes_per_s == 5e9);
@@ -88,10 +109,17 @@ TEST_CASE("ranks spread over processes: within one the in-process link, across t
   CHECK(two.devices == 4);
   CHECK(two.devices_per_machine == 2);
   CHECK(two.intra.bandwidth_bytes_per_s == 5e9);
-  CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);
-  CHECK(two.inter.latency_s == 40e-6);
-  CHECK(two.per_step_seconds == 200e-6);
-  CHECK(one.per_step_seconds == 0);
+  CHECK(two.inter.bandwidth_bytes_per_s == doctest::Approx(0.4e9));  // slowed 3x for 2 processes
+  CHECK(two.inter.latency_s == doctest::Approx(120e-6));
+  const topology four = local_topology(p, 4, 4, 4, "tcp");
+  CHECK(four.inter.bandwidth_bytes_per_s == doctest::Approx(0.15e9));  // 8x for 4
+  CHECK(four.inter.latency_s == doctest::Approx(320e-6));
+  // a count never refit takes the largest smaller one's; none smaller: as calibrated
+  CHECK(job_link_cost(p.process_links["tcp"], 3).latency_s == doctest::Approx(120e-6));
+  CHECK(job_link_cost(p.process_links["tcp"], 6).latency_s == doctest::Approx(320e-6));
+  process_link from_four{{1.2e9, 40e-6}, {{4, {8, 2}}}};
+  CHECK(job_link_cost(from_four, 2).latency_s == 40e-6);
+  CHECK(job_link_cost(from_four, 2).bandwidth_bytes_per_s == 1.2e9);
   const topology unmeasured = local_topology(p, 4, 4, 2, "ucx");
   CHECK(unmeasured.inter.bandwidth_bytes_per_s == unmeasured_process_link.bandwidth_bytes_per_s);
   CHECK(unmeasured.inter.latency_s == unmeasured_process_link.latency_s);
@@ -108,7 +136,7 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
     machine_profile p;
     p.cores = 2;
     p.link = {5e9, 10e-6};
-    p.process_links["tcp"] = {between};
+    p.process_links["tcp"] = {between, {}};
     plan_request r = tp2;
     r.processes = processes;
     auto s = prepare_planning(model, 2, 256, 2, r, p, "");
@@ -124,7 +152,7 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
   // after a loss the setup re-plans for fewer processes: one process's threads say how many
   machine_profile p;
   p.cores = 2;
-  p.process_links["tcp"] = {{0.1e9, 100e-6}};
+  p.process_links["tcp"] = {{0.1e9, 100e-6}, {}};
   plan_request r = tp2;
   r.processes = 2;
   auto s = prepare_planning(model, 2, 256, 2, r, p, "");
@@ -134,50 +162,66 @@ TEST_CASE("a tensor-parallel plan across two processes is priced with the link b
   CHECK(local_topology_of(*s, 4, 4).devices_per_machine == 1);  // 4 after a join
 }
 
-TEST_CASE("a job's step beyond the prediction is refit as the processes' per-step cost, a running mean") {
+TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the link between its processes") {
   auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {64, 32, 10}, rows); };
   const auto path = scratch("refit-between.json");
   fs::remove(path);
   machine_profile p;
   p.cores = 2;
-  p.process_links["tcp"] = {{1e9, 20e-6}};
+  p.process_links["tcp"] = {{1e9, 20e-6}, {}};
   plan_request dp2;
   dp2.mode = plan_mode::manual;
   dp2.dp = 2;
   dp2.processes = 2;
+  // the step predicted with the link between the 2 processes slowed by `factor`
+  auto step_at = [&](const machine_profile& base, double factor) {
+    machine_profile q = base;
+    q.process_links["tcp"].by_processes[2] = {factor, 1};
+    auto s = prepare_planning(model, 2, 64, 2, dp2, q, "");
+    REQUIRE(s.ok());
+    return choose_plan(*s, dp2)->predicted->step_s;
+  };
   auto s = prepare_planning(model, 2, 64, 2, dp2, p, path.string());
   REQUIRE(s.ok());
   auto c = choose_plan(*s, dp2);
   REQUIRE(c.ok());
-  const double bare = c->predicted->step_s;  // no per-step term measured yet
+  const double bare = c->predicted->step_s;  // as calibrated: nothing refit yet
+  CHECK(bare == doctest::Approx(step_at(p, 1)));
+  CHECK(step_at(p, 4) > bare);
   auto run_taking = [&](double seconds) {
     task_totals t;
     t.step_seconds = {seconds, seconds, seconds};
     t.steps = 3;
     return refit_between_processes(*c, *s, t, /*save=*/true);
   };
-  auto first = run_taking(bare + 300e-6);
+  auto first = run_taking(step_at(p, 4));
   CHECK(first["plane"] == "tcp");
-  CHECK(first["excess_s"].get<double>() == doctest::Approx(300e-6));
-  CHECK(first["per_step_seconds"].get<double>() == doctest::Approx(300e-6));  // the first run: all of it
+  CHECK(first["processes"] == 2);
+  CHECK(first["excess_s"].get<double>() == doctest::Approx(step_at(p, 4) - bare));
+  CHECK(first["run_slowdown"].get<double>() == doctest::Approx(4).epsilon(1e-6));
+  CHECK(first["slowdown"].get<double>() == doctest::Approx(4).epsilon(1e-6));  // the first run: all of it
   CHECK(first["refits"] == 1);
-  auto second = run_taking(bare + 100e-6);
-  CHECK(second["per_step_seconds"].get<double>() == doctest::Approx(200e-6));  // weight 1/2
-  auto third = run_taking(bare - 50e-6);  // faster than the model without the term: counts as 0
-  CHECK(third["per_step_seconds"].get<double>() == doctest::Approx(200e-6 * 2 / 3));
+  auto second = run_taking(step_at(p, 16));
+  CHECK(second["run_slowdown"].get<double>() == doctest::Approx(16).epsilon(1e-6));
+  CHECK(second["slowdown"].get<double>() == doctest::Approx(8).epsilon(1e-6));  // geometric, weight 1/2
+  auto third = run_taking(bare / 10);  // faster than any link could make it: the lowest slowdown
+  CHECK(third["run_slowdown"].get<double>() == doctest::Approx(min_link_slowdown));
+  const double mean = std::exp((2 * std::log(8.0) + std::log(min_link_slowdown)) / 3);
+  CHECK(third["slowdown"].get<double>() == doctest::Approx(mean).epsilon(1e-6));
   auto saved = load_profile(path.string());
   REQUIRE(saved.ok());
-  CHECK(saved->process_links["tcp"].refits == 3);
-  CHECK(saved->process_links["tcp"].per_step_seconds == doctest::Approx(200e-6 * 2 / 3));
-  CHECK(saved->process_links["tcp"].cost.bandwidth_bytes_per_s == 1e9);
-  // the next plan is predicted with it; a job in one process is not
+  CHECK(saved->process_links["tcp"].by_processes[2].refits == 3);
+  CHECK(saved->process_links["tcp"].by_processes[2].slowdown == doctest::Approx(mean).epsilon(1e-6));
+  CHECK(saved->process_links["tcp"].cost.bandwidth_bytes_per_s == 1e9);  // the calibration stays
+  CHECK(saved->process_links["tcp"].cost.latency_s == 20e-6);
+  // the next plan is predicted with it
   auto again = prepare_planning(model, 2, 64, 2, dp2, *saved, "");
   REQUIRE(again.ok());
   auto next = choose_plan(*again, dp2);
   REQUIRE(next.ok());
-  CHECK(next->predicted->step_s == doctest::Approx(bare + 200e-6 * 2 / 3));
+  CHECK(next->predicted->step_s == doctest::Approx(step_at(p, mean)));
   // a run whose tasks took twice the predicted compute: the compute is refit (into the
-  // profile's efficiencies) before the excess is taken, so the excess is the processes' alone
+  // profile's efficiencies) before the slowdown is solved, so the slowdown is the link's alone
   {
     const std::size_t ranks = 2;
     task_totals t;
@@ -186,22 +230,19 @@ TEST_CASE("a job's step beyond the prediction is refit as the processes' per-ste
       const auto& st = c->predicted->stages[0];
       t.per_rank.push_back({3 * 2 * st.forward_s, 3 * 2 * st.backward_s, 3 * st.update_s});
     }
-    machine_profile slower = *saved;
+    machine_profile slower = p;
     slower.eff.gemm /= 2, slower.eff.memory /= 2, slower.eff.per_op_seconds *= 2;
-    slower.process_links["tcp"].per_step_seconds = 0;
-    auto at_half = prepare_planning(model, 2, 64, 2, dp2, slower, "");
-    REQUIRE(at_half.ok());
-    const double compute_bound = choose_plan(*at_half, dp2)->predicted->step_s;
-    t.step_seconds = {compute_bound + 100e-6, compute_bound + 100e-6, compute_bound + 100e-6};
-    auto s2 = prepare_planning(model, 2, 64, 2, dp2, *saved, "");
+    const double at_half = step_at(slower, 4);
+    t.step_seconds = {at_half, at_half, at_half};
+    auto s2 = prepare_planning(model, 2, 64, 2, dp2, p, "");
     REQUIRE(s2.ok());
     const int refits_before = s2->profile.refits;
     auto fourth = refit_between_processes(*c, *s2, t, /*save=*/false);
     CHECK(fourth["compute_factor"].get<double>() == doctest::Approx(2));
-    CHECK(fourth["excess_s"].get<double>() == doctest::Approx(100e-6));
+    CHECK(fourth["run_slowdown"].get<double>() == doctest::Approx(4).epsilon(1e-3));
     CHECK(s2->profile.refits == refits_before + 1);
-    CHECK(s2->profile.eff.gemm < saved->eff.gemm);   // slower compute, folded in
-    CHECK(s2->profile.eff.link == saved->eff.link);  // the link's is not a job's to refit
+    CHECK(s2->profile.eff.gemm < p.eff.gemm);   // slower compute, folded in
+    CHECK(s2->profile.eff.link == p.eff.link);  // the link's efficiency is not a job's to refit
   }
   plan_request here = dp2;
   here.processes = 1;
