@@ -244,7 +244,7 @@ topology local_topology(const machine_profile& p, int ranks, int threads, int pr
   return t;
 }
 
-link_cost slowed(const link_cost& c, double factor) { return {c.bandwidth_bytes_per_s / factor, c.latency_s * factor}; }
+link_cost slowed(const link_cost& c, double factor) { return {c.bandwidth_bytes_per_s, c.latency_s * factor}; }
 
 link_cost job_link_cost(const process_link& l, int processes) {
   auto fit = l.by_processes.upper_bound(processes);  // the first count above; the one before is ours

@@ -30,7 +30,7 @@ inline constexpr double min_link_slowdown = 1.0 / 16, max_link_slowdown = 4096;
 /// How much slower than calibrated a job of some number of processes finds the link between
 /// them: refit from its runs (run_refit.hpp), a geometric running mean over `refits` runs.
 struct job_link {
-  double slowdown = 1;  // the calibrated latency times this, its bandwidth over it
+  double slowdown = 1;  // the calibrated latency times this (the bytes move as calibrated)
   int refits = 0;
 };
 
@@ -46,7 +46,8 @@ struct process_link {
 /// slowed by the refit for that count, else for the largest smaller count refit, else as
 /// calibrated.
 link_cost job_link_cost(const process_link& l, int processes);
-/// `c` slowed by `factor`: latency times it, bandwidth over it.
+/// `c` slowed by `factor`: its latency times it — a job's messages wait for receivers that are
+/// busy or asleep — and its bandwidth as calibrated.
 link_cost slowed(const link_cost& c, double factor);
 
 struct machine_profile {
