@@ -106,8 +106,9 @@ for model in ${MODELS:-mlp gpt}; do
       $bin $base --cluster.profile="$work/pafter.json" --launch.nproc=$procs --train.steps=$((n + warmup)) \
         --train.warmup=$warmup >/dev/null 2>&1
     done
+    # the refit profile's line (its link between processes: "x3.1 for 2 processes")
     $bin $base --cluster.profile="$work/pafter.json" --plan.processes=$procs --plan.only=true \
-      --plan.list="$work/procs-after.jsonl" >/dev/null
+      --plan.list="$work/procs-after.jsonl" | sed -n 1p | sed "s/^/after $procs processes: /" >&2
     $py - "$work/procs.jsonl" "$work/procs-after.jsonl" "$model" "$procs" >>"$out" <<'PY'
 import json, sys
 def key(p): return json.dumps([p["dp"], p["tp"], p["pp"], p["micro_batches"], p["schedule"], p["shard_params"], p.get("virtual_stages", 1)])

@@ -24,7 +24,8 @@
 
 namespace cohort::planner {
 
-/// The range a refit slowdown is kept in (a profile outside it is refused).
+/// The range a refit slowdown is kept in (a profile outside it is refused; its message says
+/// [1/16, 4096]).
 inline constexpr double min_link_slowdown = 1.0 / 16, max_link_slowdown = 4096;
 
 /// How much slower than calibrated a job of some number of processes finds the link between

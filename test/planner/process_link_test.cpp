@@ -110,7 +110,7 @@ TEST_CASE(
   CHECK(two.devices_per_machine == 2);
   CHECK(two.intra.bandwidth_bytes_per_s == 5e9);
   CHECK(two.inter.latency_s == doctest::Approx(120e-6));  // slowed 3x for 2 processes
-  CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);         // the bytes move as calibrated
+  CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);        // the bytes move as calibrated
   const topology four = local_topology(p, 4, 4, 4, "tcp");
   CHECK(four.inter.latency_s == doctest::Approx(320e-6));  // 8x for 4
   CHECK(four.inter.bandwidth_bytes_per_s == 1.2e9);
