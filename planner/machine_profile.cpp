@@ -127,8 +127,14 @@ result<machine_profile> load_profile(const std::string& path) {
           job_link jl;
           COHORT_READ(jl.slowdown, fit, "slowdown", at);
           COHORT_READ(jl.refits, fit, "refits", at);
-          if (!(jl.slowdown >= min_link_slowdown && jl.slowdown <= max_link_slowdown))
-            return make_error(errc::invalid_argument, at + ".slowdown: must lie in [1/16, 4096]");
+          if (fit.contains("bandwidth_slowdown")) {  // added 2026-12-07 evening: optional
+            COHORT_READ(jl.bandwidth_slowdown, fit, "bandwidth_slowdown", at);
+            COHORT_READ(jl.bandwidth_refits, fit, "bandwidth_refits", at);
+          }
+          for (auto [key, v] :
+               {std::pair<const char*, double>{"slowdown", jl.slowdown}, {"bandwidth_slowdown", jl.bandwidth_slowdown}})
+            if (!(v >= min_link_slowdown && v <= max_link_slowdown))
+              return make_error(errc::invalid_argument, at + "." + key + ": must lie in [1/16, 4096]");
           c.by_processes[static_cast<int>(n)] = jl;
         }
       }
@@ -199,7 +205,10 @@ status save_profile(const std::string& path, const machine_profile& p) {
   for (const auto& [plane, c] : p.process_links) {
     json link = {{"bandwidth_bytes_per_s", c.cost.bandwidth_bytes_per_s}, {"latency_s", c.cost.latency_s}};
     for (const auto& [n, fit] : c.by_processes)
-      link["by_processes"][std::to_string(n)] = {{"slowdown", fit.slowdown}, {"refits", fit.refits}};
+      link["by_processes"][std::to_string(n)] = {{"slowdown", fit.slowdown},
+                                                 {"refits", fit.refits},
+                                                 {"bandwidth_slowdown", fit.bandwidth_slowdown},
+                                                 {"bandwidth_refits", fit.bandwidth_refits}};
     j["process_links"][plane] = std::move(link);
   }
   std::error_code ec;
@@ -242,24 +251,26 @@ topology local_topology(const machine_profile& p, int ranks, int threads, int pr
   return t;
 }
 
-link_cost slowed(const link_cost& c, double factor) { return {c.bandwidth_bytes_per_s, c.latency_s * factor}; }
+link_cost slowed(const link_cost& c, double latency, double bandwidth) {
+  return {c.bandwidth_bytes_per_s / bandwidth, c.latency_s * latency};
+}
 
 link_cost job_link_cost(const process_link& l, int processes) {
   auto fit = l.by_processes.upper_bound(processes);  // the first count above; the one before is ours
   if (fit == l.by_processes.begin()) return l.cost;
-  return slowed(l.cost, std::prev(fit)->second.slowdown);
+  return slowed(l.cost, std::prev(fit)->second.slowdown, std::prev(fit)->second.bandwidth_slowdown);
 }
 
 std::string describe(const machine_profile& p) {
   std::string between;
   for (const auto& [plane, c] : p.process_links) {
-    char l[96];
+    char l[128];
     std::snprintf(l, sizeof l, "%s%s %.2f GB/s + %.1f us", between.empty() ? ", between processes " : ", ",
                   plane.c_str(), c.cost.bandwidth_bytes_per_s / 1e9, c.cost.latency_s * 1e6);
     between += l;
     for (const auto& [n, fit] : c.by_processes) {
-      std::snprintf(l, sizeof l, "%sx%.2g for %d processes", n == c.by_processes.begin()->first ? " (" : ", ",
-                    fit.slowdown, n);
+      std::snprintf(l, sizeof l, "%slatency x%.2g, bandwidth /%.2g for %d processes",
+                    n == c.by_processes.begin()->first ? " (" : ", ", fit.slowdown, fit.bandwidth_slowdown, n);
       between += l;
     }
     if (!c.by_processes.empty()) between += ")";

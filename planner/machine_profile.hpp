@@ -31,8 +31,12 @@ inline constexpr double min_link_slowdown = 1.0 / 16, max_link_slowdown = 4096;
 /// How much slower than calibrated a job of some number of processes finds the link between
 /// them: refit from its runs (run_refit.hpp), a geometric running mean over `refits` runs.
 struct job_link {
-  double slowdown = 1;  // the calibrated latency times this (the bytes move as calibrated)
+  double slowdown = 1;  // the calibrated latency times this (per message: receivers wake late)
   int refits = 0;
+  /// The calibrated bandwidth over this: refit from the data-parallel reductions' tasks, where
+  /// a job's plan reduces across its processes (their bytes share cores with its compute).
+  double bandwidth_slowdown = 1;
+  int bandwidth_refits = 0;
 };
 
 /// What a job of several processes on this machine pays for their link, per data plane.
@@ -47,9 +51,8 @@ struct process_link {
 /// slowed by the refit for that count, else for the largest smaller count refit, else as
 /// calibrated.
 link_cost job_link_cost(const process_link& l, int processes);
-/// `c` slowed by `factor`: its latency times it — a job's messages wait for receivers that are
-/// busy or asleep — and its bandwidth as calibrated.
-link_cost slowed(const link_cost& c, double factor);
+/// `c` with its latency times `latency` and its bandwidth over `bandwidth`.
+link_cost slowed(const link_cost& c, double latency, double bandwidth = 1);
 
 struct machine_profile {
   int cores = 1;

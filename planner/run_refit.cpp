@@ -140,25 +140,19 @@ json compare_and_refit(const plan_choice& choice, planning_setup& setup, bool sa
 
 namespace {
 
-/// The slowdown of the link between processes at which `plan` is predicted to take `measured`
-/// seconds a step: bisection on its logarithm (the step grows with the link's cost), clamped to
-/// [min_link_slowdown, max_link_slowdown]; nullopt when the link plays no part in the step.
-std::optional<double> solve_slowdown(const planning_setup& setup, const plan_choice& choice, search_options o,
-                                     const link_cost& calibrated, double measured) {
-  auto step_at = [&](double factor) -> std::optional<double> {
-    o.topo.inter = slowed(calibrated, factor);
-    auto p = evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute);
-    if (!p) return std::nullopt;
-    return p->step_s;
-  };
-  const auto lowest = step_at(min_link_slowdown), highest = step_at(max_link_slowdown);
+/// The factor in [min_link_slowdown, max_link_slowdown] at which `quantity` (predicted, growing
+/// with the factor) equals `measured`: bisection on its logarithm, clamped at the ends; nullopt
+/// when the quantity does not depend on the factor or cannot be predicted.
+template <class Quantity>
+std::optional<double> solve_factor(Quantity quantity, double measured) {
+  const std::optional<double> lowest = quantity(min_link_slowdown), highest = quantity(max_link_slowdown);
   if (!lowest || !highest || !(*highest > *lowest)) return std::nullopt;
   if (measured <= *lowest) return min_link_slowdown;
   if (measured >= *highest) return max_link_slowdown;
   double lo = std::log(min_link_slowdown), hi = std::log(max_link_slowdown);
   for (int i = 0; i < 32; ++i) {
     const double mid = (lo + hi) / 2;
-    const auto at = step_at(std::exp(mid));
+    const auto at = quantity(std::exp(mid));
     if (!at) return std::nullopt;
     (*at < measured ? lo : hi) = mid;
   }
@@ -198,21 +192,61 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
   }
   o.eff = compute;
   o.topo.inter = link.cost;
-  if (auto calibrated =
-          evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute))
-    out["excess_s"] = measured - calibrated->step_s;  // over the link as calibrated
-  const auto slowdown = solve_slowdown(setup, choice, o, link.cost, measured);
-  if (!slowdown) {
+  auto predict = [&](double latency, double bandwidth) {
+    o.topo.inter = slowed(link.cost, latency, bandwidth);
+    return evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute);
+  };
+  if (auto calibrated = predict(1, 1)) out["excess_s"] = measured - calibrated->step_s;  // over the link as calibrated
+  // The data-parallel reduction's tasks time the bulk of the bytes between the processes: the
+  // bandwidth factor is solved from them (where they cross processes), the latency factor from
+  // what the step leaves, and the two again in turn.
+  job_link& job = link.by_processes[setup.processes];
+  double latency = job.refits > 0 ? job.slowdown : 1, bandwidth = job.bandwidth_refits > 0 ? job.bandwidth_slowdown : 1;
+  std::optional<double> run_latency, run_bandwidth;
+  auto reduction_at = [&](double factor) -> std::optional<double> {
+    auto p = predict(latency, factor);
+    if (!p) return std::nullopt;
+    double predicted = 0;
+    for (const auto& o : stage_observations(choice.plan, p->stages, t)) predicted += o.predicted.update_comm_s;
+    return predicted;
+  };
+  double measured_reduction = 0;
+  for (const auto& o : stage_observations(choice.plan, choice.predicted->stages, t))
+    if (o.predicted.update_comm_s > 0) measured_reduction += o.measured.update_s;
+  for (int round = 0; round < 4; ++round) {  // each round's change is the other's small correction
+    if (measured_reduction > 0)
+      if ((run_bandwidth = solve_factor(reduction_at, measured_reduction))) bandwidth = *run_bandwidth;
+    run_latency = solve_factor(
+        [&](double factor) -> std::optional<double> {
+          auto p = predict(factor, bandwidth);
+          if (!p) return std::nullopt;
+          return p->step_s;
+        },
+        measured);
+    if (!run_latency) break;
+    latency = *run_latency;
+  }
+  if (!run_latency) {
     out["note"] = "the plan's step does not depend on the link between processes: nothing to refit";
     return out;
   }
-  job_link& job = link.by_processes[setup.processes];
-  const double weight = refit_weight(job.refits + 1);  // a geometric running mean over the runs
-  job.slowdown = std::exp((1 - weight) * std::log(job.slowdown) + weight * std::log(*slowdown));
+  // geometric running means over the runs
+  auto fold = [](double mean, int n, double x) {
+    const double w = refit_weight(n);
+    return std::exp((1 - w) * std::log(mean) + w * std::log(x));
+  };
+  job.slowdown = fold(job.slowdown, job.refits + 1, *run_latency);
   ++job.refits;
-  out["run_slowdown"] = *slowdown;
+  out["run_slowdown"] = *run_latency;
   out["slowdown"] = job.slowdown;
   out["refits"] = job.refits;
+  if (run_bandwidth) {
+    job.bandwidth_slowdown = fold(job.bandwidth_slowdown, job.bandwidth_refits + 1, *run_bandwidth);
+    ++job.bandwidth_refits;
+    out["run_bandwidth_slowdown"] = *run_bandwidth;
+    out["bandwidth_slowdown"] = job.bandwidth_slowdown;
+    out["bandwidth_refits"] = job.bandwidth_refits;
+  }
   if (save) {
     if (auto st = save_profile(setup.profile_path, setup.profile); !st)
       std::fprintf(stderr, "warning: %s\n", st.error().message.c_str());

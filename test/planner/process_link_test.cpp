@@ -44,7 +44,7 @@ std::string load_error(const std::string& links) {
 TEST_CASE("links between processes are saved with the profile and read back, bad ones refused naming the field") {
   const auto path = scratch("process-links.json");
   machine_profile p;
-  p.process_links["tcp"] = {{1.25e9, 30e-6}, {{2, {3.5, 2}}, {4, {9, 1}}}};
+  p.process_links["tcp"] = {{1.25e9, 30e-6}, {{2, {3.5, 2, 2, 1}}, {4, {9, 1, 1, 0}}}};
   p.process_links["ucx"] = {{6.5e9, 2e-6}, {}};
   REQUIRE(save_profile(path.string(), p).ok());
   auto back = load_profile(path.string());
@@ -55,11 +55,15 @@ TEST_CASE("links between processes are saved with the profile and read back, bad
   REQUIRE(back->process_links["tcp"].by_processes.size() == 2);
   CHECK(back->process_links["tcp"].by_processes[2].slowdown == 3.5);
   CHECK(back->process_links["tcp"].by_processes[2].refits == 2);
+  CHECK(back->process_links["tcp"].by_processes[2].bandwidth_slowdown == 2);
+  CHECK(back->process_links["tcp"].by_processes[2].bandwidth_refits == 1);
   CHECK(back->process_links["tcp"].by_processes[4].slowdown == 9);
   CHECK(back->process_links["ucx"].cost.bandwidth_bytes_per_s == 6.5e9);
   CHECK(back->process_links["ucx"].by_processes.empty());
-  CHECK(describe(*back).find("between processes tcp 1.25 GB/s + 30.0 us (x3.5 for 2 processes, x9 for 4 processes), "
-                             "ucx 6.50 GB/s + 2.0 us") != std::string::npos);
+  CHECK(describe(*back).find(
+            "between processes tcp 1.25 GB/s + 30.0 us (latency x3.5, bandwidth /2 for 2 processes, latency x9, "
+            "bandwidth /1 for 4 processes), "
+            "ucx 6.50 GB/s + 2.0 us") != std::string::npos);
   fs::remove(path);
   // profiles written before the field: none measured
   machine_profile none;
@@ -91,6 +95,10 @@ TEST_CASE("links between processes are saved with the profile and read back, bad
             .find("process_links.tcp.by_processes.2.slowdown: must lie in") != std::string::npos);
   CHECK(load_error(link + R"({"2": {"slowdown": 2}}}})").find("process_links.tcp.by_processes.2.refits: missing") !=
         std::string::npos);
+  CHECK(load_error(link + R"({"2": {"slowdown": 2, "refits": 1, "bandwidth_slowdown": 1e5, "bandwidth_refits": 1}}}})")
+            .find("process_links.tcp.by_processes.2.bandwidth_slowdown: must lie in") != std::string::npos);
+  CHECK(load_error(link + R"({"2": {"slowdown": 2, "refits": 1, "bandwidth_slowdown": 2}}}})")
+            .find("process_links.tcp.by_processes.2.bandwidth_refits: missing") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"bandwidth_bytes_per_s": 1e9, "latency_s": -1}})")
             .find("profile.process_links.tcp.latency_s: expected a non-negative number") != std::string::npos);
   CHECK(load_error(R"({"tcp": {"latency_s": 1e-5}})").find("process_links.tcp") != std::string::npos);
@@ -101,7 +109,7 @@ TEST_CASE(
     "it") {
   machine_profile p;
   p.link = {5e9, 10e-6};
-  p.process_links["tcp"] = {{1.2e9, 40e-6}, {{2, {3, 1}}, {4, {8, 2}}}};
+  p.process_links["tcp"] = {{1.2e9, 40e-6}, {{2, {3, 1, 1, 0}}, {4, {8, 2, 2, 1}}}};
   const topology one = local_topology(p, 4, 4);
   CHECK(one.devices_per_machine == 4);
   CHECK(one.inter.bandwidth_bytes_per_s == 5e9);
@@ -112,12 +120,12 @@ TEST_CASE(
   CHECK(two.inter.latency_s == doctest::Approx(120e-6));  // slowed 3x for 2 processes
   CHECK(two.inter.bandwidth_bytes_per_s == 1.2e9);        // the bytes move as calibrated
   const topology four = local_topology(p, 4, 4, 4, "tcp");
-  CHECK(four.inter.latency_s == doctest::Approx(320e-6));  // 8x for 4
-  CHECK(four.inter.bandwidth_bytes_per_s == 1.2e9);
+  CHECK(four.inter.latency_s == doctest::Approx(320e-6));             // 8x for 4
+  CHECK(four.inter.bandwidth_bytes_per_s == doctest::Approx(0.6e9));  // and its bandwidth halved
   // a count never refit takes the largest smaller one's; none smaller: as calibrated
   CHECK(job_link_cost(p.process_links["tcp"], 3).latency_s == doctest::Approx(120e-6));
   CHECK(job_link_cost(p.process_links["tcp"], 6).latency_s == doctest::Approx(320e-6));
-  process_link from_four{{1.2e9, 40e-6}, {{4, {8, 2}}}};
+  process_link from_four{{1.2e9, 40e-6}, {{4, {8, 2, 1, 0}}}};
   CHECK(job_link_cost(from_four, 2).latency_s == 40e-6);
   CHECK(job_link_cost(from_four, 2).bandwidth_bytes_per_s == 1.2e9);
   const topology unmeasured = local_topology(p, 4, 4, 2, "ucx");
@@ -176,7 +184,7 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
   // the step predicted with the link between the 2 processes slowed by `factor`
   auto step_at = [&](const machine_profile& base, double factor) {
     machine_profile q = base;
-    q.process_links["tcp"].by_processes[2] = {factor, 1};
+    q.process_links["tcp"].by_processes[2] = {factor, 1, 1, 0};
     auto s = prepare_planning(model, 2, 64, 2, dp2, q, "");
     REQUIRE(s.ok());
     return choose_plan(*s, dp2)->predicted->step_s;
@@ -228,7 +236,7 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
     t.steps = 3;
     for (std::size_t r = 0; r < ranks; ++r) {
       const auto& st = c->predicted->stages[0];
-      t.per_rank.push_back({3 * 2 * st.forward_s, 3 * 2 * st.backward_s, 3 * st.update_s});
+      t.per_rank.push_back({3 * 2 * st.forward_s, 3 * 2 * st.backward_s, 0});  // no reduction timed
     }
     machine_profile slower = p;
     slower.eff.gemm /= 2, slower.eff.memory /= 2, slower.eff.per_op_seconds *= 2;
@@ -240,6 +248,7 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
     auto fourth = refit_between_processes(*c, *s2, t, /*save=*/false);
     CHECK(fourth["compute_factor"].get<double>() == doctest::Approx(2));
     CHECK(fourth["run_slowdown"].get<double>() == doctest::Approx(4).epsilon(1e-3));
+    CHECK(!fourth.contains("run_bandwidth_slowdown"));
     CHECK(s2->profile.refits == refits_before + 1);
     CHECK(s2->profile.eff.gemm < p.eff.gemm);   // slower compute, folded in
     CHECK(s2->profile.eff.link == p.eff.link);  // the link's efficiency is not a job's to refit
@@ -250,4 +259,50 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
   REQUIRE(one.ok());
   CHECK(refit_between_processes(*c, *one, task_totals{}, false).empty());
   fs::remove(path);
+}
+
+TEST_CASE("a job's data-parallel reduction across its processes refits the link's bandwidth and its step the latency") {
+  // dp2 over 2 processes of a model whose reduction is bulk (5 MB): the run below took what the
+  // model predicts with half the compute speed, the latency 4x and the bandwidth 2x worse
+  auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {256, 1024, 1024, 10}, rows); };
+  machine_profile p;
+  p.cores = 2;
+  p.process_links["tcp"] = {{1e9, 20e-6}, {}};
+  plan_request dp2;
+  dp2.mode = plan_mode::manual;
+  dp2.dp = 2;
+  dp2.processes = 2;
+  machine_profile truth = p;
+  truth.eff.gemm /= 2, truth.eff.memory /= 2, truth.eff.per_op_seconds *= 2;
+  truth.process_links["tcp"].by_processes[2] = {4, 1, 2, 1};
+  auto slow = prepare_planning(model, 2, 64, 2, dp2, truth, "");
+  REQUIRE(slow.ok());
+  auto ran = choose_plan(*slow, dp2);
+  REQUIRE(ran.ok());
+  const auto& stage = ran->predicted->stages[0];
+  REQUIRE(stage.update_comm_s > 0);
+  task_totals t;
+  t.steps = 3;
+  for (int r = 0; r < 2; ++r)
+    t.per_rank.push_back({3 * stage.forward_s, 3 * stage.backward_s, 3 * stage.update_comm_s});
+  const double step = ran->predicted->step_s;
+  t.step_seconds = {step, step, step};
+  auto s = prepare_planning(model, 2, 64, 2, dp2, p, "");
+  REQUIRE(s.ok());
+  auto c = choose_plan(*s, dp2);
+  REQUIRE(c.ok());
+  auto between = refit_between_processes(*c, *s, t, /*save=*/false);
+  INFO(between.dump());
+  CHECK(between["compute_factor"].get<double>() == doctest::Approx(2).epsilon(1e-3));
+  CHECK(between["run_bandwidth_slowdown"].get<double>() == doctest::Approx(2).epsilon(1e-2));
+  CHECK(between["bandwidth_refits"] == 1);
+  const job_link& kept = s->profile.process_links["tcp"].by_processes[2];
+  CHECK(kept.bandwidth_slowdown == doctest::Approx(2).epsilon(1e-2));
+  CHECK(kept.bandwidth_refits == 1);
+  CHECK(kept.refits == 1);
+  // the latency (two messages a step here: it barely counts) is what the step leaves; the plan
+  // is then predicted at the run's step
+  auto after = prepare_planning(model, 2, 64, 2, dp2, s->profile, "");
+  REQUIRE(after.ok());
+  CHECK(choose_plan(*after, dp2)->predicted->step_s == doctest::Approx(step).epsilon(1e-3));
 }
