@@ -191,7 +191,6 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
     out["compute_factor"] = fit.compute_factor;
   }
   o.eff = compute;
-  o.topo.inter = link.cost;
   auto predict = [&](double latency, double bandwidth) {
     o.topo.inter = slowed(link.cost, latency, bandwidth);
     return evaluate_plan(*setup.analysis, choice.plan, o, choice.predicted->cuts, choice.predicted->recompute);
@@ -207,12 +206,12 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
     auto p = predict(latency, factor);
     if (!p) return std::nullopt;
     double predicted = 0;
-    for (const auto& o : stage_observations(choice.plan, p->stages, t)) predicted += o.predicted.update_comm_s;
+    for (const auto& stage : stage_observations(choice.plan, p->stages, t)) predicted += stage.predicted.update_comm_s;
     return predicted;
   };
   double measured_reduction = 0;
-  for (const auto& o : stage_observations(choice.plan, choice.predicted->stages, t))
-    if (o.predicted.update_comm_s > 0) measured_reduction += o.measured.update_s;
+  for (const auto& stage : stage_observations(choice.plan, choice.predicted->stages, t))
+    if (stage.predicted.update_comm_s > 0) measured_reduction += stage.measured.update_s;
   for (int round = 0; round < 4; ++round) {  // each round's change is the other's small correction
     if (measured_reduction > 0)
       if ((run_bandwidth = solve_factor(reduction_at, measured_reduction))) bandwidth = *run_bandwidth;
