@@ -159,6 +159,12 @@ std::optional<double> solve_factor(Quantity quantity, double measured) {
   return std::exp((lo + hi) / 2);
 }
 
+/// One more run's factor `x` into a geometric running mean over `runs` runs (counted here).
+void fold_into(double& mean, int& runs, double x) {
+  const double w = refit_weight(++runs);
+  mean = std::exp((1 - w) * std::log(mean) + w * std::log(x));
+}
+
 }  // namespace
 
 json refit_between_processes(const plan_choice& choice, planning_setup& setup, const task_totals& t, bool save) {
@@ -200,7 +206,7 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
   // bandwidth factor is solved from them (where they cross processes), the latency factor from
   // what the step leaves, and the two again in turn.
   job_link& job = link.by_processes[setup.processes];
-  double latency = job.refits > 0 ? job.slowdown : 1, bandwidth = job.bandwidth_refits > 0 ? job.bandwidth_slowdown : 1;
+  double latency = job.slowdown, bandwidth = job.bandwidth_slowdown;
   std::optional<double> run_latency, run_bandwidth;
   auto reduction_at = [&](double factor) -> std::optional<double> {
     auto p = predict(latency, factor);
@@ -229,19 +235,12 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
     out["note"] = "the plan's step does not depend on the link between processes: nothing to refit";
     return out;
   }
-  // geometric running means over the runs
-  auto fold = [](double mean, int n, double x) {
-    const double w = refit_weight(n);
-    return std::exp((1 - w) * std::log(mean) + w * std::log(x));
-  };
-  job.slowdown = fold(job.slowdown, job.refits + 1, *run_latency);
-  ++job.refits;
+  fold_into(job.slowdown, job.refits, *run_latency);
   out["run_slowdown"] = *run_latency;
   out["slowdown"] = job.slowdown;
   out["refits"] = job.refits;
   if (run_bandwidth) {
-    job.bandwidth_slowdown = fold(job.bandwidth_slowdown, job.bandwidth_refits + 1, *run_bandwidth);
-    ++job.bandwidth_refits;
+    fold_into(job.bandwidth_slowdown, job.bandwidth_refits, *run_bandwidth);
     out["run_bandwidth_slowdown"] = *run_bandwidth;
     out["bandwidth_slowdown"] = job.bandwidth_slowdown;
     out["bandwidth_refits"] = job.bandwidth_refits;

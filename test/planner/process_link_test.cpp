@@ -39,6 +39,28 @@ std::string load_error(const std::string& links) {
   return p ? "" : p.error().message;
 }
 
+/// This machine as the job refits below see it: 2 cores, tcp between processes as calibrated.
+machine_profile two_core_profile() {
+  machine_profile p;
+  p.cores = 2;
+  p.process_links["tcp"] = {{1e9, 20e-6}, {}};
+  return p;
+}
+
+plan_request dp2_over_two_processes() {
+  plan_request r;
+  r.mode = plan_mode::manual;
+  r.dp = 2;
+  r.processes = 2;
+  return r;
+}
+
+/// `p` computing at half its speed.
+machine_profile at_half_compute(machine_profile p) {
+  p.eff.gemm /= 2, p.eff.memory /= 2, p.eff.per_op_seconds *= 2;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("links between processes are saved with the profile and read back, bad ones refused naming the field") {
@@ -174,13 +196,8 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
   auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {64, 32, 10}, rows); };
   const auto path = scratch("refit-between.json");
   fs::remove(path);
-  machine_profile p;
-  p.cores = 2;
-  p.process_links["tcp"] = {{1e9, 20e-6}, {}};
-  plan_request dp2;
-  dp2.mode = plan_mode::manual;
-  dp2.dp = 2;
-  dp2.processes = 2;
+  const machine_profile p = two_core_profile();
+  const plan_request dp2 = dp2_over_two_processes();
   // the step predicted with the link between the 2 processes slowed by `factor`
   auto step_at = [&](const machine_profile& base, double factor) {
     machine_profile q = base;
@@ -238,9 +255,7 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
       const auto& st = c->predicted->stages[0];
       t.per_rank.push_back({3 * 2 * st.forward_s, 3 * 2 * st.backward_s, 0});  // no reduction timed
     }
-    machine_profile slower = p;
-    slower.eff.gemm /= 2, slower.eff.memory /= 2, slower.eff.per_op_seconds *= 2;
-    const double at_half = step_at(slower, 4);
+    const double at_half = step_at(at_half_compute(p), 4);
     t.step_seconds = {at_half, at_half, at_half};
     auto s2 = prepare_planning(model, 2, 64, 2, dp2, p, "");
     REQUIRE(s2.ok());
@@ -265,15 +280,9 @@ TEST_CASE("a job's data-parallel reduction across its processes refits the link'
   // dp2 over 2 processes of a model whose reduction is bulk (5 MB): the run below took what the
   // model predicts with half the compute speed, the latency 4x and the bandwidth 2x worse
   auto model = [](graph& g, std::int64_t rows) { return test::toy_mlp(g, {256, 1024, 1024, 10}, rows); };
-  machine_profile p;
-  p.cores = 2;
-  p.process_links["tcp"] = {{1e9, 20e-6}, {}};
-  plan_request dp2;
-  dp2.mode = plan_mode::manual;
-  dp2.dp = 2;
-  dp2.processes = 2;
-  machine_profile truth = p;
-  truth.eff.gemm /= 2, truth.eff.memory /= 2, truth.eff.per_op_seconds *= 2;
+  const machine_profile p = two_core_profile();
+  const plan_request dp2 = dp2_over_two_processes();
+  machine_profile truth = at_half_compute(p);
   truth.process_links["tcp"].by_processes[2] = {4, 1, 2, 1};
   auto slow = prepare_planning(model, 2, 64, 2, dp2, truth, "");
   REQUIRE(slow.ok());
