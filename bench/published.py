@@ -45,6 +45,8 @@ def plan(run, layout):
         args.append("--plan.assume-f32-gradients=true")
     if runtime.get("f32_loss"):
         args.append("--plan.assume-f32-loss=true")
+    if runtime.get("even_layers"):
+        args.append("--plan.assume-even-layers=true")
     if layout and layout.get("recompute"):
         args.append("--plan.always-recompute=true")
     p = subprocess.run(args, capture_output=True, text=True)

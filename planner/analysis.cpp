@@ -2,6 +2,35 @@
 #include "planner/analysis.hpp"
 
 namespace cohort::planner {
+namespace {
+
+// The longest run of consecutive top-level scopes whose forward operations are the same kinds
+// in the same order, as the forward nodes where each begins: a gpt's blocks, without the
+// embedding before them or the head after. Without such a run (no scope repeats), every scope.
+std::vector<std::size_t> repeated_layers(const graph& x, const std::vector<std::size_t>& boundaries,
+                                         std::size_t forward) {
+  std::vector<std::size_t> starts{0};
+  starts.insert(starts.end(), boundaries.begin(), boundaries.end());
+  auto kinds = [&](std::size_t k) {
+    const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : forward;
+    std::vector<op_kind> out;
+    for (std::size_t i = starts[k]; i < end; ++i) out.push_back(x.nodes()[i].kind);
+    return out;
+  };
+  std::size_t best_begin = 0, best_length = 0;
+  for (std::size_t k = 0; k < starts.size();) {
+    std::size_t j = k + 1;
+    const auto first = kinds(k);
+    while (j < starts.size() && kinds(j) == first) ++j;
+    if (j - k > best_length) best_begin = k, best_length = j - k;
+    k = j;
+  }
+  if (best_length < 2) return starts;
+  return {starts.begin() + static_cast<std::ptrdiff_t>(best_begin),
+          starts.begin() + static_cast<std::ptrdiff_t>(best_begin + best_length)};
+}
+
+}  // namespace
 
 result<const axis_completion*> model_analysis::completion(int tp) const {
   auto it = completions_.find(tp);
@@ -68,6 +97,7 @@ result<std::unique_ptr<model_analysis>> analyze_model(const std::function<var(gr
   auto top_scope = [](const std::string& s) { return s.substr(0, s.find('.')); };
   for (std::size_t i = 1; i < forward; ++i)
     if (top_scope(x.nodes()[i].scope) != top_scope(x.nodes()[i - 1].scope)) a->boundaries.push_back(i);
+  a->layer_starts = repeated_layers(x, a->boundaries, forward);
   // A value produced by forward node p and last read by forward node l crosses every cut j
   // with p < j <= l: a difference array over j.
   std::vector<std::size_t> last_read(x.num_values(), 0);

@@ -118,6 +118,9 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     s.search.sequence_parallel = opts.assume_sequence_parallel;
     s.search.f32_gradients = opts.assume_f32_gradients;
     s.search.f32_loss = opts.assume_f32_loss;
+    s.search.even_layers = opts.assume_even_layers;
+    // Megatron interleaves any number of chunks that divides a rank's layers
+    if (opts.assume_even_layers && opts.virtual_stages <= 0) s.search.virtual_stages = {1, 2, 3, 4, 5, 6, 7, 8};
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();

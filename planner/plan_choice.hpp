@@ -64,6 +64,7 @@ struct plan_request {
   bool assume_sequence_parallel = false;  // the runtime planned for splits tp's repeated work by sequence
   bool assume_f32_gradients = false;      // the runtime planned for reduces gradients in f32
   bool assume_f32_loss = false;           // the runtime planned for computes the loss in f32 passes
+  bool assume_even_layers = false;        // the runtime planned for gives every stage equally many layers
 };
 
 /// Everything the planner needs, gathered once per run.

@@ -200,6 +200,12 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   // forward nodes [0, head) run on the host
   const std::size_t head = on_host ? a.boundaries.front() : 0;
   if (auto st = validate(p, o.batch); !st) return st.error();
+  std::vector<std::size_t> cuts = given_cuts;
+  if (cuts.empty() && p.stages() > 1 && o.even_layers) {  // before the costs: most plans fail here
+    auto even = even_layer_cuts(a, p.stages());
+    if (!even) return even.error();
+    cuts = std::move(*even);
+  }
   auto it = cache.views.find(p.tp);
   if (it == cache.views.end()) {
     auto v = view_for(a, p.tp, o.sequence_parallel);
@@ -243,7 +249,6 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
   // the stages the model is cut into: pp, or pp x v with virtual stages (rank r runs stages
   // r, r + pp, ...: its chunks)
   const int cut_into = p.stages();
-  std::vector<std::size_t> cuts = given_cuts;
   if (cuts.empty() && cut_into > 1) {
     auto key = std::make_tuple(p.tp, cut_into, rows_int);
     auto c = cache.cuts.find(key);
@@ -487,6 +492,17 @@ status lookups_in_first_stage(const model_analysis& a, const std::vector<std::si
                     "the heterogeneous pipeline keeps every embedding lookup in the first stage: its cut must be at "
                     "forward node " +
                         std::to_string(a.lookups_end) + " or later, not " + std::to_string(cuts.front()));
+}
+
+result<std::vector<std::size_t>> even_layer_cuts(const model_analysis& a, int stages) {
+  const std::size_t layers = a.layer_starts.size();
+  const auto n = static_cast<std::size_t>(std::max(1, stages));
+  if (layers == 0 || layers % n != 0)
+    return make_error(errc::invalid_argument, std::to_string(layers) + " layers do not split evenly into " +
+                                                  std::to_string(n) + " pipeline stages");
+  std::vector<std::size_t> cuts;
+  for (std::size_t c = 1; c < n; ++c) cuts.push_back(a.layer_starts[c * (layers / n)]);
+  return cuts;
 }
 
 result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o) {

@@ -94,6 +94,13 @@ struct search_options {
   /// unless --fp16-lm-cross-entropy or --cross-entropy-loss-fusion): f32_loss_bytes_per_logit
   /// moved per logit, and the f32 softmax kept for the backward pass instead of the logits.
   bool f32_loss = false;
+  /// Plan for a runtime that gives every pipeline stage the same number of layers
+  /// (model_analysis::layer_starts), the operations before the first layer with the first stage
+  /// and those after the last with the last (planning published runs only; Megatron's default
+  /// split, megatron/core/transformer/transformer_block.py get_num_layers_to_build: the layers
+  /// over pp, then over the virtual stages). Plans whose stages do not divide the layers are
+  /// no candidates; evaluating one is an error that says so.
+  bool even_layers = false;
   /// Chunks per pipeline rank to consider (interleaved 1F1B where > 1: 1F1B plans whose
   /// micro-batches come in whole groups of pp, at most one stage per layer).
   std::vector<int> virtual_stages = {1, 2, 4};
@@ -119,6 +126,9 @@ result<planned> evaluate_plan(const model_analysis& a, const parallel_plan& p, c
 /// The planner's stage cuts for `p` (forward nodes where stages 1.. begin; empty for pp = 1),
 /// as evaluate_plan chooses them: the only stage cutter in the code.
 result<std::vector<std::size_t>> stage_cuts(const model_analysis& a, const parallel_plan& p, const search_options& o);
+/// The cuts of search_options::even_layers: `stages` stages of equally many layers, or an error
+/// naming the layers and the stages when they do not divide.
+result<std::vector<std::size_t>> even_layer_cuts(const model_analysis& a, int stages);
 /// The heterogeneous pipeline's constraint on given cuts (search_options::lookups_first), or
 /// an error naming the first forward node a cut may be at.
 status lookups_in_first_stage(const model_analysis& a, const std::vector<std::size_t>& cuts);

@@ -54,6 +54,10 @@ void plan_options::add_to(option_set& opts) {
       .add("plan.assume-f32-loss", assume_f32_loss,
            "plan for a runtime that computes the loss in f32, as separate passes over each tp rank's share of the "
            "vocabulary, as Megatron's vocab-parallel cross-entropy (cluster files only)")
+      .add("plan.assume-even-layers", assume_even_layers,
+           "plan for a runtime that gives every pipeline stage the same number of layers, the embedding with the "
+           "first and the output layer with the last, as Megatron does by default (cluster files only; interleaved "
+           "plans of 1 to 8 chunks whose stages divide the layers)")
       .add("plan.always-recompute", always_recompute,
            "consider only plans that recompute activations, as a published run did (cluster files only)")
       .add("cluster.file", cluster_file, "plan for this cluster (Paddle's or cohort's JSON, docs/cluster.md)")
@@ -87,6 +91,10 @@ status plan_options::finish(const option_set& opts) {
     for (const char* key : {"plan.dp", "plan.tp", "plan.pp", "plan.micro-batches", "plan.schedule", "plan.shard-params",
                             "plan.cuts", "plan.virtual-stages"})
       if (opts.was_set(key)) mode = planner::plan_mode::manual;
+  if (mode == planner::plan_mode::automatic && !cuts.empty())
+    return make_error(errc::invalid_argument,
+                      "--plan.cuts: the auto planner cuts every plan it considers itself; give the cuts with "
+                      "--plan.mode=manual (or in a --plan.file)");
   change_targets = split_commas(change_to);
   if (change_targets.size() != change_at.size())
     return make_error(errc::invalid_argument,
@@ -212,12 +220,12 @@ result<training_result> train(const training_job& job, const plan_options& plan,
   if (!plan.schedule.empty())
     if (auto s = planner::parse_schedule(plan.schedule); !s) return s.error();
   if ((plan.recompute || plan.always_recompute || plan.half_precision || !plan.assume_overlap.empty() ||
-       plan.assume_sequence_parallel || plan.assume_f32_gradients || plan.assume_f32_loss) &&
+       plan.assume_sequence_parallel || plan.assume_f32_gradients || plan.assume_f32_loss || plan.assume_even_layers) &&
       plan.cluster_file.empty())
     return make_error(errc::invalid_argument,
                       "--plan.recompute, --plan.always-recompute, --plan.assume-overlap, "
-                      "--plan.assume-sequence-parallel, --plan.assume-f32-gradients, --plan.assume-f32-loss and "
-                      "--plan.half-precision plan "
+                      "--plan.assume-sequence-parallel, --plan.assume-f32-gradients, --plan.assume-f32-loss, "
+                      "--plan.assume-even-layers and --plan.half-precision plan "
                       "for a --cluster.file; "
                       "the runtime here trains in f32 without recomputation");
   if (plan.max_micro_batches < 1 || plan.ranks < 0)

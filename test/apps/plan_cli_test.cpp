@@ -112,6 +112,10 @@ TEST_CASE("interleaved 1F1B from the command line: trained, saved, predicted per
   r = run(GPT_BINARY, small_gpt + "--plan.virtual-stages=2");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("need pp >= 2") != std::string::npos);
+  // the auto planner cuts every plan itself: given cuts there would be ignored
+  r = run(GPT_BINARY, small_gpt + "--plan.mode=auto --plan.cuts=4");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--plan.cuts: the auto planner cuts every plan it considers itself") != std::string::npos);
   r = run(GPT_BINARY, small_gpt + "--plan.virtual-stages=-1");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--plan.virtual-stages must be 0") != std::string::npos);
@@ -161,8 +165,9 @@ TEST_CASE("a cluster is priced with its device profile, and the planning options
   auto bad = run(GPT_BINARY, gpt3 + "--plan.assume-overlap=pp");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--plan.assume-overlap: expected none, tp, dp or tp,dp, got 'pp'") != std::string::npos);
-  for (const char* other_runtime : {"--plan.assume-overlap=tp", "--plan.assume-sequence-parallel=true",
-                                    "--plan.assume-f32-gradients=true", "--plan.assume-f32-loss=true"}) {
+  for (const char* other_runtime :
+       {"--plan.assume-overlap=tp", "--plan.assume-sequence-parallel=true", "--plan.assume-f32-gradients=true",
+        "--plan.assume-f32-loss=true", "--plan.assume-even-layers=true"}) {
     auto here = run(GPT_BINARY, small_gpt + other_runtime);
     CHECK_MESSAGE(here.exit_code == 2, other_runtime);
     CHECK_MESSAGE(here.err.find("plan for a --cluster.file") != std::string::npos, other_runtime);

@@ -308,3 +308,52 @@ TEST_CASE("the loss in f32 passes: bytes per logit forward and backward, the sof
   // the f32 softmax (4 bytes a logit) kept in place of the 2-byte logits
   CHECK(f32.peak_memory_bytes - plain.peak_memory_bytes == doctest::Approx(2 * logits).epsilon(1e-9));
 }
+
+TEST_CASE("even layers cut a gpt as Megatron does: its blocks over the stages, the embedding first and the head last") {
+  // a head of 4096 logits costs several blocks of d 64: the balanced cutter gives its stage fewer
+  auto a = analyzed(
+      [](graph& g, std::int64_t rows) {
+        return apps::build_gpt(g, {.layers = 6, .d = 64, .heads = 4, .seq = 32, .vocab = 4096}, rows).loss;
+      },
+      2);
+  const graph& g = *a->g;
+  REQUIRE(a->layer_starts.size() == 6);
+  CHECK(a->layer_starts.front() > 0);  // the embedding comes before the first block
+  const std::size_t per_block = a->layer_starts[1] - a->layer_starts[0];
+  for (std::size_t k = 0; k < 6; ++k) {
+    CHECK(g.nodes()[a->layer_starts[k]].scope.rfind("block" + std::to_string(k), 0) == 0);
+    if (k + 1 < 6) CHECK(a->layer_starts[k + 1] - a->layer_starts[k] == per_block);
+  }
+  auto three = even_layer_cuts(*a, 3);
+  REQUIRE(three);
+  CHECK(*three == std::vector<std::size_t>{a->layer_starts[2], a->layer_starts[4]});
+  auto four = even_layer_cuts(*a, 4);
+  REQUIRE_FALSE(four);
+  CHECK(four.error().message == "6 layers do not split evenly into 4 pipeline stages");
+
+  search_options o = on_devices(3, 6);
+  o.even_layers = true;
+  auto pp3 = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3}, o);
+  REQUIRE(pp3);
+  CHECK(pp3->cuts == *three);
+  // interleaved over two chunks per rank: six stages of one block each
+  auto v2 = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3, .virtual_stages = 2}, o);
+  REQUIRE(v2);
+  CHECK(v2->cuts == std::vector<std::size_t>(a->layer_starts.begin() + 1, a->layer_starts.end()));
+  o.topo.devices = o.topo.devices_per_machine = 4;
+  auto pp4 = evaluate_plan(*a, parallel_plan{.pp = 4, .micro_batches = 4}, o);
+  REQUIRE_FALSE(pp4);
+  CHECK(pp4.error().message == "6 layers do not split evenly into 4 pipeline stages");
+  // and no candidate of the search: every pp 4 plan is left out, pp 3 and 2 stay
+  auto ranked = rank_plans(*a, o);
+  REQUIRE(ranked);
+  CHECK(std::none_of(ranked->begin(), ranked->end(), [](const planned& p) { return p.plan.stages() == 4; }));
+  CHECK(std::any_of(ranked->begin(), ranked->end(), [](const planned& p) { return p.plan.stages() == 2; }));
+
+  // cohort's own cutter balances the stages' times: the head's stage starts later
+  o.topo.devices = o.topo.devices_per_machine = 3;
+  o.even_layers = false;
+  auto balanced = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3}, o);
+  REQUIRE(balanced);
+  CHECK(balanced->cuts.back() > three->back());
+}
