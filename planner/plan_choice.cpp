@@ -325,7 +325,11 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
           errc::invalid_argument,
           "no plan for " + std::to_string(search.topo.devices) + " devices and batch " + std::to_string(search.batch) +
               (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
-              "; every degree must divide the devices, and the batch needs a row for each of dp x micro-batches");
+              "; every degree must divide the devices, and the batch needs a row for each of dp x micro-batches" +
+              (search.even_layers
+                   ? " (and with --plan.assume-even-layers, pp x virtual stages must divide the model's " +
+                         std::to_string(s.analysis->layer_starts.size()) + " layers)"
+                   : std::string()));
     if (!allowed.front().fits) {
       std::string advice = what_would_fit(*s.analysis, search);
       return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);

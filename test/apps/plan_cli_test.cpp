@@ -172,6 +172,18 @@ TEST_CASE("a cluster is priced with its device profile, and the planning options
     CHECK_MESSAGE(here.exit_code == 2, other_runtime);
     CHECK_MESSAGE(here.err.find("plan for a --cluster.file") != std::string::npos, other_runtime);
   }
+  // Megatron's split: the blocks evenly over the stages; a pp that does not divide them is no plan
+  const std::string megatron_split =
+      "--model.d=64 --model.heads=2 --model.seq=32 --train.batch=8 --plan.only=true "
+      "--plan.half-precision=true --plan.assume-even-layers=true --plan.mode=auto "
+      "--plan.pp=2 --cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_paddle_2x8.json ";
+  auto even = run(GPT_BINARY, megatron_split + "--model.layers=2");
+  REQUIRE_MESSAGE(even.exit_code == 0, even.err);
+  CHECK(even.summary["plan"]["cuts"].size() == 1);
+  auto uneven = run(GPT_BINARY, megatron_split + "--model.layers=3");
+  CHECK(uneven.exit_code == 2);
+  CHECK_MESSAGE(uneven.err.find("pp x virtual stages must divide the model's 3 layers") != std::string::npos,
+                uneven.err);
   // a runtime whose tp ranks split the layer norms, residuals and the loss by sequence (less to
   // do and to keep: the planner's tp 8 plan gains)
   auto sequence = run(GPT_BINARY, gpt3 +
