@@ -152,10 +152,12 @@ void local_rows::pack(const std::vector<table_span>& tables, float* out, delta_e
 }
 
 status local_rows::merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks,
-                         delta_encoding e) {
+                         delta_encoding e, std::int64_t step) {
   for (std::size_t b = 0; b < blocks.size(); ++b)
     if (auto st = check_block(tables, blocks[b], b, e); !st) return st;
   std::vector<std::int64_t> at(blocks.size(), 1 + static_cast<std::int64_t>(tables.size()));
+  last_merge_.assign(tables.size(), {});
+  last_merge_step_ = step;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const table_span& table = tables[t];
     const kept_rows& k = tables_.at(t);
@@ -166,6 +168,7 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
     std::unordered_map<std::int32_t, std::int64_t> slot;  // row -> its sum in `sum`
     std::vector<std::int32_t> order;
     std::vector<float> sum;
+    std::vector<float>& before = last_merge_[t].before;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       const std::int64_t count = int_at(blocks[b].data + 1 + t);
       const float* rows = blocks[b].data + at[b];
@@ -182,12 +185,15 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
                         static_cast<std::size_t>(dim) * sizeof(float));
           else
             table.read(r, sum.data() + sum.size() - dim);
+          // the row as the replicas agreed before this merge (its base where kept, else as it is)
+          before.insert(before.end(), sum.end() - dim, sum.end());
         }
         float* s = sum.data() + it->second * dim;
         for (std::int64_t j = 0; j < dim; ++j) s[j] += delta_at(deltas, i * dim + j, e);
       }
       at[b] += count + delta_floats(count * dim, e);
     }
+    last_merge_[t].rows = order;
     for (std::size_t i = 0; i < order.size(); ++i)
       table.write(order[i], sum.data() + static_cast<std::int64_t>(i) * dim);
   }
@@ -195,12 +201,21 @@ status local_rows::merge(const std::vector<table_span>& tables, const std::vecto
   return {};
 }
 
-void local_rows::restore_bases(const std::vector<table_span>& tables) const {
+void local_rows::restore_agreed(const std::vector<table_span>& tables, std::int64_t committed) const {
   for (std::size_t t = 0; t < tables.size() && t < tables_.size(); ++t) {
     const auto& k = tables_[t];
     const auto width = static_cast<std::size_t>(tables[t].width());
     for (std::size_t i = 0; i < k.rows.size(); ++i)
       if (tables[t].holds(k.rows[i])) tables[t].write(k.rows[i], k.base.data() + i * width);
+  }
+  if (last_merge_step_ < 0 || last_merge_step_ <= committed) return;  // its step committed: agreed
+  // after the kept rows: a row kept since the merge has the merged value as its base
+  for (std::size_t t = 0; t < tables.size() && t < last_merge_.size(); ++t) {
+    const auto& m = last_merge_[t];
+    const auto width = static_cast<std::size_t>(tables[t].width());
+    if (m.before.size() != m.rows.size() * width) continue;  // (the table's layout changed since)
+    for (std::size_t i = 0; i < m.rows.size(); ++i)
+      if (tables[t].holds(m.rows[i])) tables[t].write(m.rows[i], m.before.data() + i * width);
   }
 }
 

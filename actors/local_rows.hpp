@@ -71,14 +71,19 @@ class local_rows {
   void pack(const std::vector<table_span>& tables, float* out, delta_encoding e = delta_encoding::f32) const;
   /// Every replica's block (in replica order, this one's among them; they come from the
   /// network and are validated first: nothing changes unless all are well-formed): each row
-  /// named anywhere becomes its base plus the deltas, added in block order. Forgets the kept rows.
+  /// named anywhere becomes its base plus the deltas, added in block order. Forgets the kept rows,
+  /// and remembers what the merged rows were before it, as the exchange before step `step` (until
+  /// the next merge): a recovery that redoes that step undoes it (restore_agreed).
   status merge(const std::vector<table_span>& tables, const std::vector<packed_block>& blocks,
-               delta_encoding e = delta_encoding::f32);
+               delta_encoding e = delta_encoding::f32, std::int64_t step = -1);
   /// Forgets the kept rows (their updates stay; a plan whose replicas agree again).
   void clear();
-  /// Writes every kept row's base (values and state) into `tables` — copies of the tables this
-  /// record was kept for: the copy goes back to what the replicas last agreed on.
-  void restore_bases(const std::vector<table_span>& tables) const;
+  /// Writes into `tables` — copies of the tables this record was kept for — what the replicas
+  /// last agreed on with `committed` the last step committed: every kept row at its base, and
+  /// where the last merge was the exchange of a step not committed (a failure in that step may
+  /// have stopped the exchange on some replicas and not on others), every row it merged as it
+  /// was before it. Every replica then holds the same tables, whichever had merged.
+  void restore_agreed(const std::vector<table_span>& tables, std::int64_t committed) const;
 
  private:
   struct kept_rows {
@@ -89,6 +94,12 @@ class local_rows {
     bool has(std::int64_t at) const { return (seen[static_cast<std::size_t>(at >> 6)] >> (at & 63)) & 1; }
   };
   std::vector<kept_rows> tables_;
+  struct merged_rows {  // one table's rows the last merge changed, and their records before it
+    std::vector<std::int32_t> rows;
+    std::vector<float> before;  // rows.size() x width
+  };
+  std::vector<merged_rows> last_merge_;
+  std::int64_t last_merge_step_ = -1;  // the step whose exchange it was (-1: none)
 };
 
 }  // namespace cohort::actors

@@ -95,7 +95,7 @@ result<piece_state> parameter_piece::export_state(std::int64_t committed) {
   if (auto st = apply_locked(committed, true); !st) return st.error();
   if (!shard_ && !initial_) return make_error(errc::invalid_argument, "parameters: nothing attached");
   auto out = copy_locked();
-  if (shard_) shard_->restore_agreed_rows(out.values, out.slots);  // geo: the rows as the replicas last agreed
+  if (shard_) shard_->restore_agreed_rows(out.values, out.slots, committed);  // geo: as the replicas last agreed
   return out;
 }
 

@@ -124,8 +124,8 @@ local_rows& param_shard::local(const std::vector<sparse_table_grad>& tables) {
   return local_;
 }
 
-void param_shard::restore_agreed_rows(tensor& values, std::vector<tensor>& slots) const {
-  if (local_.empty() || values.numel() != piece_.numel()) return;
+void param_shard::restore_agreed_rows(tensor& values, std::vector<tensor>& slots, std::int64_t committed) const {
+  if (local_.tables() == 0 || values.numel() != piece_.numel()) return;  // (empty: the last merge may undo)
   const bool with_state = std::holds_alternative<adagrad_config>(cfg_) && !slots.empty();
   std::vector<table_span> spans;
   for (const auto& t : local_tables_) {
@@ -133,7 +133,7 @@ void param_shard::restore_agreed_rows(tensor& values, std::vector<tensor>& slots
     spans.push_back({values.data<float>() + t.offset, t.rows, t.dim, t.first_row,
                      with_state ? slots[0].data<float>() + t.offset : nullptr});
   }
-  local_.restore_bases(spans);
+  local_.restore_agreed(spans, committed);
 }
 
 result<table_span> param_shard::span_of(const sparse_table_grad& t) {

@@ -93,8 +93,10 @@ class param_shard {
   /// whole tables, never a sharded plan's pieces).
   result<table_span> span_of(const sparse_table_grad& t);
   /// Geo mode: `values` and `slots`, a copy of this piece and its optimizer state, get the
-  /// rows kept since the last exchange back as they were then (the replicas' agreed tables).
-  void restore_agreed_rows(tensor& values, std::vector<tensor>& slots) const;
+  /// rows kept since the last exchange back as they were then, and the last exchange's rows as
+  /// they were before it where its step is later than `committed` (local_rows::restore_agreed):
+  /// the replicas' agreed tables.
+  void restore_agreed_rows(tensor& values, std::vector<tensor>& slots, std::int64_t committed) const;
 
  private:
   status check_sparse(const piece_gradient& grad, bool with_dense) const;

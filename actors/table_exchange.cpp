@@ -2,7 +2,9 @@
 #include "actors/table_exchange.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "planner/rank_layout.hpp"
 
@@ -55,7 +57,10 @@ bool table_exchange::exchanges_before(std::int64_t step) const {
 }
 
 std::int64_t table_exchange::agreed_through(std::int64_t done) const {
-  for (std::int64_t d = done; d > 0; --d)
+  if (done > 0 && gathers(done - 1)) return done;  // the last step done gathered as sync
+  // an exchange before step d agreed once step d committed: not the one before step `done`,
+  // the step a recovery redoes (a failure in it may have stopped the exchange halfway)
+  for (std::int64_t d = done - 1; d > 0; --d)
     if (d % std::max<std::int64_t>(geo_steps, 1) == 0 || gathers(d - 1)) return d;
   return 0;
 }
@@ -92,7 +97,8 @@ status replicas_agree(const planner::parallel_plan& plan, const std::vector<tens
 
 result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
                                          transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
-                                         std::chrono::milliseconds timeout, delta_encoding encoding) {
+                                         std::chrono::milliseconds timeout, delta_encoding encoding,
+                                         bool exit_halfway) {
   tensor mine;
   if (auto st = piece.with_local_rows(tables,
                                       [&](local_rows& kept, const std::vector<table_span>& spans) {
@@ -103,6 +109,15 @@ result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vect
     return st.error();
   transport::collective_options o{.tag = (geo_tag_space << 40) | (step & ((std::uint64_t{1} << 40) - 1)),
                                   .timeout = timeout};
+  if (exit_halfway) {  // the test hook: the ring's first hand-over, then gone as a SIGKILL leaves
+    const auto me = std::find(group.begin(), group.end(), ch.rank());
+    if (me != group.end() && group.size() > 1) {
+      const auto at = static_cast<std::size_t>(me - group.begin());
+      (void)ch.send(group[(at + 1) % group.size()], o.tag, mine.contiguous(true), timeout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the block on its way before the end
+    std::raise(SIGKILL);
+  }
   auto every = transport::all_gather_pieces(ch, group, mine, o);
   if (!every) return every.error();
   std::vector<packed_block> blocks;
@@ -114,7 +129,7 @@ result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vect
   status merged;
   if (auto st = piece.with_local_rows(tables,
                                       [&](local_rows& kept, const std::vector<table_span>& spans) {
-                                        merged = kept.merge(spans, blocks, encoding);
+                                        merged = kept.merge(spans, blocks, encoding, static_cast<std::int64_t>(step));
                                       });
       !st)
     return st.error();

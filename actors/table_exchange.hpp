@@ -52,6 +52,12 @@ struct table_exchange {
   std::int64_t steps = 0;
   std::vector<std::int64_t> change_at;
   std::int64_t checkpoint_every = 0;
+  /// Test hook (--fault.geo-exit-step, --fault.geo-exit-rank): the worker of this rank, in the
+  /// exchange before this step, hands its block to the next replica of the ring alone and
+  /// kills its process — an exchange that stops halfway: some replicas merge, others do not
+  /// (the first attempt only: not the step the recovery redoes).
+  std::int64_t exit_step = -1;
+  int exit_rank = -1;
 
   bool geo() const { return mode == exchange_mode::geo; }
   bool hetero() const { return mode == exchange_mode::hetero; }
@@ -61,8 +67,10 @@ struct table_exchange {
   bool exchanges_before(std::int64_t step) const;
   /// Step `step` gathers its sparse entries as sync does (the replicas agree after it).
   bool gathers(std::int64_t step) const;
-  /// Geo mode: the steps done when the replicas' tables last agreed, `done` steps into the run
-  /// (an exchange before the next step, or a step gathered as sync; 0: the start).
+  /// Geo mode: the steps done when the replicas' tables last agreed, as a recovery `done` steps
+  /// into the run sees them (an exchange before a step that committed, or a step gathered as
+  /// sync; 0: the start). The exchange before step `done`, the step the recovery redoes, does
+  /// not count: it may have stopped halfway, and every replica undoes it.
   std::int64_t agreed_through(std::int64_t done) const;
   /// What a recovery after `done` steps does to the tables (recovery_record::tables): async
   /// applies every waiting entry now (the replicas' copies are read whole), geo goes back to
@@ -83,7 +91,7 @@ status replicas_agree(const planner::parallel_plan& plan, const std::vector<tens
 result<std::int64_t> exchange_local_rows(parameter_piece& piece, const std::vector<sparse_table_grad>& tables,
                                          transport::channel& ch, const std::vector<int>& group, std::uint64_t step,
                                          std::chrono::milliseconds timeout,
-                                         delta_encoding encoding = delta_encoding::f32);
+                                         delta_encoding encoding = delta_encoding::f32, bool exit_halfway = false);
 /// "f32" or "bf16"; an error naming --exec.geo-deltas otherwise.
 result<delta_encoding> parse_delta_encoding(const std::string& text);
 

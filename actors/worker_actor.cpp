@@ -87,9 +87,10 @@ step_outcome worker_actor::run_step(std::int64_t step, std::int64_t committed) {
   double geo_s = 0;
   if (geo && s.exchange.exchanges_before(step)) {
     const auto start = std::chrono::steady_clock::now();
-    auto bytes = exchange_local_rows(*piece_, sparse_table_grads(*worker_, 0), *worker_->comm().channel,
-                                     worker_->comm().groups.at("dp"), static_cast<std::uint64_t>(step), s.timeout,
-                                     s.exchange.geo_deltas);
+    auto bytes = exchange_local_rows(
+        *piece_, sparse_table_grads(*worker_, 0), *worker_->comm().channel, worker_->comm().groups.at("dp"),
+        static_cast<std::uint64_t>(step), s.timeout, s.exchange.geo_deltas,
+        s.exchange.exit_step == step && s.exchange.exit_rank == s.rank && generation_ == 0);  // (once)
     if (!bytes) {
       out.failure = "geo exchange before step " + std::to_string(step) + ": " + bytes.error().message;
       out.code = bytes.error().code;

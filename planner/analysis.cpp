@@ -6,7 +6,7 @@ namespace {
 
 // The longest run of consecutive top-level scopes whose forward operations are the same kinds
 // in the same order, as the forward nodes where each begins: a gpt's blocks, without the
-// embedding before them or the head after. Without such a run (no scope repeats), every scope.
+// embedding before them or the head after. Empty where no scope repeats: no layers to count.
 std::vector<std::size_t> repeated_layers(const graph& x, const std::vector<std::size_t>& boundaries,
                                          std::size_t forward) {
   std::vector<std::size_t> starts{0};
@@ -25,7 +25,7 @@ std::vector<std::size_t> repeated_layers(const graph& x, const std::vector<std::
     if (j - k > best_length) best_begin = k, best_length = j - k;
     k = j;
   }
-  if (best_length < 2) return starts;
+  if (best_length < 2) return {};
   return {starts.begin() + static_cast<std::ptrdiff_t>(best_begin),
           starts.begin() + static_cast<std::ptrdiff_t>(best_begin + best_length)};
 }

@@ -47,7 +47,7 @@ struct model_analysis {
   std::vector<std::size_t> boundaries;
   /// Where the model's repeated layers begin: the longest run of consecutive top-level scopes
   /// with the same operations (a gpt's blocks; the embedding before them and the head after
-  /// belong to none); every scope's start where none repeats.
+  /// belong to none); empty where no scope repeats.
   std::vector<std::size_t> layer_starts;
   /// One past the last forward node that looks up an embedding table (embedding_bag); 0: the
   /// model looks nothing up. The heterogeneous pipeline keeps forward nodes [0, lookups_end)

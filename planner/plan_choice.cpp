@@ -54,6 +54,16 @@ result<device_profile> profile_for_devices(const cluster& c, const plan_request&
   return default_device_profile("");
 }
 
+// Why --plan.assume-even-layers may leave no plan: what the error adds.
+std::string even_layers_note(const search_options& o, const model_analysis& a) {
+  if (!o.even_layers) return "";
+  if (a.layer_starts.empty())
+    return " (and --plan.assume-even-layers needs repeated layers: the model has no consecutive top-level scopes "
+           "alike)";
+  return " (and with --plan.assume-even-layers, pp x virtual stages must divide the model's " +
+         std::to_string(a.layer_starts.size()) + " layers)";
+}
+
 }  // namespace
 
 const char* to_string(plan_mode m) {
@@ -120,7 +130,8 @@ result<planning_setup> prepare_planning(const std::function<var(graph&, std::int
     s.search.f32_loss = opts.assume_f32_loss;
     s.search.even_layers = opts.assume_even_layers;
     // Megatron interleaves any number of chunks that divides a rank's layers
-    if (opts.assume_even_layers && opts.virtual_stages <= 0) s.search.virtual_stages = {1, 2, 3, 4, 5, 6, 7, 8};
+    if (opts.assume_even_layers && opts.virtual_stages <= 0 && !opts.sparse_tables)
+      s.search.virtual_stages = {1, 2, 3, 4, 5, 6, 7, 8};
     s.cluster = std::move(*c);
   } else {
     int ranks = opts.ranks > 0 ? static_cast<int>(opts.ranks) : detect_cores();
@@ -326,10 +337,7 @@ result<plan_choice> choose(const planning_setup& s, const plan_request& o, searc
           "no plan for " + std::to_string(search.topo.devices) + " devices and batch " + std::to_string(search.batch) +
               (constraints_text(o).empty() ? "" : " with " + constraints_text(o)) +
               "; every degree must divide the devices, and the batch needs a row for each of dp x micro-batches" +
-              (search.even_layers
-                   ? " (and with --plan.assume-even-layers, pp x virtual stages must divide the model's " +
-                         std::to_string(s.analysis->layer_starts.size()) + " layers)"
-                   : std::string()));
+              even_layers_note(search, *s.analysis));
     if (!allowed.front().fits) {
       std::string advice = what_would_fit(*s.analysis, search);
       return make_error(errc::invalid_argument, "no plan fits in memory (" + allowed.front().rejected + ")\n" + advice);

@@ -197,6 +197,8 @@ result<planned> evaluate(const model_analysis& a, const parallel_plan& p, const 
     return make_error(errc::invalid_argument, "no host CPUs or no first layer to put on them");
   if (on_host && p.virtual_stages > 1)
     return make_error(errc::unsupported, "the embedding on the host is not modelled with virtual stages");
+  if (on_host && o.even_layers)  // Megatron's split keeps the embedding in the first stage
+    return make_error(errc::unsupported, "the embedding on the host is not Megatron's even split");
   // forward nodes [0, head) run on the host
   const std::size_t head = on_host ? a.boundaries.front() : 0;
   if (auto st = validate(p, o.batch); !st) return st.error();
@@ -497,7 +499,10 @@ status lookups_in_first_stage(const model_analysis& a, const std::vector<std::si
 result<std::vector<std::size_t>> even_layer_cuts(const model_analysis& a, int stages) {
   const std::size_t layers = a.layer_starts.size();
   const auto n = static_cast<std::size_t>(std::max(1, stages));
-  if (layers == 0 || layers % n != 0)
+  if (layers == 0)
+    return make_error(errc::invalid_argument,
+                      "the model has no repeated layers (consecutive top-level scopes alike) to split evenly");
+  if (layers % n != 0)
     return make_error(errc::invalid_argument, std::to_string(layers) + " layers do not split evenly into " +
                                                   std::to_string(n) + " pipeline stages");
   std::vector<std::size_t> cuts;
@@ -555,7 +560,8 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
                               .shard_params = shard == 1,
                               .virtual_stages = v};
               for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
-                for (int host = 0; host < (o.topo.host && !a.boundaries.empty() && v == 1 ? 2 : 1); ++host) {
+                for (int host = 0; host < (o.topo.host && !a.boundaries.empty() && v == 1 && !o.even_layers ? 2 : 1);
+                     ++host) {
                   auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
                   if (!r) break;  // e.g. more stages than the model has layers
                   if (pp == 1 && m == 1 && rc == 0 && r->fits) whole_batch_fits = true;

@@ -78,7 +78,11 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
         .add("exec.geo-steps", geo_steps_, "geo: steps between the replicas' exchanges (K)")
         .add("exec.geo-deltas", geo_deltas_,
              "geo: how the rows' deltas travel: f32, or bf16 (half the bytes, each delta rounded; the replicas "
-             "still agree)");
+             "still agree)")
+        .add("fault.geo-exit-step", geo_exit_step_,
+             "test hook: in geo's exchange before this step the worker of --fault.geo-exit-rank hands its block to "
+             "the next replica alone and kills its process (an exchange stopped halfway; -1: off)")
+        .add("fault.geo-exit-rank", geo_exit_rank_, "test hook: ... that worker rank (-1: off)");
   plan_.add_to(options_);
   auto parsed = options_.parse(argc, argv);
   if (!parsed) return fail(name_, parsed.error().message, 2);
@@ -128,6 +132,8 @@ int app::run(int argc, char** argv, const std::function<result<job>(const app&)>
   exchange_.geo_steps = geo_steps_;
   exchange_.staleness = staleness_;
   exchange_.geo_deltas = *encoding;
+  exchange_.exit_step = geo_exit_step_;
+  exchange_.exit_rank = static_cast<int>(geo_exit_rank_);
   if (j->evaluate_only && plan_.checkpoint.init_from.empty())
     return fail(name_, "nothing to evaluate: give the trained model with --init.from=FILE_OR_CHECKPOINT", 2);
   if (evaluate_only || j->evaluate_only) return evaluate_job(*j);

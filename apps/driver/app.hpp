@@ -108,6 +108,8 @@ class app {
   std::string exec_mode_ = "sync";        // --exec.mode
   std::int64_t geo_steps_ = 10;           // --exec.geo-steps
   std::int64_t staleness_ = 4;            // --exec.staleness
+  std::int64_t geo_exit_step_ = -1;       // --fault.geo-exit-step (test hook)
+  std::int64_t geo_exit_rank_ = -1;       // --fault.geo-exit-rank (test hook)
   std::string geo_deltas_ = "f32";        // --exec.geo-deltas
   actors::table_exchange exchange_;       // parsed from both
   plan_options plan_;

@@ -274,11 +274,18 @@ TEST_CASE("a recovery's note on the tables: async applies the waiting entries, g
   CHECK(geo.agreed_through(13) == 12);  // the checkpoint after step 12 gathered
   CHECK(geo.agreed_through(11) == 8);
   CHECK(geo.agreed_through(7) == 0);
-  CHECK(geo.agreed_through(16) == 16);
+  // the exchange before step 16 belongs to the step a recovery redoes: undone everywhere
+  CHECK(geo.agreed_through(16) == 12);
+  CHECK(geo.agreed_through(17) == 16);
+  CHECK(geo.agreed_through(24) == 24);  // step 23 gathered as sync (the checkpoint after step 24)
   CHECK(geo.recovery_note(11) ==
         "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps 9-11 "
         "dropped");
-  CHECK(geo.recovery_note(16) == "geo: the tables as the replicas agreed after step 16");
+  CHECK(
+      geo.recovery_note(16) ==
+      "geo: the tables as the replicas last agreed (after step 12): every replica's own sparse updates of steps 13-16 "
+      "dropped");
+  CHECK(geo.recovery_note(24) == "geo: the tables as the replicas agreed after step 24");
   table_exchange async;
   async.mode = exchange_mode::async;
   async.staleness = 3;
@@ -287,4 +294,60 @@ TEST_CASE("a recovery's note on the tables: async applies the waiting entries, g
   CHECK(table_exchange{}.recovery_note(5).empty());  // sync: nothing beyond the step redone
   async.staleness = 0;
   CHECK(async.recovery_note(5).empty());  // staleness 0 is sync
+}
+
+TEST_CASE("a recovery after an exchange that stopped halfway: every replica back before it whichever merged") {
+  // two replicas train rows of their own for two committed steps; the exchange before step 2
+  // merges on replica 0 and fails on replica 1 (the process it waited for died): the copies a
+  // recovery takes (export at the last committed step, 1) agree bit for bit, tables and state
+  const tensor initial = cohort::test::random_tensor({flat}, 31);
+  const std::vector<std::vector<piece_gradient>> steps = {{local_step({1, 2}, 1), local_step({2, 4}, 2)},
+                                                          {local_step({2, 5}, 3), local_step({0}, 4)}};
+  const std::vector<sparse_table_grad> tables{the_table(0)};
+  for (const optimizer_config cfg :
+       {optimizer_config{sgd_config{.lr = lr}}, optimizer_config{adagrad_config{.lr = lr}}}) {
+    std::vector<tensor> storage;
+    std::vector<std::unique_ptr<parameter_piece>> pieces;
+    std::vector<std::vector<float>> blocks(2);
+    for (int r = 0; r < 2; ++r) {
+      storage.push_back(initial.clone());
+      pieces.push_back(std::make_unique<parameter_piece>(cfg));
+      REQUIRE(pieces[r]->attach(storage[r]).ok());
+      for (std::int64_t s = 0; s < 2; ++s) {
+        REQUIRE(pieces[r]->submit(0, s, steps[r][s]).ok());
+        REQUIRE(pieces[r]->apply_committed(s).ok());
+      }
+      REQUIRE(pieces[r]
+                  ->with_local_rows(tables,
+                                    [&](local_rows& kept, const std::vector<table_span>& spans) {
+                                      blocks[r].resize(static_cast<std::size_t>(kept.packed_size(spans)));
+                                      kept.pack(spans, blocks[r].data());
+                                    })
+                  .ok());
+    }
+    const std::vector<packed_block> both{{blocks[0].data(), static_cast<std::int64_t>(blocks[0].size())},
+                                         {blocks[1].data(), static_cast<std::int64_t>(blocks[1].size())}};
+    status merged = make_error(errc::closed, "not merged");
+    REQUIRE(pieces[0]
+                ->with_local_rows(tables,
+                                  [&](local_rows& kept, const std::vector<table_span>& spans) {
+                                    merged = kept.merge(spans, both, delta_encoding::f32, /*step=*/2);
+                                  })
+                .ok());
+    REQUIRE(merged.ok());
+    CHECK(std::memcmp(storage[0].data<float>(), storage[1].data<float>(), flat * sizeof(float)) != 0);
+    auto first = pieces[0]->export_state(1), second = pieces[1]->export_state(1);
+    REQUIRE(first.ok());
+    REQUIRE(second.ok());
+    CHECK(std::memcmp(first->values.data<float>(), second->values.data<float>(), flat * sizeof(float)) == 0);
+    for (std::int64_t i = 0; i < rows * dim; ++i)  // as the replicas last agreed: the start
+      CHECK(first->values.data<float>()[dense_before + i] == initial.data<float>()[dense_before + i]);
+    REQUIRE(first->slots.size() == second->slots.size());
+    for (std::size_t k = 0; k < first->slots.size(); ++k)
+      CHECK(std::memcmp(first->slots[k].data<float>(), second->slots[k].data<float>(), flat * sizeof(float)) == 0);
+    // once step 2 committed its exchange stands: replica 0's copy keeps the merged rows
+    auto later = pieces[0]->export_state(2);
+    REQUIRE(later.ok());
+    CHECK(std::memcmp(later->values.data<float>(), storage[0].data<float>(), flat * sizeof(float)) == 0);
+  }
 }

@@ -172,15 +172,30 @@ TEST_CASE("a cluster is priced with its device profile, and the planning options
     CHECK_MESSAGE(here.exit_code == 2, other_runtime);
     CHECK_MESSAGE(here.err.find("plan for a --cluster.file") != std::string::npos, other_runtime);
   }
-  // Megatron's split: the blocks evenly over the stages; a pp that does not divide them is no plan
+  // Megatron's split: the blocks evenly over the stages (cohort's own cutter gives the heavy
+  // head's stage fewer), any chunk count that divides a rank's blocks; a pp that does not divide
+  // them is no plan
   const std::string megatron_split =
-      "--model.d=64 --model.heads=2 --model.seq=32 --train.batch=8 --plan.only=true "
-      "--plan.half-precision=true --plan.assume-even-layers=true --plan.mode=auto "
-      "--plan.pp=2 --cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_paddle_2x8.json ";
-  auto even = run(GPT_BINARY, megatron_split + "--model.layers=2");
+      "--model.d=64 --model.heads=2 --model.seq=32 --model.vocab=4096 --train.batch=8 "
+      "--plan.only=true --plan.half-precision=true --plan.mode=auto --plan.pp=2 "
+      "--cluster.file=" COHORT_SOURCE_DIR "/configs/cluster_paddle_2x8.json ";
+  auto even =
+      run(GPT_BINARY, megatron_split + "--model.layers=6 --plan.virtual-stages=1 --plan.assume-even-layers=true");
   REQUIRE_MESSAGE(even.exit_code == 0, even.err);
+  auto balanced = run(GPT_BINARY, megatron_split + "--model.layers=6 --plan.virtual-stages=1");
+  REQUIRE_MESSAGE(balanced.exit_code == 0, balanced.err);
   CHECK(even.summary["plan"]["cuts"].size() == 1);
-  auto uneven = run(GPT_BINARY, megatron_split + "--model.layers=3");
+  CHECK(even.summary["plan"]["cuts"] != balanced.summary["plan"]["cuts"]);
+  const auto list = temp_file("even-layers-list.jsonl", "");
+  auto listing =
+      run(GPT_BINARY, megatron_split + "--model.layers=6 --plan.assume-even-layers=true --plan.list=" + list.string());
+  REQUIRE_MESSAGE(listing.exit_code == 0, listing.err);
+  bool three_chunks = false;
+  std::ifstream listed(list);
+  for (std::string line; std::getline(listed, line);)
+    three_chunks = three_chunks || nlohmann::json::parse(line)["virtual_stages"] == 3;
+  CHECK(three_chunks);
+  auto uneven = run(GPT_BINARY, megatron_split + "--model.layers=3 --plan.assume-even-layers=true");
   CHECK(uneven.exit_code == 2);
   CHECK_MESSAGE(uneven.err.find("pp x virtual stages must divide the model's 3 layers") != std::string::npos,
                 uneven.err);

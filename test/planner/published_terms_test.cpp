@@ -309,7 +309,8 @@ TEST_CASE("the loss in f32 passes: bytes per logit forward and backward, the sof
   CHECK(f32.peak_memory_bytes - plain.peak_memory_bytes == doctest::Approx(2 * logits).epsilon(1e-9));
 }
 
-TEST_CASE("even layers cut a gpt as Megatron does: its blocks over the stages, the embedding first and the head last") {
+TEST_CASE(
+    "even layers cut a gpt as Megatron does: its blocks over the stages with the embedding first and the head last") {
   // a head of 4096 logits costs several blocks of d 64: the balanced cutter gives its stage fewer
   auto a = analyzed(
       [](graph& g, std::int64_t rows) {
@@ -336,10 +337,15 @@ TEST_CASE("even layers cut a gpt as Megatron does: its blocks over the stages, t
   auto pp3 = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3}, o);
   REQUIRE(pp3);
   CHECK(pp3->cuts == *three);
-  // interleaved over two chunks per rank: six stages of one block each
+  // interleaved over two chunks per rank (and three chunks on two ranks): six stages of one block each
+  const std::vector<std::size_t> every_block(a->layer_starts.begin() + 1, a->layer_starts.end());
   auto v2 = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3, .virtual_stages = 2}, o);
   REQUIRE(v2);
-  CHECK(v2->cuts == std::vector<std::size_t>(a->layer_starts.begin() + 1, a->layer_starts.end()));
+  CHECK(v2->cuts == every_block);
+  o.topo.devices = o.topo.devices_per_machine = 2;
+  auto v3 = evaluate_plan(*a, parallel_plan{.pp = 2, .micro_batches = 2, .virtual_stages = 3}, o);
+  REQUIRE(v3);
+  CHECK(v3->cuts == every_block);
   o.topo.devices = o.topo.devices_per_machine = 4;
   auto pp4 = evaluate_plan(*a, parallel_plan{.pp = 4, .micro_batches = 4}, o);
   REQUIRE_FALSE(pp4);
@@ -356,4 +362,10 @@ TEST_CASE("even layers cut a gpt as Megatron does: its blocks over the stages, t
   auto balanced = evaluate_plan(*a, parallel_plan{.pp = 3, .micro_batches = 3}, o);
   REQUIRE(balanced);
   CHECK(balanced->cuts.back() > three->back());
+  // a model whose scopes do not repeat has no layers to count: no even split
+  auto mlp = analyzed(mlp_1024, 2);
+  CHECK(mlp->layer_starts.empty());
+  auto none = even_layer_cuts(*mlp, 2);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message.find("no repeated layers") != std::string::npos);
 }
