@@ -46,6 +46,33 @@ twin_runs run_twins(const std::string& job, const std::string& fault, const std:
   return t;
 }
 
+// Geo dp4 over 4 processes, an exchange every 8 steps, Adagrad: the run with `fault` loses
+// process 3, recovers from replicas with every replica back at step 8's tables (the run's end
+// checks that they agree bit for bit), its losses the fault-free run's bit for bit for the
+// first `equal_steps`, its test AUC within 0.02.
+void check_geo_recovery(const std::string& fault, const std::string& name, std::size_t equal_steps,
+                        const std::string& dropped) {
+  cohort::test::criteo_pair files;
+  const std::string job = files.args() +
+                          " --train.steps=40 --plan.mode=manual --plan.dp=4 --launch.nproc=4 --fault.recover=true "
+                          "--exec.mode=geo --exec.geo-steps=8 --train.optimizer=adagrad";
+  const auto t = run_twins(job, fault, name);
+  const auto& r = t.faulty;
+  INFO(r.err);
+  const auto& rec = r.summary["recoveries"];
+  REQUIRE(rec.size() == 1);
+  CHECK(rec[0]["lost"] == "process 3");
+  CHECK(rec[0]["source"] == "replica");
+  CHECK(rec[0]["tables"] ==
+        "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps " +
+            dropped + " dropped");
+  CHECK(std::equal(t.losses.begin(), t.losses.begin() + static_cast<std::ptrdiff_t>(equal_steps),
+                   t.clean_losses.begin()));  // bit for bit up to the loss
+  const double auc = r.summary["test_auc"].get<double>(), clean_auc = t.clean.summary["test_auc"].get<double>();
+  MESSAGE(name << ": test AUC " << auc << " after the recovery, " << clean_auc << " fault-free");
+  CHECK(std::abs(auc - clean_auc) <= 0.02);
+}
+
 }  // namespace
 
 TEST_SUITE("failure") {
@@ -76,51 +103,17 @@ TEST_SUITE("failure") {
   }
 
   TEST_CASE("geo tables: a lost node recovers with every replica back at the last exchange and the replicas agree") {
-    // dp4 over 4, an exchange every 8 steps, process 3 killed after step 13: the three that
-    // remain each hold updates of steps 9-13 of their own; all go back to step 8's tables
-    cohort::test::criteo_pair files;
-    const std::string job = files.args() +
-                            " --train.steps=40 --plan.mode=manual --plan.dp=4 --launch.nproc=4 --fault.recover=true "
-                            "--exec.mode=geo --exec.geo-steps=8 --train.optimizer=adagrad";
-    const auto t = run_twins(job, "--fault.signal=KILL --fault.signal-rank=3 --fault.signal-step=13", "geo");
-    const auto& r = t.faulty;
-    INFO(r.err);
-    const auto& rec = r.summary["recoveries"];
-    REQUIRE(rec.size() == 1);
-    CHECK(rec[0]["lost"] == "process 3");
-    CHECK(rec[0]["source"] == "replica");
-    CHECK(rec[0]["tables"] ==
-          "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps "
-          "9-13 dropped");
-    CHECK(std::equal(t.losses.begin(), t.losses.begin() + 13, t.clean_losses.begin()));  // bit for bit up to the loss
-    const double auc = r.summary["test_auc"].get<double>(), clean_auc = t.clean.summary["test_auc"].get<double>();
-    MESSAGE("geo: test AUC " << auc << " after the recovery, " << clean_auc << " fault-free");
-    CHECK(std::abs(auc - clean_auc) <= 0.02);
+    // process 3 killed after step 13: the three that remain each hold updates of steps 9-13 of
+    // their own; all go back to step 8's tables
+    check_geo_recovery("--fault.signal=KILL --fault.signal-rank=3 --fault.signal-step=13", "geo", 13, "9-13");
   }
 
   TEST_CASE("geo tables: an exchange stopped halfway is undone on every replica and the replicas agree") {
-    // dp4 over 4, exchanges before steps 8 and 16. In the one before step 16 rank 3 hands its
-    // block to rank 0 alone and dies: the ring carries it on to rank 2, which has every block
-    // and merges, while ranks 0 and 1 wait for blocks that never come. The recovery redoes step
-    // 16 with every replica at step 8's tables: rank 2 undoes its merge, ranks 0 and 1 copy
-    // their rows at their bases (before, rank 2 kept its merge and the end's check failed)
-    cohort::test::criteo_pair files;
-    const std::string job = files.args() +
-                            " --train.steps=40 --plan.mode=manual --plan.dp=4 --launch.nproc=4 --fault.recover=true "
-                            "--exec.mode=geo --exec.geo-steps=8 --train.optimizer=adagrad";
-    const auto t = run_twins(job, "--fault.geo-exit-step=16 --fault.geo-exit-rank=3", "geo-halfway");
-    const auto& r = t.faulty;
-    INFO(r.err);
-    const auto& rec = r.summary["recoveries"];
-    REQUIRE(rec.size() == 1);
-    CHECK(rec[0]["lost"] == "process 3");
-    CHECK(rec[0]["tables"] ==
-          "geo: the tables as the replicas last agreed (after step 8): every replica's own sparse updates of steps "
-          "9-16 dropped");
-    CHECK(std::equal(t.losses.begin(), t.losses.begin() + 16, t.clean_losses.begin()));  // bit for bit up to it
-    const double auc = r.summary["test_auc"].get<double>(), clean_auc = t.clean.summary["test_auc"].get<double>();
-    MESSAGE("geo, an exchange stopped halfway: test AUC " << auc << " after the recovery, " << clean_auc
-                                                          << " fault-free");
-    CHECK(std::abs(auc - clean_auc) <= 0.02);
+    // In the exchange before step 16 rank 3 hands its block to rank 0 alone and dies: the ring
+    // carries it on to rank 2, which has every block and merges, while ranks 0 and 1 wait for
+    // blocks that never come. The recovery redoes step 16 with every replica at step 8's
+    // tables: rank 2 undoes its merge, ranks 0 and 1 copy their rows at their bases (before,
+    // rank 2 kept its merge and the end's check failed)
+    check_geo_recovery("--fault.geo-exit-step=16 --fault.geo-exit-rank=3", "geo-halfway", 16, "9-16");
   }
 }
