@@ -5,7 +5,8 @@
 // staler ones. Geo: every replica's tables go back to the replicas' last exchange (the rows each
 // changed on its own since are copied at their bases), so the replicas agree again — the run's
 // end checks that bit for bit and fails otherwise, as it did before the rows were reverted —
-// and the sparse updates since that exchange are dropped. The losses equal the fault-free
+// and the sparse updates since that exchange are dropped; an exchange a loss stopped halfway
+// (some replicas merged) is undone on the replicas that merged. The losses equal the fault-free
 // run's bit for bit up to the loss; after it both train on near the fault-free run (test AUC
 // within 0.01 and 0.02).
 #include <doctest/doctest.h>
