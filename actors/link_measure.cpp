@@ -90,7 +90,11 @@ planner::link_cost measure_link(transport::channel& a, transport::channel& b) {
   const std::int64_t small = 1024, large = 1 << 20;  // 4 KiB, 4 MiB
   const double ts = allreduce_seconds(a, b, small, 50, 0), tl = allreduce_seconds(a, b, large, 20, 1000);
   const double per_byte = std::max(1e-13, (tl - ts) / (static_cast<double>(large - small) * 4.0));  // = 1 / beta
-  return {1.0 / per_byte, std::max(0.0, ts - static_cast<double>(small) * 4.0 * per_byte)};
+  // Where load slowed the large exchange more than the small one the intercept comes out at or
+  // below zero: a link without latency, which no refit could scale. The small exchange's whole
+  // time bounds alpha from above: taken then.
+  const double alpha = ts - static_cast<double>(small) * 4.0 * per_byte;
+  return {1.0 / per_byte, alpha > 0 ? alpha : ts};
 }
 
 result<planner::link_cost> measure_process_link(const std::string& plane) {

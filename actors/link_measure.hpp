@@ -1,10 +1,11 @@
 // Measures a link for the cost model: two ranks allreduce by recursive doubling (one exchange
 // of the whole buffer) at 4 KiB and 4 MiB, the fastest of several tries each, and alpha and
 // beta are solved from the two (t = alpha + bytes / beta, as planner::allreduce_recursive_
-// doubling_seconds prices it). calibrate() measures the in-process link so; the link between
-// two processes of a job on this machine is measured over two data planes of the kind the job
-// uses, both in this process (their traffic goes through the kernel's loopback or UCX's shared
-// memory exactly as between processes).
+// doubling_seconds prices it; where load leaves no positive alpha, the small exchange's
+// time). calibrate() measures the in-process link so; the link between two processes of a job
+// on this machine is measured over two data planes of the kind the job uses, both in this
+// process (their traffic goes through the kernel's loopback or UCX's shared memory exactly as
+// between processes).
 //
 //   planner::machine_profile profile;
 //   auto tcp = actors::measure_process_link("tcp");         // about 0.2 s

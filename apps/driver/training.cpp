@@ -158,8 +158,11 @@ result<planner::planning_setup> prepare_planning(const training_job& job, const 
       profile.source = "defaults: no profile at " + path + "; --cluster.calibrate measures one";
   }
   // a job of several processes here: the link between them, measured once per data plane
-  // (kept with the profile when there is a file to keep it in)
-  if (p.processes > 1 && p.cluster_file.empty() && !profile.process_links.count(p.data_plane)) {
+  // (kept with the profile when there is a file to keep it in); again where a measurement under
+  // load kept no latency, which no refit can scale
+  const auto kept = profile.process_links.find(p.data_plane);
+  if (p.processes > 1 && p.cluster_file.empty() &&
+      (kept == profile.process_links.end() || !(kept->second.cost.latency_s > 0))) {
     auto between = actors::measure_process_link(p.data_plane);
     if (between) {
       profile.process_links[p.data_plane].cost = *between;

@@ -270,7 +270,7 @@ TEST_CASE("a job of two processes measures the link between them once and keeps 
   std::ifstream in(profile);
   auto saved = nlohmann::json::parse(in);
   CHECK(saved["process_links"]["tcp"]["bandwidth_bytes_per_s"].get<double>() > 0);
-  CHECK(saved["process_links"]["tcp"]["latency_s"].get<double>() >= 0);
+  CHECK(saved["process_links"]["tcp"]["latency_s"].get<double>() > 0);  // never none, even under load
   // the link's slowdown for a job of 2, refit from the run
   CHECK(saved["process_links"]["tcp"]["by_processes"]["2"]["refits"] == 1);
   CHECK(saved["process_links"]["tcp"]["by_processes"]["2"]["slowdown"].get<double>() > 0);
