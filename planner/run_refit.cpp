@@ -205,8 +205,11 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
   // The data-parallel reduction's tasks time the bulk of the bytes between the processes: the
   // bandwidth factor is solved from them (where they cross processes), the latency factor from
   // what the step leaves, and the two again in turn.
-  job_link& job = link.by_processes[setup.processes];
-  double latency = job.slowdown, bandwidth = job.bandwidth_slowdown;
+  // this count's kept factors to start from (no entry made yet: a run that refits nothing must
+  // not hide a smaller count's factors behind a default one)
+  const auto kept = link.by_processes.find(setup.processes);
+  const job_link start = kept != link.by_processes.end() ? kept->second : job_link{};
+  double latency = start.slowdown, bandwidth = start.bandwidth_slowdown;
   std::optional<double> run_latency, run_bandwidth;
   auto reduction_at = [&](double factor) -> std::optional<double> {
     auto p = predict(latency, factor);
@@ -235,6 +238,7 @@ json refit_between_processes(const plan_choice& choice, planning_setup& setup, c
     out["note"] = "the plan's step does not depend on the link between processes: nothing to refit";
     return out;
   }
+  job_link& job = link.by_processes[setup.processes];
   fold_into(job.slowdown, job.refits, *run_latency);
   out["run_slowdown"] = *run_latency;
   out["slowdown"] = job.slowdown;

@@ -560,8 +560,7 @@ result<std::vector<planned>> rank_plans(const model_analysis& a, const search_op
                               .shard_params = shard == 1,
                               .virtual_stages = v};
               for (int rc = 0; rc < (o.allow_recompute ? 2 : 1); ++rc)
-                for (int host = 0; host < (o.topo.host && !a.boundaries.empty() && v == 1 && !o.even_layers ? 2 : 1);
-                     ++host) {
+                for (int host = 0; host < (o.topo.host && !a.boundaries.empty() && v == 1 ? 2 : 1); ++host) {
                   auto r = evaluate(a, p, o, {}, rc == 1, host == 1, cache);
                   if (!r) break;  // e.g. more stages than the model has layers
                   if (pp == 1 && m == 1 && rc == 0 && r->fits) whole_batch_fits = true;

@@ -268,6 +268,22 @@ TEST_CASE("a job's step beyond the prediction is refit as the slowdown of the li
     CHECK(s2->profile.eff.gemm < p.eff.gemm);   // slower compute, folded in
     CHECK(s2->profile.eff.link == p.eff.link);  // the link's efficiency is not a job's to refit
   }
+  // a link without latency: the step does not depend on its factor, nothing is refit, and no
+  // factor for 2 processes appears (it would hide a smaller count's behind a default one)
+  {
+    machine_profile flat = p;
+    flat.process_links["tcp"].cost.latency_s = 0;
+    auto s3 = prepare_planning(model, 2, 64, 2, dp2, flat, "");
+    REQUIRE(s3.ok());
+    auto c3 = choose_plan(*s3, dp2);
+    REQUIRE(c3.ok());
+    task_totals t;
+    t.step_seconds = {2 * bare, 2 * bare, 2 * bare};
+    t.steps = 3;
+    auto none = refit_between_processes(*c3, *s3, t, /*save=*/false);
+    CHECK(none.contains("note"));
+    CHECK(s3->profile.process_links["tcp"].by_processes.count(2) == 0);
+  }
   plan_request here = dp2;
   here.processes = 1;
   auto one = prepare_planning(model, 2, 64, 2, here, *saved, "");
